@@ -1,0 +1,73 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let package = Package(
+    name: "Lyre",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "LyreWire", targets: ["LyreWire"]),
+        .library(name: "LyreDiscovery", targets: ["LyreDiscovery"]),
+        .executable(name: "lyre", targets: ["lyre"]),
+        .executable(name: "lyred", targets: ["lyred"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+    ],
+    targets: [
+        // C modules: one per Debian library.
+        .systemLibrary(
+            name: "CAvahiClient", pkgConfig: "avahi-client",
+            providers: [.apt(["libavahi-client-dev"])]),
+        // avahi-core is loaded with dlopen, never linked: see Sources/CAvahiCore/include/CAvahiCore.h.
+        // Headers: Debian libavahi-core-dev.
+        .target(name: "CAvahiCore", linkerSettings: [.linkedLibrary("dl")]),
+        .systemLibrary(
+            name: "CALSA", pkgConfig: "alsa",
+            providers: [.apt(["libasound2-dev"])]),
+
+        // Wire: pure codecs, no I/O.
+        .target(name: "LyreWire"),
+
+        // Media: ALSA (output kind detection for now; playback comes with streaming).
+        .target(name: "LyreAudio", dependencies: ["CALSA", "LyreWire"]),
+
+        // Discovery: advertise and browse over avahi-client or embedded avahi-core.
+        .target(
+            name: "LyreDiscovery",
+            dependencies: [
+                "LyreWire", "CAvahiClient", "CAvahiCore",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+
+        // What both executables share: one-line errors, logging set-up, option parsing for Lyre types.
+        .target(
+            name: "LyreCommandLine",
+            dependencies: [
+                "LyreDiscovery", "LyreWire",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+
+        // Executables: thin.
+        .executableTarget(
+            name: "lyre",
+            dependencies: [
+                "LyreDiscovery", "LyreWire", "LyreCommandLine",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
+        .executableTarget(
+            name: "lyred",
+            dependencies: [
+                "LyreDiscovery", "LyreWire", "LyreAudio", "LyreCommandLine",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]),
+
+        .testTarget(name: "LyreWireTests", dependencies: ["LyreWire"]),
+        .testTarget(name: "LyreDiscoveryTests", dependencies: ["LyreDiscovery", "LyreWire"]),
+        .testTarget(name: "LyreIntegrationTests", dependencies: ["LyreWire"]),
+    ]
+)

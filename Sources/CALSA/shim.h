@@ -1,0 +1,2 @@
+// libasound (Debian libasound2-dev).
+#include <alsa/asoundlib.h>

@@ -1,0 +1,100 @@
+import ArgumentParser
+import Logging
+import LyreDiscovery
+import LyreWire
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs a command the way every Lyre executable does: help and version as ArgumentParser prints them,
+/// and any error as one line on stderr (`lyre: …`) with a non-zero exit.
+public enum CommandLineMain {
+    public static func run<Command: AsyncParsableCommand>(_ type: Command.Type) async -> Never {
+        let name = Command.configuration.commandName ?? "lyre"
+        do {
+            var command = try type.parseAsRoot()
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+            exit(0)
+        } catch {
+            let code = Command.exitCode(for: error)
+            if code == .success {
+                // --help, --version and clean exits print as ArgumentParser means them to.
+                Command.exit(withError: error)
+            }
+            let message: String
+            if let failure = error as? CommandFailure {
+                message = failure.message
+            } else {
+                let first = Command.message(for: error).split(separator: "\n").first.map(String.init) ?? "\(error)"
+                message = first + "; see '\(name) --help'"
+            }
+            let line = message.hasPrefix("Error: ") ? String(message.dropFirst(7)) : message
+            Console.standardError.write(line: "\(name): \(line)")
+            exit(code == .validationFailure ? 64 : max(code.rawValue, 1))
+        }
+    }
+
+    /// Sends log output to stderr at `level`.
+    public static func bootstrapLogging(level: Logger.Level) {
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+    }
+}
+
+/// A failure to report as one line and exit with `code`.
+public struct CommandFailure: Error, CustomStringConvertible {
+    public var message: String
+    public var code: Int32
+    public init(_ message: String, code: Int32 = 1) {
+        self.message = message
+        self.code = code
+    }
+    public var description: String { message }
+}
+
+/// A minimal unbuffered stderr/stdout writer (avoids Foundation's FileHandle in hot CLI paths).
+public struct Console: Sendable {
+    let descriptor: Int32
+    public static let standardError = Console(descriptor: 2)
+    public static let standardOutput = Console(descriptor: 1)
+
+    public func write(line: String) {
+        var text = line
+        text.append("\n")
+        text.withCString { pointer in
+            var remaining = strlen(pointer)
+            var cursor = pointer
+            while remaining > 0 {
+                let written = Glibc.write(descriptor, cursor, remaining)
+                if written <= 0 { break }
+                remaining -= written
+                cursor += written
+            }
+        }
+    }
+}
+
+extension MDNSMode: ExpressibleByArgument {}
+extension OutputKind: ExpressibleByArgument {}
+extension Logger.Level: @retroactive ExpressibleByArgument {}
+
+/// The options every command that touches mDNS takes.
+public struct MDNSOptions: ParsableArguments {
+    @Option(help: "mDNS stack: auto (avahi-daemon if running, else embedded), avahi, or embedded.")
+    public var mdns: MDNSMode = .auto
+
+    @Option(
+        name: .customLong("interface"),
+        help: ArgumentHelp("Use only this network interface (repeatable).", valueName: "IF"))
+    public var interfaces: [String] = []
+
+    public init() {}
+}

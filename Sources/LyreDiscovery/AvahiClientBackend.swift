@@ -1,0 +1,305 @@
+import CAvahiClient
+import LyreWire
+import Logging
+
+/// The system avahi-daemon, reached over D-Bus through avahi-client.
+///
+/// Survives daemon restarts as avahi's docs ask (`AVAHI_CLIENT_NO_FAIL`; on `AVAHI_ERR_DISCONNECTED` free
+/// everything and connect anew), re-registering the service and re-browsing when the daemon is back.
+final class AvahiClientBackend: MDNSBackend, @unchecked Sendable {
+    // Safe to share: every mutable property below is touched only on the avahi poll thread (callbacks) or
+    // while holding the poll lock (`poll.withLock`), which serialises the two.
+    let mode = MDNSMode.avahi
+    private let poll: ThreadedPoll
+    private let events = BackendEvents()
+    private let interfaces: [Int32]
+    private let logger = Logger(label: "lyre.discovery.avahi")
+
+    private var client: OpaquePointer?  // AvahiClient*
+    private var group: OpaquePointer?  // AvahiEntryGroup*
+    private var registration: ServiceRegistration?
+    private var currentName: String?
+    private var browseType: String?
+    private var browsers: [OpaquePointer] = []  // AvahiServiceBrowser*
+    private var resolvers: [ServiceInstanceKey: OpaquePointer] = [:]  // AvahiServiceResolver*
+    private var everConnected = false
+
+    var publicationEvents: AsyncStream<PublicationEvent> { events.publication }
+
+    /// Whether an avahi-daemon answers on the system bus right now.
+    static func daemonIsReachable() -> Bool {
+        guard let poll = try? ThreadedPoll() else { return false }
+        var error: Int32 = 0
+        guard let probe = avahi_client_new(poll.api, AvahiClientFlags(0), nil, nil, &error) else { return false }
+        avahi_client_free(probe)
+        return true
+    }
+
+    init(interfaces: [Int32]) throws(AvahiError) {
+        self.interfaces = interfaces
+        poll = try ThreadedPoll()
+        try connect()
+        try poll.start()
+    }
+
+    /// Creates the client; the state callback does the rest. On the poll thread or before it starts.
+    private func connect() throws(AvahiError) {
+        var error: Int32 = 0
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        let callback: AvahiClientCallback = { c, state, context in
+            guard let c, let context else { return }
+            Unmanaged<AvahiClientBackend>.fromOpaque(context).takeUnretainedValue().clientChanged(c, state)
+        }
+        guard let made = avahi_client_new(poll.api, AVAHI_CLIENT_NO_FAIL, callback, context, &error) else {
+            throw AvahiError(code: error, context: "connecting to avahi-daemon")
+        }
+        client = made
+    }
+
+    // MARK: Client state (poll thread)
+
+    private func clientChanged(_ c: OpaquePointer, _ state: AvahiClientState) {
+        client = c
+        switch state {
+        case AVAHI_CLIENT_S_RUNNING:
+            if everConnected { logger.info("avahi-daemon is back; registering and browsing again") }
+            everConnected = true
+            registerIfNeeded()
+            startBrowsersIfNeeded()
+        case AVAHI_CLIENT_S_COLLISION, AVAHI_CLIENT_S_REGISTERING:
+            // The host name is being (re)established: withdraw until the server runs again.
+            if let group { avahi_entry_group_reset(group) }
+        case AVAHI_CLIENT_FAILURE:
+            let error = avahi_client_errno(c)
+            if error == AVAHI_ERR_DISCONNECTED {
+                logger.warning("lost avahi-daemon; waiting for it to come back")
+                if registration != nil { events.publish(.suspended(reason: "avahi-daemon went away")) }
+                if events.isBrowsing { events.browse(.disconnected) }
+                freeClientObjects()
+                do { try connect() } catch {
+                    logger.error("cannot reconnect to avahi-daemon: \(error)")
+                    events.publish(.failed(reason: error.message))
+                }
+            } else {
+                let failure = AvahiError(code: error, context: "avahi-daemon client failed")
+                logger.error("\(failure)")
+                events.publish(.failed(reason: failure.message))
+            }
+        case AVAHI_CLIENT_CONNECTING:
+            logger.info("avahi-daemon is not running yet; waiting for it")
+        default:
+            break
+        }
+    }
+
+    /// Frees every object that belongs to the client, then the client (avahi's order).
+    private func freeClientObjects() {
+        for resolver in resolvers.values { avahi_service_resolver_free(resolver) }
+        resolvers.removeAll()
+        for browser in browsers { avahi_service_browser_free(browser) }
+        browsers.removeAll()
+        if let group { avahi_entry_group_free(group) }
+        group = nil
+        if let client { avahi_client_free(client) }
+        client = nil
+    }
+
+    // MARK: Publishing
+
+    func publish(_ service: ServiceRegistration) throws(AvahiError) {
+        try poll.withLock { () throws(AvahiError) in
+            registration = service
+            currentName = ServiceName.sanitized(service.name)
+            if let client, avahi_client_get_state(client) == AVAHI_CLIENT_S_RUNNING { registerIfNeeded() }
+        }
+    }
+
+    func updateTXT(_ txt: TXTRecord) throws(AvahiError) {
+        try poll.withLock { () throws(AvahiError) in
+            registration?.txt = txt
+            guard let group, let name = currentName, let registration,
+                avahi_entry_group_is_empty(group) == 0
+            else { return }
+            let list = StringList.make(txt)
+            defer { avahi_string_list_free(list) }
+            for interface in interfaceList {
+                try avahiCheck(
+                    avahi_entry_group_update_service_txt_strlst(
+                        group, interface, anyProtocol, AvahiPublishFlags(0), name, registration.type, nil,
+                        list),
+                    "updating the TXT record")
+            }
+        }
+    }
+
+    private var interfaceList: [Int32] { interfaces.isEmpty ? [anyInterface] : interfaces }
+
+    /// Adds the service to the entry group and commits it; renames on a local collision. Poll thread/lock.
+    private func registerIfNeeded() {
+        guard let client, let registration, let name = currentName else { return }
+        if group == nil {
+            let callback: AvahiEntryGroupCallback = { g, state, context in
+                guard let g, let context else { return }
+                Unmanaged<AvahiClientBackend>.fromOpaque(context).takeUnretainedValue().groupChanged(g, state)
+            }
+            group = avahi_entry_group_new(client, callback, Unmanaged.passUnretained(self).toOpaque())
+        }
+        guard let group else {
+            events.publish(.failed(reason: AvahiError(code: avahi_client_errno(client), context: "entry group").message))
+            return
+        }
+        guard avahi_entry_group_is_empty(group) != 0 else { return }
+        let list = StringList.make(registration.txt)
+        defer { avahi_string_list_free(list) }
+        let interfaces = interfaceList
+        let committed = addServiceRenamingOnCollision(
+            name: name, events: events, logger: logger,
+            add: { name in
+                var result: Int32 = 0
+                for interface in interfaces where result == 0 {
+                    result = avahi_entry_group_add_service_strlst(
+                        group, interface, anyProtocol, AvahiPublishFlags(0), name, registration.type, nil, nil,
+                        registration.port, list)
+                }
+                return result
+            },
+            reset: { avahi_entry_group_reset(group) },
+            commit: { avahi_entry_group_commit(group) })
+        if let committed { currentName = committed }
+    }
+
+    private func groupChanged(_ g: OpaquePointer, _ state: AvahiEntryGroupState) {
+        switch state {
+        case AVAHI_ENTRY_GROUP_ESTABLISHED:
+            if let currentName { events.publish(.established(name: currentName)) }
+        case AVAHI_ENTRY_GROUP_COLLISION:
+            // Another host probed the same name first: pick the next one and register again.
+            guard let name = currentName else { return }
+            let next = ServiceName.alternative(after: name)
+            logger.notice("service name '\(name)' collided on the network; renaming to '\(next)'")
+            events.publish(.renamed(from: name, to: next))
+            currentName = next
+            avahi_entry_group_reset(g)
+            registerIfNeeded()
+        case AVAHI_ENTRY_GROUP_FAILURE:
+            let error = AvahiError(code: avahi_client_errno(avahi_entry_group_get_client(g)), context: "entry group")
+            events.publish(.failed(reason: error.message))
+        default:
+            break
+        }
+    }
+
+    // MARK: Browsing
+
+    func browse(type: String) throws(AvahiError) -> AsyncStream<BrowseEvent> {
+        try poll.withLock { () throws(AvahiError) in
+            browseType = type
+            let stream = events.makeBrowseStream()
+            if let client, avahi_client_get_state(client) == AVAHI_CLIENT_S_RUNNING { startBrowsersIfNeeded() }
+            return stream
+        }
+    }
+
+    private func startBrowsersIfNeeded() {
+        guard let client, let type = browseType, browsers.isEmpty else { return }
+        let wasDisconnected = everConnected && events.isBrowsing
+        events.browserRestarted()
+        if wasDisconnected { events.browse(.reconnected) }
+        let callback: AvahiServiceBrowserCallback = { b, interface, proto, event, name, type, domain, flags, context in
+            guard let b, let context else { return }
+            Unmanaged<AvahiClientBackend>.fromOpaque(context).takeUnretainedValue()
+                .browserEvent(b, interface, proto, event, name, type, domain)
+        }
+        for interface in interfaceList {
+            guard
+                let browser = avahi_service_browser_new(
+                    client, interface, anyProtocol, type, nil, AvahiLookupFlags(0), callback,
+                    Unmanaged.passUnretained(self).toOpaque())
+            else {
+                logger.error("\(AvahiError(code: avahi_client_errno(client), context: "starting the browser"))")
+                continue
+            }
+            browsers.append(browser)
+        }
+        // Several browsers (one per interface) each say ALL_FOR_NOW; count them down.
+        pendingAllForNow = browsers.count
+    }
+
+    private var pendingAllForNow = 0
+
+    private func browserEvent(
+        _ b: OpaquePointer, _ interface: AvahiIfIndex, _ proto: AvahiProtocol, _ event: AvahiBrowserEvent,
+        _ name: UnsafePointer<CChar>?, _ type: UnsafePointer<CChar>?, _ domain: UnsafePointer<CChar>?
+    ) {
+        switch event {
+        case AVAHI_BROWSER_NEW, AVAHI_BROWSER_REMOVE:
+            guard let name, let type, let domain, let client else { return }
+            let key = ServiceInstanceKey(
+                interface: InterfaceIndex.name(interface), ipv6: proto == ipv6Protocol,
+                name: String(cString: name), domain: String(cString: domain))
+            if event == AVAHI_BROWSER_NEW {
+                guard resolvers[key] == nil else { return }
+                let callback: AvahiServiceResolverCallback = {
+                    r, interface, proto, event, name, type, domain, host, address, port, txt, flags, context in
+                    guard let r, let context else { return }
+                    Unmanaged<AvahiClientBackend>.fromOpaque(context).takeUnretainedValue()
+                        .resolverEvent(r, interface, proto, event, name, domain, host, address, port, txt)
+                }
+                // The resolver stays open, so later TXT and address changes are reported too.
+                if let resolver = avahi_service_resolver_new(
+                    client, interface, proto, name, type, domain, anyProtocol, AvahiLookupFlags(0), callback,
+                    Unmanaged.passUnretained(self).toOpaque())
+                {
+                    resolvers[key] = resolver
+                    events.resolverStarted(key)
+                } else {
+                    logger.debug("\(AvahiError(code: avahi_client_errno(client), context: "resolving \(key.name)"))")
+                }
+            } else {
+                if let resolver = resolvers.removeValue(forKey: key) { avahi_service_resolver_free(resolver) }
+                events.browse(.removed(key))
+                events.resolverAnswered(key)
+            }
+        case AVAHI_BROWSER_ALL_FOR_NOW:
+            pendingAllForNow -= 1
+            if pendingAllForNow <= 0 { events.browserAllForNow() }
+        case AVAHI_BROWSER_FAILURE:
+            let error = AvahiError(code: avahi_client_errno(avahi_service_browser_get_client(b)), context: "browsing")
+            logger.error("\(error)")
+        default:
+            break
+        }
+    }
+
+    private func resolverEvent(
+        _ r: OpaquePointer, _ interface: AvahiIfIndex, _ proto: AvahiProtocol, _ event: AvahiResolverEvent,
+        _ name: UnsafePointer<CChar>?, _ domain: UnsafePointer<CChar>?, _ host: UnsafePointer<CChar>?,
+        _ address: UnsafePointer<AvahiAddress>?, _ port: UInt16, _ txt: UnsafeMutablePointer<AvahiStringList>?
+    ) {
+        guard let name, let domain else { return }
+        let key = ServiceInstanceKey(
+            interface: InterfaceIndex.name(interface), ipv6: proto == ipv6Protocol,
+            name: String(cString: name), domain: String(cString: domain))
+        if event == AVAHI_RESOLVER_FOUND, let host {
+            events.browse(
+                .resolved(
+                    key,
+                    ResolvedService(
+                        host: String(cString: host), address: addressString(address), port: port,
+                        txt: StringList.bytes(txt))))
+        } else {
+            logger.debug("could not resolve '\(key.name)' on \(key.interface)")
+        }
+        events.resolverAnswered(key)
+    }
+
+    // MARK: Shutdown
+
+    func shutdown() {
+        poll.stop()
+        freeClientObjects()  // freeing the group withdraws the service with goodbye packets
+        events.finish()
+    }
+
+    deinit { shutdown() }
+}

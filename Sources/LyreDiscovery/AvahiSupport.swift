@@ -1,0 +1,248 @@
+import CAvahiClient
+import LyreWire
+import Logging
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An avahi error: the code from avahi-common (shared by avahi-client and avahi-core) and its text.
+public struct AvahiError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The `AVAHI_ERR_*` code, or 0 for errors raised here.
+    public var code: Int32
+    /// What went wrong, in words.
+    public var message: String
+
+    public init(code: Int32, context: String) {
+        self.code = code
+        let text = avahi_strerror(code).map { String(cString: $0) } ?? "error \(code)"
+        message = "\(context): \(text)"
+    }
+
+    public init(message: String) {
+        code = 0
+        self.message = message
+    }
+
+    public var description: String { message }
+}
+
+/// Runs a C call that returns a negative avahi error code on failure.
+@inline(__always)
+func avahiCheck(_ result: Int32, _ context: @autoclosure () -> String) throws(AvahiError) {
+    if result < 0 { throw AvahiError(code: result, context: context()) }
+}
+
+/// Interface names to kernel indexes.
+enum InterfaceIndex {
+    static func resolve(_ names: [String]) throws(AvahiError) -> [Int32] {
+        var out: [Int32] = []
+        for name in names {
+            let index = if_nametoindex(name)
+            guard index != 0 else {
+                throw AvahiError(message: "no network interface named '\(name)' (see 'ip link')")
+            }
+            out.append(Int32(index))
+        }
+        return out
+    }
+
+    static func name(_ index: Int32) -> String {
+        guard index > 0 else { return "any" }
+        var buffer = [CChar](repeating: 0, count: Int(IF_NAMESIZE) + 1)
+        guard if_indextoname(UInt32(index), &buffer) != nil else { return "if\(index)" }
+        return cString(buffer)
+    }
+}
+
+/// `AvahiThreadedPoll`: the event loop thread both backends run their avahi objects on.
+///
+/// avahi calls back on this thread with its lock held; other threads take the lock through
+/// ``withLock(_:)`` before touching any avahi object (avahi's docs/THREADS).
+final class ThreadedPoll: @unchecked Sendable {
+    // Safe to share: the pointer is immutable after init, and avahi's own lock guards the loop.
+    let handle: OpaquePointer
+    private var started = false
+
+    init() throws(AvahiError) {
+        guard let handle = avahi_threaded_poll_new() else {
+            throw AvahiError(message: "could not create the avahi event loop (out of memory)")
+        }
+        self.handle = handle
+    }
+
+    /// The `AvahiPoll` vtable to hand to avahi_client_new / avahi_server_new.
+    var api: UnsafePointer<AvahiPoll> { avahi_threaded_poll_get(handle) }
+
+    func start() throws(AvahiError) {
+        try avahiCheck(avahi_threaded_poll_start(handle), "starting the avahi event loop")
+        started = true
+    }
+
+    /// Runs `body` holding the poll lock. Never call from an avahi callback (it already holds it).
+    func withLock<T>(_ body: () throws(AvahiError) -> T) throws(AvahiError) -> T {
+        guard started else { return try body() }
+        avahi_threaded_poll_lock(handle)
+        defer { avahi_threaded_poll_unlock(handle) }
+        return try body()
+    }
+
+    /// Stops the thread; after this no callback runs, so the owner may free its avahi objects.
+    func stop() {
+        if started { avahi_threaded_poll_stop(handle) }
+        started = false
+    }
+
+    deinit {
+        stop()
+        avahi_threaded_poll_free(handle)
+    }
+}
+
+/// `AvahiStringList` from and to TXT records. avahi keeps the list in reverse order of insertion.
+enum StringList {
+    /// Builds a list whose wire order is the record's order; the caller frees it.
+    static func make(_ txt: TXTRecord) -> UnsafeMutablePointer<AvahiStringList>? {
+        var list: UnsafeMutablePointer<AvahiStringList>? = nil
+        for string in txt.strings {
+            list = string.withUnsafeBufferPointer { avahi_string_list_add_arbitrary(list, $0.baseAddress, $0.count) }
+        }
+        return avahi_string_list_reverse(list)
+    }
+
+    /// The RDATA of `list`, in wire order.
+    static func bytes(_ list: UnsafeMutablePointer<AvahiStringList>?) -> [UInt8] {
+        guard let list else { return [] }
+        let length = avahi_string_list_serialize(list, nil, 0)
+        var out = [UInt8](repeating: 0, count: length)
+        _ = out.withUnsafeMutableBytes { avahi_string_list_serialize(list, $0.baseAddress, length) }
+        return out
+    }
+}
+
+/// `AvahiAddress` as text.
+func addressString(_ address: UnsafePointer<AvahiAddress>?) -> String? {
+    guard let address else { return nil }
+    var buffer = [CChar](repeating: 0, count: Int(AVAHI_ADDRESS_STR_MAX))
+    guard avahi_address_snprint(&buffer, buffer.count, address) != nil else { return nil }
+    return cString(buffer)
+}
+
+/// The text of a NUL-terminated C buffer.
+func cString(_ buffer: [CChar]) -> String {
+    let bytes = buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+    return String(decoding: bytes, as: UTF8.self)
+}
+
+/// Fan-out of backend events to async code, with the bookkeeping both backends share: which resolvers
+/// are pending, and when "all for now" may be said. Touched only on the poll thread.
+final class BackendEvents: @unchecked Sendable {
+    // Safe to share: mutated only on the avahi poll thread (in callbacks) or under its lock.
+    /// Bound on queued events; past it the oldest are kept and the overflow is counted.
+    static let bufferLimit = 16_384
+
+    let publication: AsyncStream<PublicationEvent>
+    private let publicationContinuation: AsyncStream<PublicationEvent>.Continuation
+    private var browseContinuation: AsyncStream<BrowseEvent>.Continuation?
+    private var pending = Set<ServiceInstanceKey>()
+    private var browserDone = false
+    private(set) var dropped = 0
+
+    init() {
+        (publication, publicationContinuation) = AsyncStream.makeStream(
+            bufferingPolicy: .bufferingOldest(Self.bufferLimit))
+    }
+
+    func publish(_ event: PublicationEvent) {
+        if case .dropped = publicationContinuation.yield(event) { dropped += 1 }
+    }
+
+    /// A new browse stream; the previous one, if any, is finished.
+    func makeBrowseStream() -> AsyncStream<BrowseEvent> {
+        browseContinuation?.finish()
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: BrowseEvent.self, bufferingPolicy: .bufferingOldest(Self.bufferLimit))
+        browseContinuation = continuation
+        browserDone = false
+        pending.removeAll()
+        return stream
+    }
+
+    var isBrowsing: Bool { browseContinuation != nil }
+
+    func browse(_ event: BrowseEvent) {
+        if case .dropped = browseContinuation?.yield(event) { dropped += 1 }
+    }
+
+    /// A browser reported a new instance and a resolver was started for it.
+    func resolverStarted(_ key: ServiceInstanceKey) { pending.insert(key) }
+
+    /// A resolver answered (found or failed) or its instance went away.
+    func resolverAnswered(_ key: ServiceInstanceKey) {
+        pending.remove(key)
+        sayAllForNowIfDone()
+    }
+
+    /// The browser has said ALL_FOR_NOW.
+    func browserAllForNow() {
+        browserDone = true
+        sayAllForNowIfDone()
+    }
+
+    /// A (re)connection started a fresh browser.
+    func browserRestarted() {
+        browserDone = false
+        pending.removeAll()
+    }
+
+    private func sayAllForNowIfDone() {
+        guard browserDone, pending.isEmpty else { return }
+        browserDone = false
+        browse(.allForNow)
+    }
+
+    func finish() {
+        browseContinuation?.finish()
+        browseContinuation = nil
+        publicationContinuation.finish()
+    }
+}
+
+/// `AVAHI_IF_UNSPEC` and `AVAHI_PROTO_*`, typed (the C macros import as `Int`).
+let anyInterface = AvahiIfIndex(AVAHI_IF_UNSPEC)
+let anyProtocol = AvahiProtocol(AVAHI_PROTO_UNSPEC)
+let ipv6Protocol = AvahiProtocol(AVAHI_PROTO_INET6)
+
+/// Adds a service under `name`, renaming it on a local collision (`AVAHI_ERR_COLLISION` at add time, when
+/// the same stack already holds the name), then commits. Both backends register through this.
+///
+/// - Returns: the name it was committed under, or `nil` after a failure (already reported to `events`).
+func addServiceRenamingOnCollision(
+    name initial: String, events: BackendEvents, logger: Logger,
+    add: (String) -> Int32, reset: () -> Void, commit: () -> Int32
+) -> String? {
+    var name = initial
+    for _ in 0..<100 {
+        let result = add(name)
+        if result == AVAHI_ERR_COLLISION {
+            let next = ServiceName.alternative(after: name)
+            logger.notice("service name '\(name)' is taken; renaming to '\(next)'")
+            events.publish(.renamed(from: name, to: next))
+            reset()
+            name = next
+            continue
+        }
+        if result < 0 {
+            events.publish(.failed(reason: AvahiError(code: result, context: "adding the service").message))
+            return nil
+        }
+        let committed = commit()
+        if committed < 0 {
+            events.publish(.failed(reason: AvahiError(code: committed, context: "committing the service").message))
+            return nil
+        }
+        return name
+    }
+    events.publish(.failed(reason: "no free service name after 100 tries"))
+    return nil
+}

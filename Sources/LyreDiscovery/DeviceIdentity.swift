@@ -1,0 +1,69 @@
+import Foundation
+import LyreWire
+
+/// The receiver's stable identity, generated once and kept in its state directory.
+public enum DeviceIdentity {
+    /// The file, inside the state directory, that holds the id.
+    public static let fileName = "device-id"
+
+    /// The state directory to use when none is given: `$STATE_DIRECTORY` (systemd), `/var/lib/lyred` for
+    /// root, else `$XDG_STATE_HOME/lyred` or `~/.local/state/lyred`.
+    public static func defaultStateDirectory() -> String {
+        let environment = ProcessInfo.processInfo.environment
+        if let systemd = environment["STATE_DIRECTORY"], !systemd.isEmpty {
+            return String(systemd.split(separator: ":").first ?? Substring(systemd))
+        }
+        if getuid() == 0 { return "/var/lib/lyred" }
+        if let xdg = environment["XDG_STATE_HOME"], !xdg.isEmpty { return xdg + "/lyred" }
+        return NSHomeDirectory() + "/.local/state/lyred"
+    }
+
+    /// Reads the id from `directory`, or creates the directory and a new id when there is none.
+    /// - Throws: ``DeviceIdentityError`` when the directory cannot be written or the file is damaged.
+    public static func loadOrCreate(in directory: String) throws(DeviceIdentityError) -> DeviceID {
+        let path = directory + "/" + fileName
+        let fileManager = FileManager.default
+        if let data = fileManager.contents(atPath: path) {
+            let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            guard let id = DeviceID(text) else { throw .damaged(path: path) }
+            return id
+        }
+        do {
+            try fileManager.createDirectory(
+                atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        } catch {
+            throw .unwritable(path: directory, reason: Self.reason(error))
+        }
+        let id = DeviceID.random()
+        do {
+            try Data((id.rawValue + "\n").utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
+        } catch {
+            throw .unwritable(path: directory, reason: Self.reason(error))
+        }
+        return id
+    }
+
+    private static func reason(_ error: any Error) -> String {
+        if let underlying = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError,
+            underlying.domain == NSPOSIXErrorDomain, let code = POSIXErrorCode(rawValue: Int32(underlying.code))
+        {
+            return String(cString: strerror(code.rawValue))
+        }
+        return (error as NSError).localizedDescription
+    }
+}
+
+/// Why the identity could not be read or kept.
+public enum DeviceIdentityError: Error, Equatable, CustomStringConvertible {
+    case unwritable(path: String, reason: String)
+    case damaged(path: String)
+
+    public var description: String {
+        switch self {
+        case .unwritable(let path, let reason):
+            "state directory \(path) is not writable (\(reason)); pass --state-dir with a writable directory"
+        case .damaged(let path):
+            "\(path) does not hold a device id; remove it to make a new identity (senders will see a new device)"
+        }
+    }
+}

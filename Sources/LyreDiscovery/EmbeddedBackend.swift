@@ -1,0 +1,266 @@
+import CAvahiCore
+// avahi-common's declarations (AvahiServerState, errors, string lists) are shared by both avahi modules;
+// clang files them under the module that includes them first, which is CAvahiClient in this target.
+import CAvahiClient
+import LyreWire
+import Logging
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An mDNS responder inside this process, on avahi-core: for hosts where no avahi-daemon runs.
+///
+/// It shares UDP port 5353 with any other stack on the host (avahi sets SO_REUSEADDR), so it also works
+/// beside a running daemon. Its host name may collide with the daemon's; it then takes avahi's alternative.
+final class EmbeddedBackend: MDNSBackend, @unchecked Sendable {
+    // Safe to share: every mutable property below is touched only on the avahi poll thread (callbacks) or
+    // while holding the poll lock (`poll.withLock`), which serialises the two.
+    let mode = MDNSMode.embedded
+    private let poll: ThreadedPoll
+    private let events = BackendEvents()
+    private let logger = Logger(label: "lyre.discovery.embedded")
+
+    private var server: OpaquePointer?  // AvahiServer*
+    private var group: OpaquePointer?  // AvahiSEntryGroup*
+    private var registration: ServiceRegistration?
+    private var currentName: String?
+    private var browser: OpaquePointer?  // AvahiSServiceBrowser*
+    private var resolvers: [ServiceInstanceKey: OpaquePointer] = [:]  // AvahiSServiceResolver*
+
+    var publicationEvents: AsyncStream<PublicationEvent> { events.publication }
+
+    /// - Parameters:
+    ///   - interfaces: interface names to use (avahi's `allow-interfaces`); empty for all.
+    ///   - publishing: `false` for a browse-only stack, which then announces nothing, not even its host.
+    init(interfaces: [String], publishing: Bool) throws(AvahiError) {
+        var loadError: UnsafePointer<CChar>?
+        guard lyre_avahi_core_load(&loadError) == 0 else {
+            throw AvahiError(message: "cannot use the embedded mDNS responder: " + String(cString: loadError!))
+        }
+        poll = try ThreadedPoll()
+        var config = AvahiServerConfig()
+        lyre_avahi_server_config_init(&config)
+        defer { lyre_avahi_server_config_free(&config) }
+        config.publish_hinfo = 0
+        config.publish_workstation = 0
+        config.publish_domain = 0
+        config.publish_addresses = publishing ? 1 : 0
+        config.disable_publishing = publishing ? 0 : 1
+        config.use_ipv6 = 1
+        for name in interfaces { config.allow_interfaces = avahi_string_list_add(config.allow_interfaces, name) }
+
+        let callback: AvahiServerCallback = { s, state, context in
+            guard let s, let context else { return }
+            Unmanaged<EmbeddedBackend>.fromOpaque(context).takeUnretainedValue().serverChanged(s, state)
+        }
+        var error: Int32 = 0
+        guard let made = lyre_avahi_server_new(poll.api, &config, callback, Unmanaged.passUnretained(self).toOpaque(), &error)
+        else {
+            throw AvahiError(code: error, context: "starting the embedded mDNS responder (is UDP port 5353 usable?)")
+        }
+        server = made
+        try poll.start()
+    }
+
+    // MARK: Server state (poll thread)
+
+    private func serverChanged(_ s: OpaquePointer, _ state: AvahiServerState) {
+        server = s
+        switch state {
+        case AVAHI_SERVER_RUNNING:
+            registerIfNeeded()
+        case AVAHI_SERVER_COLLISION:
+            // Another host (often the local avahi-daemon) owns our host name: take avahi's alternative.
+            let current = lyre_avahi_server_get_host_name(s).map { String(cString: $0) } ?? ""
+            if let next = avahi_alternative_host_name(current) {
+                logger.notice("host name '\(current)' is taken; using '\(String(cString: next))'")
+                lyre_avahi_server_set_host_name(s, next)
+                avahi_free(next)
+            }
+            if let group { lyre_avahi_s_entry_group_reset(group) }
+        case AVAHI_SERVER_REGISTERING:
+            if let group { lyre_avahi_s_entry_group_reset(group) }
+        case AVAHI_SERVER_FAILURE:
+            let error = AvahiError(code: lyre_avahi_server_errno(s), context: "embedded mDNS responder failed")
+            logger.error("\(error)")
+            events.publish(.failed(reason: error.message))
+        default:
+            break
+        }
+    }
+
+    // MARK: Publishing
+
+    func publish(_ service: ServiceRegistration) throws(AvahiError) {
+        try poll.withLock { () throws(AvahiError) in
+            registration = service
+            currentName = ServiceName.sanitized(service.name)
+            if let server, lyre_avahi_server_get_state(server) == AVAHI_SERVER_RUNNING { registerIfNeeded() }
+        }
+    }
+
+    func updateTXT(_ txt: TXTRecord) throws(AvahiError) {
+        try poll.withLock { () throws(AvahiError) in
+            registration?.txt = txt
+            guard let server, let group, let name = currentName, let registration,
+                lyre_avahi_s_entry_group_is_empty(group) == 0
+            else { return }
+            let list = StringList.make(txt)
+            defer { avahi_string_list_free(list) }
+            try avahiCheck(
+                lyre_avahi_server_update_service_txt_strlst(
+                    server, group, anyInterface, anyProtocol, AvahiPublishFlags(0), name, registration.type, nil,
+                    list),
+                "updating the TXT record")
+        }
+    }
+
+    private func registerIfNeeded() {
+        guard let server, let registration, let name = currentName else { return }
+        if group == nil {
+            let callback: AvahiSEntryGroupCallback = { s, g, state, context in
+                guard let g, let context else { return }
+                Unmanaged<EmbeddedBackend>.fromOpaque(context).takeUnretainedValue().groupChanged(g, state)
+            }
+            group = lyre_avahi_s_entry_group_new(server, callback, Unmanaged.passUnretained(self).toOpaque())
+        }
+        guard let group else {
+            events.publish(.failed(reason: AvahiError(code: lyre_avahi_server_errno(server), context: "entry group").message))
+            return
+        }
+        guard lyre_avahi_s_entry_group_is_empty(group) != 0 else { return }
+        let list = StringList.make(registration.txt)
+        defer { avahi_string_list_free(list) }
+        let committed = addServiceRenamingOnCollision(
+            name: name, events: events, logger: logger,
+            add: { name in
+                lyre_avahi_server_add_service_strlst(
+                    server, group, anyInterface, anyProtocol, AvahiPublishFlags(0), name, registration.type, nil, nil,
+                    registration.port, list)
+            },
+            reset: { lyre_avahi_s_entry_group_reset(group) },
+            commit: { lyre_avahi_s_entry_group_commit(group) })
+        if let committed { currentName = committed }
+    }
+
+    private func groupChanged(_ g: OpaquePointer, _ state: AvahiEntryGroupState) {
+        switch state {
+        case AVAHI_ENTRY_GROUP_ESTABLISHED:
+            if let currentName { events.publish(.established(name: currentName)) }
+        case AVAHI_ENTRY_GROUP_COLLISION:
+            guard let name = currentName else { return }
+            let next = ServiceName.alternative(after: name)
+            logger.notice("service name '\(name)' collided on the network; renaming to '\(next)'")
+            events.publish(.renamed(from: name, to: next))
+            currentName = next
+            lyre_avahi_s_entry_group_reset(g)
+            registerIfNeeded()
+        case AVAHI_ENTRY_GROUP_FAILURE:
+            if let server {
+                events.publish(.failed(reason: AvahiError(code: lyre_avahi_server_errno(server), context: "entry group").message))
+            }
+        default:
+            break
+        }
+    }
+
+    // MARK: Browsing
+
+    func browse(type: String) throws(AvahiError) -> AsyncStream<BrowseEvent> {
+        try poll.withLock { () throws(AvahiError) in
+            guard let server else { throw AvahiError(message: "the embedded mDNS responder has stopped") }
+            let stream = events.makeBrowseStream()
+            let callback: AvahiSServiceBrowserCallback = { b, interface, proto, event, name, type, domain, flags, context in
+                guard let context else { return }
+                Unmanaged<EmbeddedBackend>.fromOpaque(context).takeUnretainedValue()
+                    .browserEvent(interface, proto, event, name, type, domain)
+            }
+            guard
+                let made = lyre_avahi_s_service_browser_new(
+                    server, anyInterface, anyProtocol, type, nil, AvahiLookupFlags(0), callback,
+                    Unmanaged.passUnretained(self).toOpaque())
+            else { throw AvahiError(code: lyre_avahi_server_errno(server), context: "starting the browser") }
+            browser = made
+            return stream
+        }
+    }
+
+    private func browserEvent(
+        _ interface: AvahiIfIndex, _ proto: AvahiProtocol, _ event: AvahiBrowserEvent,
+        _ name: UnsafePointer<CChar>?, _ type: UnsafePointer<CChar>?, _ domain: UnsafePointer<CChar>?
+    ) {
+        switch event {
+        case AVAHI_BROWSER_NEW, AVAHI_BROWSER_REMOVE:
+            guard let name, let type, let domain, let server else { return }
+            let key = ServiceInstanceKey(
+                interface: InterfaceIndex.name(interface), ipv6: proto == ipv6Protocol,
+                name: String(cString: name), domain: String(cString: domain))
+            if event == AVAHI_BROWSER_NEW {
+                guard resolvers[key] == nil else { return }
+                let callback: AvahiSServiceResolverCallback = {
+                    r, interface, proto, event, name, type, domain, host, address, port, txt, flags, context in
+                    guard let context else { return }
+                    Unmanaged<EmbeddedBackend>.fromOpaque(context).takeUnretainedValue()
+                        .resolverEvent(interface, proto, event, name, domain, host, address, port, txt)
+                }
+                if let resolver = lyre_avahi_s_service_resolver_new(
+                    server, interface, proto, name, type, domain, anyProtocol, AvahiLookupFlags(0), callback,
+                    Unmanaged.passUnretained(self).toOpaque())
+                {
+                    resolvers[key] = resolver
+                    events.resolverStarted(key)
+                }
+            } else {
+                if let resolver = resolvers.removeValue(forKey: key) { lyre_avahi_s_service_resolver_free(resolver) }
+                events.browse(.removed(key))
+                events.resolverAnswered(key)
+            }
+        case AVAHI_BROWSER_ALL_FOR_NOW:
+            events.browserAllForNow()
+        case AVAHI_BROWSER_FAILURE:
+            if let server { logger.error("\(AvahiError(code: lyre_avahi_server_errno(server), context: "browsing"))") }
+        default:
+            break
+        }
+    }
+
+    private func resolverEvent(
+        _ interface: AvahiIfIndex, _ proto: AvahiProtocol, _ event: AvahiResolverEvent,
+        _ name: UnsafePointer<CChar>?, _ domain: UnsafePointer<CChar>?, _ host: UnsafePointer<CChar>?,
+        _ address: UnsafePointer<AvahiAddress>?, _ port: UInt16, _ txt: UnsafeMutablePointer<AvahiStringList>?
+    ) {
+        guard let name, let domain else { return }
+        let key = ServiceInstanceKey(
+            interface: InterfaceIndex.name(interface), ipv6: proto == ipv6Protocol,
+            name: String(cString: name), domain: String(cString: domain))
+        if event == AVAHI_RESOLVER_FOUND, let host {
+            events.browse(
+                .resolved(
+                    key,
+                    ResolvedService(
+                        host: String(cString: host), address: addressString(address), port: port,
+                        txt: StringList.bytes(txt))))
+        } else {
+            logger.debug("could not resolve '\(key.name)' on \(key.interface)")
+        }
+        events.resolverAnswered(key)
+    }
+
+    // MARK: Shutdown
+
+    func shutdown() {
+        poll.stop()
+        for resolver in resolvers.values { lyre_avahi_s_service_resolver_free(resolver) }
+        resolvers.removeAll()
+        if let browser { lyre_avahi_s_service_browser_free(browser) }
+        browser = nil
+        if let group { lyre_avahi_s_entry_group_free(group) }  // sends goodbyes
+        group = nil
+        if let server { lyre_avahi_server_free(server) }
+        server = nil
+        events.finish()
+    }
+
+    deinit { shutdown() }
+}

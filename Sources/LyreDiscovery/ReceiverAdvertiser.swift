@@ -1,0 +1,56 @@
+import LyreWire
+import Synchronization
+
+/// Advertises one receiver as `_lyre._tcp` and keeps its TXT record current.
+///
+/// Status and volume changes rewrite the TXT record in place: the service is never withdrawn for them,
+/// so senders see ``RouteChangeReason/deviceChanged``, not a device that leaves and comes back.
+public final class ReceiverAdvertiser: Sendable {
+    private let backend: any MDNSBackend
+    private let state: Mutex<ReceiverTXT>
+    private let requestedName: String
+    private let port: UInt16
+
+    /// Which mDNS stack is in use.
+    public var mode: MDNSMode { backend.mode }
+    /// What happens to the registration: established, renamed on a conflict, suspended, failed.
+    public var events: AsyncStream<PublicationEvent> { backend.publicationEvents }
+    /// The attributes now advertised.
+    public var receiver: ReceiverTXT { state.withLock { $0 } }
+
+    public init(backend: any MDNSBackend, name: String, port: UInt16, receiver: ReceiverTXT) {
+        self.backend = backend
+        self.requestedName = name
+        self.port = port
+        self.state = Mutex(receiver)
+    }
+
+    /// Registers the service; events report when it is established.
+    public func start() throws(AvahiError) {
+        try backend.publish(ServiceRegistration(name: requestedName, port: port, txt: receiver.txtRecord))
+    }
+
+    /// Changes the advertised status.
+    public func setStatus(_ status: ReceiverStatus) throws(AvahiError) {
+        try update { $0.status = status }
+    }
+
+    /// Changes the advertised volume (dB, −30…0, or −144 for mute).
+    public func setVolume(_ volume: Double) throws(AvahiError) {
+        try update { $0.volume = volume }
+    }
+
+    /// Changes any attribute; the device id cannot change.
+    public func update(_ change: (inout ReceiverTXT) -> Void) throws(AvahiError) {
+        let txt = state.withLock { receiver in
+            let id = receiver.deviceID
+            change(&receiver)
+            receiver.deviceID = id
+            return receiver.txtRecord
+        }
+        try backend.updateTXT(txt)
+    }
+
+    /// Withdraws the service (goodbye packets, so senders drop it at once) and frees the stack.
+    public func stop() { backend.shutdown() }
+}

@@ -1,0 +1,12 @@
+import ArgumentParser
+import LyreCommandLine
+
+@main
+struct Lyre: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "lyre",
+        abstract: "Lyre sender: find receivers on the network and play to them.",
+        subcommands: [Devices.self])
+
+    static func main() async { await CommandLineMain.run(Self.self) }
+}
