@@ -11,7 +11,7 @@
     X(avahi_s_entry_group_new) X(avahi_s_entry_group_free) X(avahi_s_entry_group_commit) \
     X(avahi_s_entry_group_reset) X(avahi_s_entry_group_is_empty) X(avahi_server_add_service_strlst) \
     X(avahi_server_update_service_txt_strlst) X(avahi_s_service_browser_new) X(avahi_s_service_browser_free) \
-    X(avahi_s_service_resolver_new) X(avahi_s_service_resolver_free)
+    X(avahi_s_service_resolver_new) X(avahi_s_service_resolver_free) X(avahi_set_log_function)
 
 #define DECLARE(name) static __typeof__(name) *p_##name;
 FUNCTIONS(DECLARE)
@@ -89,3 +89,4 @@ AvahiSServiceResolver *lyre_avahi_s_service_resolver_new(AvahiServer *s, AvahiIf
                                           userdata);
 }
 void lyre_avahi_s_service_resolver_free(AvahiSServiceResolver *r) { p_avahi_s_service_resolver_free(r); }
+void lyre_avahi_set_log_function(AvahiLogFunction function) { p_avahi_set_log_function(function); }

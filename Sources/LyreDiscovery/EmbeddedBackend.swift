@@ -38,6 +38,16 @@ final class EmbeddedBackend: MDNSBackend, @unchecked Sendable {
         guard lyre_avahi_core_load(&loadError) == 0 else {
             throw AvahiError(message: "cannot use the embedded mDNS responder: " + String(cString: loadError!))
         }
+        lyre_avahi_set_log_function { level, text in
+            guard let text else { return }
+            // avahi-core narrates every interface and notes other stacks on the host: detail, not news.
+            let logger = Logger(label: "lyre.discovery.avahi-core")
+            if level == AVAHI_LOG_ERROR {
+                logger.warning("\(String(cString: text))")
+            } else {
+                logger.debug("\(String(cString: text))")
+            }
+        }
         poll = try ThreadedPoll()
         var config = AvahiServerConfig()
         lyre_avahi_server_config_init(&config)
@@ -217,7 +227,10 @@ final class EmbeddedBackend: MDNSBackend, @unchecked Sendable {
                 events.resolverAnswered(key)
             }
         case AVAHI_BROWSER_ALL_FOR_NOW:
-            events.browserAllForNow()
+            // avahi-core says this one second after the browser starts, from a timer. An embedded stack
+            // starts with an empty cache, and when the first query's answers are lost to the start-up race
+            // the next query goes out at that same second: give its answers time before saying "all".
+            scheduleOnPoll(after: Self.coldCacheGrace) { $0.events.browserAllForNow() }
         case AVAHI_BROWSER_FAILURE:
             if let server { logger.error("\(AvahiError(code: lyre_avahi_server_errno(server), context: "browsing"))") }
         default:
@@ -247,10 +260,44 @@ final class EmbeddedBackend: MDNSBackend, @unchecked Sendable {
         events.resolverAnswered(key)
     }
 
+    /// How long after avahi-core's ALL_FOR_NOW the embedded browser waits for the second query round.
+    static let coldCacheGrace = 500  // milliseconds
+
+    private var timers: [OpaquePointer] = []  // AvahiTimeout*, freed with the poll
+
+    /// Runs `body` on the poll thread after `milliseconds`, through the poll's own timeout API.
+    private func scheduleOnPoll(after milliseconds: Int, _ body: @escaping (EmbeddedBackend) -> Void) {
+        final class Box {
+            let body: (EmbeddedBackend) -> Void
+            // Not retained: shutdown() stops the poll and frees every timer before the owner goes away,
+            // so a timer never fires without it.
+            unowned(unsafe) let owner: EmbeddedBackend
+            init(_ body: @escaping (EmbeddedBackend) -> Void, _ owner: EmbeddedBackend) {
+                self.body = body
+                self.owner = owner
+            }
+        }
+        var when = timeval()
+        avahi_elapse_time(&when, UInt32(milliseconds), 0)
+        let box = Unmanaged.passRetained(Box(body, self)).toOpaque()
+        let api = poll.api
+        if let timer = api.pointee.timeout_new(api, &when, { _, context in
+            guard let context else { return }
+            let box = Unmanaged<Box>.fromOpaque(context).takeRetainedValue()
+            box.body(box.owner)
+        }, box) {
+            timers.append(timer)
+        } else {
+            Unmanaged<Box>.fromOpaque(box).release()
+        }
+    }
+
     // MARK: Shutdown
 
     func shutdown() {
         poll.stop()
+        for timer in timers { poll.api.pointee.timeout_free(timer) }
+        timers.removeAll()
         for resolver in resolvers.values { lyre_avahi_s_service_resolver_free(resolver) }
         resolvers.removeAll()
         if let browser { lyre_avahi_s_service_browser_free(browser) }

@@ -10,11 +10,15 @@
 #include <avahi-core/core.h>
 #include <avahi-core/lookup.h>
 #include <avahi-core/publish.h>
+#include <avahi-core/log.h>
 #include <avahi-common/alternative.h>
 #include <avahi-common/error.h>
 #include <avahi-common/malloc.h>
 #include <avahi-common/strlst.h>
 #include <avahi-common/thread-watch.h>
+
+/// Sends avahi-core's log lines to `function` instead of stderr (avahi_set_log_function).
+void lyre_avahi_set_log_function(AvahiLogFunction function);
 
 /// Loads libavahi-core once. Returns 0, or -1 with a static message in *error.
 int lyre_avahi_core_load(const char **error);

@@ -1,0 +1,231 @@
+import Foundation
+import Testing
+
+/// Discovery against real peers nobody here wrote (avahi-browse, avahi-publish, python-zeroconf), each test
+/// in its own isolated network.
+@Suite(.serialized)
+struct DiscoveryPeerTests {
+    static let foreignID = "0123456789abcdef0123456789abcdef"
+
+    /// `avahi-browse -rpt` lines for `_lyre._tcp` that are resolved (`=`), split into fields.
+    static func browse(_ network: TestNetwork) async throws -> [[String]] {
+        let out = try await network.run(["avahi-browse", "--resolve", "--parsable", "--terminate", "_lyre._tcp"])
+        return out.lines.filter { $0.hasPrefix("=;") }.map {
+            $0.split(separator: ";", omittingEmptySubsequences: false).map { unescape(String($0)) }
+        }
+    }
+
+    /// avahi-browse --parsable escapes bytes as `\DDD` (decimal) and `\.`-style escapes.
+    static func unescape(_ field: String) -> String {
+        var bytes: [UInt8] = []
+        let utf8 = Array(field.utf8)
+        var i = 0
+        while i < utf8.count {
+            if utf8[i] == UInt8(ascii: "\\"), i + 3 < utf8.count,
+                let value = UInt8(String(decoding: utf8[(i + 1)...(i + 3)], as: UTF8.self))
+            {
+                bytes.append(value)
+                i += 4
+            } else {
+                bytes.append(utf8[i])
+                i += 1
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// The TXT strings of an avahi-browse parsable line: `"k=v" "k=v"`.
+    static func txtStrings(_ field: String) -> [String] {
+        field.split(separator: "\" \"").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: "\"")) }
+    }
+
+    static func devicesJSON(_ network: TestNetwork, _ extra: [String] = []) async throws -> [[String: Any]] {
+        let out = try await network.run(["lyre", "devices", "--json"] + extra)
+        #expect(out.status == 0, "lyre devices failed: \(out.stderr)")
+        return (try JSONSerialization.jsonObject(with: Data(out.stdout.utf8)) as? [[String: Any]]) ?? []
+    }
+
+    static func waitForAdvertised(_ lyred: Spawned, name: String? = nil) async -> Bool {
+        await eventually { lyred.stderr.contains(name.map { "advertised as '\($0)'" } ?? "advertised as") }
+    }
+
+    @Test("avahi-browse sees lyred's service and its documented TXT")
+    func avahiBrowseSeesLyred() async throws {
+        let network = try TestNetwork()
+        defer { network.close() }
+        let lyred = try network.spawn(["lyred", "--name", "Living Room", "--port", "0", "--state-dir", "/run/lyred"])
+        #expect(await Self.waitForAdvertised(lyred, name: "Living Room"))
+
+        let lines = try await Self.browse(network)
+        let line = try #require(lines.first { $0[3] == "Living Room" }, "avahi-browse output: \(lines)")
+        #expect(line[4] == "_lyre._tcp")
+        let txt = Self.txtStrings(line[9])
+        let id = try await network.shell("cat /run/lyred/device-id").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(id.count == 32)
+        // Canonical order and the documented keys (Protocol/discovery.md).
+        #expect(txt.map { $0.split(separator: "=", maxSplits: 1).first.map(String.init) ?? "" }
+            == ["v", "id", "md", "cn", "ft", "st", "ok", "vol"])
+        #expect(txt.contains("v=1"))
+        #expect(txt.contains("id=\(id)"))
+        #expect(txt.contains("st=idle"))
+        #expect(txt.contains("ok=speaker"))
+        #expect(txt.contains("vol=0"))
+        #expect(Int(line[8]).map { $0 > 0 } == true, "SRV port: \(line[8])")
+        // The advertised port is the one lyred really listens on.
+        let listening = try await network.shell("cat /proc/net/tcp6 /proc/net/tcp 2>/dev/null | awk '$4 == \"0A\" {print $2}'")
+        let port = String(format: "%04X", Int(line[8]) ?? 0)
+        #expect(listening.lines.contains { $0.hasSuffix(":" + port) }, "nothing listens on \(line[8])")
+    }
+
+    @Test("a service published by avahi-publish with a valid TXT is listed; invalid ones do not disturb the listing")
+    func foreignPublishersAppearAndInvalidOnesAreIgnored() async throws {
+        let network = try TestNetwork()
+        defer { network.close() }
+        let lyred = try network.spawn(["lyred", "--name", "Study", "--port", "0", "--state-dir", "/run/lyred"])
+        try network.spawn([
+            "avahi-publish", "-s", "Garage", "_lyre._tcp", "7001", "v=1", "id=\(Self.foreignID)", "md=Pi",
+            "cn=opus", "ft=", "st=playing", "sn=Alice", "ok=usb", "vol=-12.5",
+        ])
+        try network.spawn(["avahi-publish", "-s", "No Id", "_lyre._tcp", "7002", "v=1", "st=idle"])
+        try network.spawn(["avahi-publish", "-s", "Future", "_lyre._tcp", "7003", "v=9", "id=fedcba9876543210fedcba9876543210"])
+        try network.spawn(["avahi-publish", "-s", "Bad Id", "_lyre._tcp", "7004", "v=1", "id=../../etc/passwd"])
+        try network.spawn(["avahi-publish", "-s", "Junk", "_lyre._tcp", "7005", "\u{1}\u{2}=\u{ff}", "v=1x", "id="])
+        #expect(await Self.waitForAdvertised(lyred))
+        #expect(await eventually { ((try? await Self.browse(network)) ?? []).count >= 6 } )
+
+        let devices = try await Self.devicesJSON(network)
+        let names = Set(devices.compactMap { $0["name"] as? String })
+        #expect(names == ["Study", "Garage"], "listed: \(names)")
+        let garage = try #require(devices.first { $0["name"] as? String == "Garage" })
+        #expect(garage["id"] as? String == Self.foreignID)
+        #expect(garage["port"] as? Int == 7001)
+        #expect(garage["status"] as? String == "playing")
+        #expect(garage["sender"] as? String == "Alice")
+        #expect(garage["outputKind"] as? String == "usb")
+        #expect(garage["volume"] as? Double == -12.5)
+        #expect((garage["addresses"] as? [String])?.contains("127.0.0.1") == true)
+        #expect((garage["txt"] as? [String: String])?["md"] == "Pi")
+    }
+
+    @Test("the embedded backend is found by the namespace's avahi-daemon and by python-zeroconf")
+    func embeddedIsFoundByAvahiAndZeroconf() async throws {
+        let network = try TestNetwork()
+        defer { network.close() }
+        let lyred = try network.spawn([
+            "lyred", "--mdns", "embedded", "--name", "Attic", "--port", "0", "--state-dir", "/run/lyred",
+        ])
+        #expect(await Self.waitForAdvertised(lyred, name: "Attic"))
+        #expect(lyred.stderr.contains("via embedded mDNS"))
+        let id = try await network.shell("cat /run/lyred/device-id").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+
+        let lines = try await Self.browse(network)
+        let line = try #require(lines.first { $0[3] == "Attic" }, "avahi-browse output: \(lines)")
+        #expect(Self.txtStrings(line[9]).contains("id=\(id)"))
+
+        let zeroconf = try await network.run([TestNetwork.tools + "/peers/zeroconf-browse.py", "3"], timeout: 30)
+        #expect(zeroconf.status == 0, "python-zeroconf failed: \(zeroconf.stderr)")
+        let entry = try #require(zeroconf.jsonLines.first { $0["name"] as? String == "Attic" }, "zeroconf saw: \(zeroconf.stdout)")
+        let txt = try #require(entry["txt"] as? [String: String])
+        #expect(txt["id"] == id)
+        #expect(txt["v"] == "1")
+        #expect(txt["st"] == "idle")
+
+        // And our own embedded browser finds it too.
+        let devices = try await Self.devicesJSON(network, ["--mdns", "embedded"])
+        #expect(devices.contains { $0["id"] as? String == id })
+    }
+
+    @Test("a name conflict renames Kitchen to Kitchen (2) and keeps the id", arguments: ["avahi", "embedded"])
+    func nameConflictRenames(mode: String) async throws {
+        let network = try TestNetwork()
+        defer { network.close() }
+        // Someone else holds "Kitchen" already.
+        try network.spawn(["avahi-publish", "-s", "Kitchen", "_lyre._tcp", "7001", "v=1", "id=\(Self.foreignID)"])
+        #expect(await eventually { ((try? await Self.browse(network)) ?? []).count == 1 })
+
+        let lyred = try network.spawn([
+            "lyred", "--mdns", mode, "--name", "Kitchen", "--port", "0", "--state-dir", "/run/lyred",
+        ])
+        #expect(await Self.waitForAdvertised(lyred, name: "Kitchen (2)"), "lyred log: \(lyred.stderr)")
+        #expect(lyred.stderr.contains("'Kitchen' is taken"))
+        let id = try await network.shell("cat /run/lyred/device-id").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(await eventually(timeout: 5) {
+            let devices = (try? await Self.devicesJSON(network)) ?? []
+            return devices.contains { $0["name"] as? String == "Kitchen (2)" && $0["id"] as? String == id }
+                && devices.contains { $0["name"] as? String == "Kitchen" && $0["id"] as? String == Self.foreignID }
+        })
+    }
+
+    @Test("avahi-daemon restarts: lyred re-registers without restarting, and the picker does not lose it")
+    func avahiDaemonRestart() async throws {
+        let network = try TestNetwork()
+        defer { network.close() }
+        let lyred = try network.spawn(["lyred", "--name", "Porch", "--port", "0", "--state-dir", "/run/lyred"])
+        #expect(await Self.waitForAdvertised(lyred))
+        let watch = try network.spawn(["lyre", "devices", "--watch", "--json"])
+        #expect(await eventually { watch.jsonLines.contains { $0["reason"] as? String == "deviceAvailable" } })
+
+        let restart = try await network.run([TestNetwork.tools + "/avahi-ctl", "restart"])
+        #expect(restart.status == 0, "avahi-ctl: \(restart.stderr)")
+        #expect(await eventually { lyred.stderr.contains("avahi-daemon is back") }, "lyred log: \(lyred.stderr)")
+        #expect(await eventually { ((try? await Self.browse(network)) ?? []).contains { $0[3] == "Porch" } })
+        #expect(lyred.isRunning)
+        // The watcher reconnected too and still lists Porch, without having reported it gone.
+        try await Task.sleep(for: .seconds(2))
+        #expect(!watch.jsonLines.contains { $0["reason"] as? String == "deviceUnavailable" }, "watch: \(watch.stdout)")
+        let devices = try await Self.devicesJSON(network)
+        #expect(devices.contains { $0["name"] as? String == "Porch" })
+    }
+
+    @Test("SIGTERM withdraws the service: the watcher gets deviceUnavailable and lyred exits 0", arguments: ["avahi", "embedded"])
+    func sigtermSendsDeviceUnavailable(mode: String) async throws {
+        let network = try TestNetwork()
+        defer { network.close() }
+        let watch = try network.spawn(["lyre", "devices", "--watch", "--json"])
+        let lyred = try network.spawn(["lyred", "--mdns", mode, "--name", "Hall", "--port", "0", "--state-dir", "/run/lyred"])
+        #expect(await eventually {
+            watch.jsonLines.contains { $0["reason"] as? String == "deviceAvailable" && $0["name"] as? String == "Hall" }
+        }, "watch: \(watch.stdout)")
+        lyred.signal(SIGTERM)
+        try await lyred.waitForExit(timeout: 10)
+        #expect(lyred.status == 0, "lyred: \(lyred.stderr)")
+        // Goodbye packets make this immediate; the bound only guards against a hang.
+        #expect(await eventually(timeout: 5) {
+            watch.jsonLines.contains { $0["reason"] as? String == "deviceUnavailable" && $0["name"] as? String == "Hall" }
+        }, "watch: \(watch.stdout)")
+    }
+
+    @Test("the id stays the same across restarts and renames")
+    func stableIdentity() async throws {
+        let network = try TestNetwork()
+        defer { network.close() }
+        var ids: [String] = []
+        for name in ["Bedroom", "Guest Room"] {
+            let lyred = try network.spawn(["lyred", "--name", name, "--port", "0", "--state-dir", "/run/lyred"])
+            #expect(await Self.waitForAdvertised(lyred, name: name))
+            let devices = try await Self.devicesJSON(network)
+            let device = try #require(devices.first { $0["name"] as? String == name })
+            ids.append(device["id"] as? String ?? "")
+            lyred.signal(SIGTERM)
+            try await lyred.waitForExit(timeout: 10)
+        }
+        #expect(ids.count == 2 && ids[0] == ids[1] && ids[0].count == 32, "ids: \(ids)")
+    }
+
+    @Test("interface down and up: the receiver is listed again once lo is back")
+    func interfaceDownAndUp() async throws {
+        let network = try TestNetwork()
+        defer { network.close() }
+        let lyred = try network.spawn([
+            "lyred", "--mdns", "embedded", "--interface", "lo", "--name", "Cellar", "--port", "0", "--state-dir", "/run/lyred",
+        ])
+        #expect(await Self.waitForAdvertised(lyred, name: "Cellar"))
+        let down = try await network.shell("ip link set lo down && sleep 1 && ip link set lo up && ip link set lo multicast on")
+        #expect(down.status == 0, "\(down.stderr)")
+        #expect(await eventually(timeout: 15) {
+            let devices = (try? await Self.devicesJSON(network, ["--interface", "lo"])) ?? []
+            return devices.contains { $0["name"] as? String == "Cellar" }
+        })
+        #expect(lyred.isRunning)
+    }
+}

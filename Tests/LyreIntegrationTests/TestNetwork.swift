@@ -1,0 +1,190 @@
+import Foundation
+import Testing
+
+/// A private test network: a fresh `Tools/netns` (own network, mount and PID namespaces, lo with
+/// multicast, own D-Bus and avahi-daemon), in which tests start real processes with `nsenter`.
+/// Everything in it dies when the network is closed. Nothing it does reaches any real interface.
+final class TestNetwork {
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent()
+    static var tools: String { repository.appendingPathComponent("Tools").path }
+    static var binaries: String {
+        ProcessInfo.processInfo.environment["LYRE_BIN"] ?? repository.appendingPathComponent(".build/debug").path
+    }
+
+    private let holder: Process
+    let pid: Int32
+    let scratch: URL
+    private var children: [Spawned] = []
+
+    /// - Parameter avahi: start an avahi-daemon in it (most tests), or leave mDNS to embedded stacks.
+    init(avahi: Bool = true) throws {
+        try Self.requirePrerequisites()
+        scratch = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("lyre-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        holder = Process()
+        holder.executableURL = URL(fileURLWithPath: Self.tools + "/netns")
+        holder.arguments = (avahi ? [] : ["--no-avahi"]) + ["--", "sh", "-c", "touch /run/lyre-netns/ready; exec sleep 3600"]
+        holder.standardOutput = FileHandle.nullDevice
+        holder.standardError = try FileHandle(forWritingTo: Self.touch(scratch.appendingPathComponent("netns.log")))
+        try holder.run()
+        // Tools/netns execs unshare, which forks the namespace's PID 1: that child is what nsenter targets.
+        var inner: Int32 = 0
+        let deadline = Date().addingTimeInterval(15)
+        while Date() < deadline {
+            if inner == 0, let text = try? String(contentsOfFile: "/proc/\(holder.processIdentifier)/task/\(holder.processIdentifier)/children", encoding: .utf8),
+                let first = text.split(separator: " ").first, let child = Int32(first)
+            {
+                inner = child
+            }
+            if inner != 0, FileManager.default.fileExists(atPath: "/proc/\(inner)/root/run/lyre-netns/ready") { break }
+            guard holder.isRunning else { break }
+            usleep(20_000)
+        }
+        guard inner != 0, FileManager.default.fileExists(atPath: "/proc/\(inner)/root/run/lyre-netns/ready") else {
+            let log = (try? String(contentsOf: scratch.appendingPathComponent("netns.log"), encoding: .utf8)) ?? ""
+            holder.terminate()
+            throw TestNetworkError(
+                "the test network did not come up (namespace pid \(inner), Tools/netns running: \(holder.isRunning)): \(log)")
+        }
+        pid = inner
+    }
+
+    /// Fails clearly, rather than skipping, when something the tests need is missing.
+    static func requirePrerequisites() throws {
+        guard getuid() == 0 || FileManager.default.isExecutableFile(atPath: "/usr/bin/sudo") else {
+            throw TestNetworkError("integration tests make network namespaces: run them as root or with sudo, through Tools/test")
+        }
+        for tool in ["unshare", "nsenter", "avahi-daemon", "avahi-browse", "avahi-publish", "dbus-daemon", "python3"] {
+            guard Self.which(tool) != nil else {
+                throw TestNetworkError("\(tool) is missing: run Tools/test, which installs everything the tests need")
+            }
+        }
+        for binary in ["lyre", "lyred"] {
+            guard FileManager.default.isExecutableFile(atPath: binaries + "/" + binary) else {
+                throw TestNetworkError("\(binaries)/\(binary) is not built: run Tools/test (or swift build first)")
+            }
+        }
+    }
+
+    static func which(_ tool: String) -> String? {
+        for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin:/usr/sbin:/sbin").split(separator: ":").map(String.init)
+            + ["/usr/sbin", "/sbin"]
+        {
+            let path = "\(directory)/\(tool)"
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
+        return nil
+    }
+
+    /// Starts `arguments` inside the network; a bare `lyre`/`lyred` means the built binary.
+    @discardableResult
+    func spawn(_ arguments: [String], name: String? = nil) throws -> Spawned {
+        var command = arguments
+        if ["lyre", "lyred"].contains(command[0]) { command[0] = Self.binaries + "/" + command[0] }
+        let label = (name ?? (arguments[0] as NSString).lastPathComponent) + "-\(children.count)"
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.which("nsenter") ?? "/usr/bin/nsenter")
+        process.arguments = ["--target", String(pid), "--net", "--mount", "--pid", "--"] + command
+        var environment = ProcessInfo.processInfo.environment
+        environment["LYRE_NETNS"] = "1"
+        process.environment = environment
+        let out = try Self.touch(scratch.appendingPathComponent("\(label).out"))
+        let err = try Self.touch(scratch.appendingPathComponent("\(label).err"))
+        process.standardOutput = try FileHandle(forWritingTo: out)
+        process.standardError = try FileHandle(forWritingTo: err)
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let spawned = Spawned(process: process, stdoutURL: out, stderrURL: err, label: label)
+        children.append(spawned)
+        return spawned
+    }
+
+    /// Runs `arguments` inside the network to completion (bounded by `timeout`).
+    func run(_ arguments: [String], timeout: Double = 30) async throws -> Spawned {
+        let spawned = try spawn(arguments)
+        try await spawned.waitForExit(timeout: timeout)
+        return spawned
+    }
+
+    /// Runs a shell script inside the network to completion.
+    func shell(_ script: String, timeout: Double = 30) async throws -> Spawned {
+        try await run(["sh", "-c", script], timeout: timeout)
+    }
+
+    /// Ends every process in the network (the PID namespace dies with its init).
+    func close() {
+        kill(pid, SIGKILL)
+        holder.waitUntilExit()
+        try? FileManager.default.removeItem(at: scratch)
+    }
+
+    deinit { if holder.isRunning { close() } }
+
+    private static func touch(_ url: URL) throws -> URL {
+        _ = FileManager.default.createFile(atPath: url.path, contents: nil)
+        return url
+    }
+}
+
+/// A process started in a ``TestNetwork``, its output captured to files.
+final class Spawned: @unchecked Sendable {
+    // Used from one test at a time; Process is only read after start.
+    let process: Process
+    let stdoutURL: URL
+    let stderrURL: URL
+    let label: String
+
+    init(process: Process, stdoutURL: URL, stderrURL: URL, label: String) {
+        self.process = process
+        self.stdoutURL = stdoutURL
+        self.stderrURL = stderrURL
+        self.label = label
+    }
+
+    var stdout: String { (try? String(contentsOf: stdoutURL, encoding: .utf8)) ?? "" }
+    var stderr: String { (try? String(contentsOf: stderrURL, encoding: .utf8)) ?? "" }
+    var lines: [String] { stdout.split(separator: "\n").map(String.init) }
+    var status: Int32 { process.terminationStatus }
+    var isRunning: Bool { process.isRunning }
+
+    /// Sends `signal` to the command. nsenter forks it and does not pass signals on, so this signals
+    /// nsenter's child, the command itself.
+    func signal(_ signal: Int32) {
+        let pid = process.processIdentifier
+        let children = (try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/children", encoding: .utf8)) ?? ""
+        for child in children.split(separator: " ").compactMap({ Int32($0) }) { kill(child, signal) }
+    }
+
+    func waitForExit(timeout: Double) async throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning {
+            guard Date() < deadline else {
+                process.terminate()
+                throw TestNetworkError("\(label) did not finish within \(timeout) s; stderr: \(stderr)")
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    /// The JSON objects printed one per line (lyre devices --watch --json).
+    var jsonLines: [[String: Any]] {
+        lines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+    }
+}
+
+struct TestNetworkError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Polls `condition` until it holds or `timeout` passes; returns whether it held. Not a timing assertion:
+/// timeouts are generous bounds for things that happen in well under a second.
+func eventually(timeout: Double = 10, _ condition: () async throws -> Bool) async rethrows -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if try await condition() { return true }
+        try? await Task.sleep(for: .milliseconds(50))
+    }
+    return try await condition()
+}
