@@ -131,6 +131,7 @@ struct DeviceJSON: Encodable {
     }
 
     static func encodeArray(_ devices: [DeviceJSON]) -> String {
+        if devices.isEmpty { return "[]" }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes, .prettyPrinted]
         return String(decoding: (try? encoder.encode(devices)) ?? Data("[]".utf8), as: UTF8.self)

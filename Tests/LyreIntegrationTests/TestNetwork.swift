@@ -28,24 +28,24 @@ final class TestNetwork {
         holder.standardOutput = FileHandle.nullDevice
         holder.standardError = try FileHandle(forWritingTo: Self.touch(scratch.appendingPathComponent("netns.log")))
         try holder.run()
-        // Tools/netns execs unshare, which forks the namespace's PID 1: that child is what nsenter targets.
+        // Tools/netns execs unshare, which forks the namespace's PID 1 (a transient helper may come first):
+        // the child whose /run holds the ready marker is what nsenter targets.
         var inner: Int32 = 0
-        let deadline = Date().addingTimeInterval(15)
-        while Date() < deadline {
-            if inner == 0, let text = try? String(contentsOfFile: "/proc/\(holder.processIdentifier)/task/\(holder.processIdentifier)/children", encoding: .utf8),
-                let first = text.split(separator: " ").first, let child = Int32(first)
-            {
-                inner = child
-            }
-            if inner != 0, FileManager.default.fileExists(atPath: "/proc/\(inner)/root/run/lyre-netns/ready") { break }
-            guard holder.isRunning else { break }
-            usleep(20_000)
+        let deadline = Date().addingTimeInterval(20)
+        let holderPID = holder.processIdentifier
+        while Date() < deadline, inner == 0, holder.isRunning {
+            let text = (try? String(contentsOfFile: "/proc/\(holderPID)/task/\(holderPID)/children", encoding: .utf8)) ?? ""
+            inner = text.split(separator: " ").compactMap { Int32($0) }.first {
+                FileManager.default.fileExists(atPath: "/proc/\($0)/root/run/lyre-netns/ready")
+            } ?? 0
+            if inner == 0 { usleep(20_000) }
         }
-        guard inner != 0, FileManager.default.fileExists(atPath: "/proc/\(inner)/root/run/lyre-netns/ready") else {
+        guard inner != 0 else {
             let log = (try? String(contentsOf: scratch.appendingPathComponent("netns.log"), encoding: .utf8)) ?? ""
-            holder.terminate()
-            throw TestNetworkError(
-                "the test network did not come up (namespace pid \(inner), Tools/netns running: \(holder.isRunning)): \(log)")
+            // unshare --kill-child takes the namespace down with it.
+            kill(holderPID, SIGKILL)
+            holder.waitUntilExit()
+            throw TestNetworkError("the test network did not come up (Tools/netns running: \(holder.isRunning)): \(log)")
         }
         pid = inner
     }

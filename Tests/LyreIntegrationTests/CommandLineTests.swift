@@ -1,0 +1,98 @@
+import Foundation
+import Testing
+
+/// The executables' contract: --help, one-line errors with a non-zero exit, and the empty listing.
+@Suite(.serialized)
+struct CommandLineTests {
+    /// Runs a built binary outside any network namespace (for argument errors that stop before mDNS).
+    static func run(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+        try TestNetwork.requirePrerequisites()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: TestNetwork.binaries + "/" + arguments[0])
+        process.arguments = Array(arguments.dropFirst())
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return (process.terminationStatus, stdout, stderr)
+    }
+
+    static func expectOneLineError(_ result: (status: Int32, stdout: String, stderr: String), mentioning: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(result.status != 0, sourceLocation: sourceLocation)
+        let lines = result.stderr.split(separator: "\n")
+        #expect(lines.count == 1, "stderr: \(result.stderr)", sourceLocation: sourceLocation)
+        #expect(result.stderr.contains(mentioning), "stderr: \(result.stderr)", sourceLocation: sourceLocation)
+    }
+
+    @Test func helpDescribesTheCommands() throws {
+        let lyred = try Self.run(["lyred", "--help"])
+        #expect(lyred.status == 0)
+        for option in ["--name", "--port", "--interface", "--mdns", "--state-dir"] { #expect(lyred.stdout.contains(option)) }
+        let devices = try Self.run(["lyre", "devices", "--help"])
+        #expect(devices.status == 0)
+        for option in ["--json", "--watch", "--timeout", "--mdns", "--interface"] { #expect(devices.stdout.contains(option)) }
+    }
+
+    @Test func badArgumentsGetOneLine() throws {
+        Self.expectOneLineError(try Self.run(["lyred", "--port", "70000"]), mentioning: "--port")
+        Self.expectOneLineError(try Self.run(["lyred", "--mdns", "bonjour"]), mentioning: "mdns")
+        Self.expectOneLineError(try Self.run(["lyred", "--name", ""]), mentioning: "--name")
+        Self.expectOneLineError(try Self.run(["lyred", "--frobnicate"]), mentioning: "frobnicate")
+        Self.expectOneLineError(try Self.run(["lyre", "devices", "--timeout", "-1"]), mentioning: "--timeout")
+        Self.expectOneLineError(try Self.run(["lyre", "devices", "--interface", "nosuch0"]), mentioning: "nosuch0")
+        Self.expectOneLineError(try Self.run(["lyre", "nosuchcommand"]), mentioning: "nosuchcommand")
+    }
+
+    @Test func unwritableStateDirectoryIsAClearError() async throws {
+        let network = try TestNetwork()
+        defer { network.close() }
+        let lyred = try await network.run(["lyred", "--state-dir", "/proc/lyre-state", "--port", "0"])
+        Self.expectOneLineError((lyred.status, lyred.stdout, lyred.stderr), mentioning: "--state-dir")
+        let damaged = try await network.shell("mkdir -p /run/s && echo nonsense > /run/s/device-id && exec \(TestNetwork.binaries)/lyred --state-dir /run/s --port 0")
+        Self.expectOneLineError((damaged.status, damaged.stdout, damaged.stderr), mentioning: "device-id")
+    }
+
+    @Test func busyPortIsAClearError() async throws {
+        let network = try TestNetwork()
+        defer { network.close() }
+        let first = try network.spawn(["lyred", "--name", "First", "--port", "7710", "--state-dir", "/run/a"])
+        #expect(await eventually { first.stderr.contains("advertised as") })
+        let second = try await network.run(["lyred", "--name", "Second", "--port", "7710", "--state-dir", "/run/b"])
+        Self.expectOneLineError((second.status, second.stdout, second.stderr), mentioning: "7710 is already in use")
+        #expect(first.isRunning)
+    }
+
+    @Test func noReceiversSaysSoAndExitsZero() async throws {
+        let network = try TestNetwork()
+        defer { network.close() }
+        let table = try await network.run(["lyre", "devices"])
+        #expect(table.status == 0)
+        #expect(table.stdout.contains("No Lyre receivers found"))
+        #expect(table.stdout.contains("lyred"))
+        let json = try await network.run(["lyre", "devices", "--json"])
+        #expect(json.status == 0)
+        #expect(json.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "[]")
+        // Without any avahi-daemon, auto falls back to the embedded stack.
+        let embedded = try await network.shell("\(TestNetwork.tools)/avahi-ctl stop && exec \(TestNetwork.binaries)/lyre devices --json")
+        #expect(embedded.status == 0, "\(embedded.stderr)")
+        #expect(embedded.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "[]")
+    }
+
+    @Test func tableListsTheColumns() async throws {
+        let network = try TestNetwork()
+        defer { network.close() }
+        let lyred = try network.spawn(["lyred", "--name", "Bathroom", "--port", "7711", "--output-kind", "headphones", "--state-dir", "/run/l"])
+        #expect(await eventually { lyred.stderr.contains("advertised as") })
+        let id = try await network.shell("cat /run/l/device-id").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let table = try await network.run(["lyre", "devices"])
+        #expect(table.lines.first?.split(separator: " ", omittingEmptySubsequences: true) == ["NAME", "STATUS", "OUTPUT", "HOST:PORT", "ID"])
+        let row = try #require(table.lines.first { $0.hasPrefix("Bathroom") })
+        #expect(row.contains("idle"))
+        #expect(row.contains("headphones"))
+        #expect(row.contains(":7711"))
+        #expect(row.hasSuffix(id))
+    }
+}
