@@ -26,7 +26,7 @@ PROTOCOL_VERSION = 1
 MAX_MODEL_BYTES = 64
 MAX_SENDER_BYTES = 64
 MUTED = -144.0
-STATUSES = ("idle", "playing", "unavailable")
+STATUSES = ("idle", "playing", "unavailable", "leaving")
 OUTPUT_KINDS = ("speaker", "headphones", "line", "hdmi", "usb")
 
 ID_A = "0123456789abcdef0123456789abcdef"
@@ -273,6 +273,12 @@ vector(
     txt("v=1", "id=" + ID_A, "md=Lyre Receiver", "cn=", "ft=", "st=unavailable", "ok=usb", "vol=-144"),
     valid=True, canonical=True, codecs=[], features=[], status="unavailable", sender=None, outputKind="usb",
     volume=-144.0)
+
+vector(
+    "canonical-leaving",
+    "A receiver about to withdraw announces st=leaving first; readers drop it at once.",
+    txt("v=1", "id=" + ID_A, "md=Lyre Receiver", "cn=", "ft=", "st=leaving", "ok=speaker", "vol=0"),
+    valid=True, canonical=True, codecs=[], features=[], status="leaving", outputKind="speaker", volume=0.0)
 
 vector(
     "canonical-empty-capabilities",

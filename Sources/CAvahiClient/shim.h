@@ -9,3 +9,4 @@
 #include <avahi-common/strlst.h>
 #include <avahi-common/thread-watch.h>
 #include <avahi-common/timeval.h>
+#include <avahi-common/domain.h>

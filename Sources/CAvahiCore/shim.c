@@ -11,7 +11,8 @@
     X(avahi_s_entry_group_new) X(avahi_s_entry_group_free) X(avahi_s_entry_group_commit) \
     X(avahi_s_entry_group_reset) X(avahi_s_entry_group_is_empty) X(avahi_server_add_service_strlst) \
     X(avahi_server_update_service_txt_strlst) X(avahi_s_service_browser_new) X(avahi_s_service_browser_free) \
-    X(avahi_s_service_resolver_new) X(avahi_s_service_resolver_free) X(avahi_set_log_function)
+    X(avahi_s_service_resolver_new) X(avahi_s_service_resolver_free) X(avahi_set_log_function) X(avahi_key_new) X(avahi_key_unref) \
+    X(avahi_s_record_browser_new) X(avahi_s_record_browser_free)
 
 #define DECLARE(name) static __typeof__(name) *p_##name;
 FUNCTIONS(DECLARE)
@@ -90,3 +91,16 @@ AvahiSServiceResolver *lyre_avahi_s_service_resolver_new(AvahiServer *s, AvahiIf
 }
 void lyre_avahi_s_service_resolver_free(AvahiSServiceResolver *r) { p_avahi_s_service_resolver_free(r); }
 void lyre_avahi_set_log_function(AvahiLogFunction function) { p_avahi_set_log_function(function); }
+AvahiKey *lyre_avahi_key_new(const char *name, uint16_t clazz, uint16_t type) {
+    return p_avahi_key_new(name, clazz, type);
+}
+void lyre_avahi_key_unref(AvahiKey *k) { p_avahi_key_unref(k); }
+AvahiSRecordBrowser *lyre_avahi_s_record_browser_new(AvahiServer *server, AvahiIfIndex interface,
+                                                     AvahiProtocol protocol, AvahiKey *key, AvahiLookupFlags flags,
+                                                     AvahiSRecordBrowserCallback callback, void *userdata) {
+    return p_avahi_s_record_browser_new(server, interface, protocol, key, flags, callback, userdata);
+}
+void lyre_avahi_s_record_browser_free(AvahiSRecordBrowser *b) { p_avahi_s_record_browser_free(b); }
+AvahiStringList *lyre_avahi_record_txt(AvahiRecord *record) {
+    return record->key->type == AVAHI_DNS_TYPE_TXT ? record->data.txt.string_list : NULL;
+}

@@ -22,6 +22,7 @@ final class AvahiClientBackend: MDNSBackend, @unchecked Sendable {
     private var browseType: String?
     private var browsers: [OpaquePointer] = []  // AvahiServiceBrowser*
     private var resolvers: [ServiceInstanceKey: OpaquePointer] = [:]  // AvahiServiceResolver*
+    private var txtWatches = TXTWatches()  // of AvahiRecordBrowser*
     private var everConnected = false
 
     var publicationEvents: AsyncStream<PublicationEvent> { events.publication }
@@ -94,6 +95,7 @@ final class AvahiClientBackend: MDNSBackend, @unchecked Sendable {
 
     /// Frees every object that belongs to the client, then the client (avahi's order).
     private func freeClientObjects() {
+        for watcher in txtWatches.removeAll() { avahi_record_browser_free(watcher) }
         for resolver in resolvers.values { avahi_service_resolver_free(resolver) }
         resolvers.removeAll()
         for browser in browsers { avahi_service_browser_free(browser) }
@@ -257,6 +259,7 @@ final class AvahiClientBackend: MDNSBackend, @unchecked Sendable {
                 }
             } else {
                 if let resolver = resolvers.removeValue(forKey: key) { avahi_service_resolver_free(resolver) }
+                if let watcher = txtWatches.remove(key) { avahi_record_browser_free(watcher) }
                 events.browse(.removed(key))
                 events.resolverAnswered(key)
             }
@@ -281,16 +284,44 @@ final class AvahiClientBackend: MDNSBackend, @unchecked Sendable {
             interface: InterfaceIndex.name(interface), ipv6: proto == ipv6Protocol,
             name: String(cString: name), domain: String(cString: domain))
         if event == AVAHI_RESOLVER_FOUND, let host {
-            events.browse(
-                .resolved(
-                    key,
-                    ResolvedService(
-                        host: String(cString: host), address: addressString(address), port: port,
-                        txt: StringList.bytes(txt))))
+            let service = txtWatches.resolved(
+                key,
+                ResolvedService(
+                    host: String(cString: host), address: addressString(address), port: port,
+                    txt: StringList.bytes(txt)))
+            events.browse(.resolved(key, service))
+            watchTXT(key, interface: interface, proto: proto, name: name, domain: domain)
         } else {
             logger.debug("could not resolve '\(key.name)' on \(key.interface)")
         }
         events.resolverAnswered(key)
+    }
+
+    /// Watches the instance's TXT record directly (see ``TXTWatches`` for why).
+    private func watchTXT(
+        _ key: ServiceInstanceKey, interface: AvahiIfIndex, proto: AvahiProtocol, name: UnsafePointer<CChar>,
+        domain: UnsafePointer<CChar>
+    ) {
+        guard !txtWatches.isWatching(key), let client, let type = browseType else { return }
+        var fullName = [CChar](repeating: 0, count: Int(AVAHI_DOMAIN_NAME_MAX))
+        guard avahi_service_name_join(&fullName, fullName.count, name, type, domain) == 0 else { return }
+        let callback: AvahiRecordBrowserCallback = {
+            b, interface, proto, event, name, clazz, type, rdata, size, flags, context in
+            guard let b, let context, event == AVAHI_BROWSER_NEW, let rdata else { return }
+            let bytes = Array(UnsafeRawBufferPointer(start: rdata, count: size))
+            Unmanaged<AvahiClientBackend>.fromOpaque(context).takeUnretainedValue().txtSeen(b, bytes)
+        }
+        guard
+            let watcher = avahi_record_browser_new(
+                client, interface, proto, fullName, UInt16(AVAHI_DNS_CLASS_IN),
+                UInt16(AVAHI_DNS_TYPE_TXT), AvahiLookupFlags(0), callback,
+                Unmanaged.passUnretained(self).toOpaque())
+        else { return }
+        txtWatches.add(watcher, for: key)
+    }
+
+    private func txtSeen(_ watcher: OpaquePointer, _ txt: [UInt8]) {
+        if let (key, service) = txtWatches.txtSeen(watcher, txt) { events.browse(.resolved(key, service)) }
     }
 
     // MARK: Shutdown

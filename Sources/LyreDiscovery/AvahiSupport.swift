@@ -246,3 +246,56 @@ func addServiceRenamingOnCollision(
     events.publish(.failed(reason: "no free service name after 100 tries"))
     return nil
 }
+
+/// Per-instance TXT watching, shared by both backends. avahi's service resolver passes a changed TXT on
+/// only after the old record's one-second cache flush and a re-query (about 2 s); a record browser on the
+/// instance's TXT sees the new record the moment it enters the cache, so status changes (and
+/// `st=leaving`) arrive at once. Touched only on the poll thread.
+struct TXTWatches {
+    /// The C record browser per instance (`AvahiRecordBrowser*` or `AvahiSRecordBrowser*`).
+    private var watchers: [ServiceInstanceKey: OpaquePointer] = [:]
+    private var keys: [OpaquePointer: ServiceInstanceKey] = [:]
+    private var lastResolved: [ServiceInstanceKey: ResolvedService] = [:]
+
+    func isWatching(_ key: ServiceInstanceKey) -> Bool { watchers[key] != nil }
+
+    /// A resolver answered: what to report, keeping a newer TXT the watcher already saw.
+    mutating func resolved(_ key: ServiceInstanceKey, _ service: ResolvedService) -> ResolvedService {
+        var service = service
+        if watchers[key] != nil, let newer = lastResolved[key]?.txt { service.txt = newer }
+        lastResolved[key] = service
+        return service
+    }
+
+    mutating func add(_ watcher: OpaquePointer, for key: ServiceInstanceKey) {
+        watchers[key] = watcher
+        keys[watcher] = key
+    }
+
+    /// A TXT record entered the cache: the instance and its updated service, if that is news. Old records
+    /// leaving the cache are not reported here; the service browser says when the instance itself goes.
+    mutating func txtSeen(_ watcher: OpaquePointer, _ txt: [UInt8]) -> (ServiceInstanceKey, ResolvedService)? {
+        guard let key = keys[watcher], var service = lastResolved[key], service.txt != txt else { return nil }
+        service.txt = txt
+        lastResolved[key] = service
+        return (key, service)
+    }
+
+    /// Forgets an instance; returns its watcher for the caller to free.
+    mutating func remove(_ key: ServiceInstanceKey) -> OpaquePointer? {
+        lastResolved[key] = nil
+        guard let watcher = watchers.removeValue(forKey: key) else { return nil }
+        keys[watcher] = nil
+        return watcher
+    }
+
+    /// Forgets everything; returns the watchers for the caller to free.
+    mutating func removeAll() -> [OpaquePointer] {
+        defer {
+            watchers.removeAll()
+            keys.removeAll()
+            lastResolved.removeAll()
+        }
+        return Array(watchers.values)
+    }
+}

@@ -72,8 +72,11 @@ public struct DeviceDirectory: Sendable {
     private mutating func recompute(_ ids: Set<DeviceID>) -> [RouteChange] {
         var changes: [RouteChange] = []
         for id in ids.sorted() {
-            let members = instances.filter { (try? $0.value.parsed.get().0.deviceID) == id }
-                .sorted { $0.key < $1.key }
+            // A receiver announcing `st=leaving` is about to send goodbyes: it is gone already.
+            let members = instances.filter {
+                guard let (receiver, _) = try? $0.value.parsed.get() else { return false }
+                return receiver.deviceID == id && receiver.status != .leaving
+            }.sorted { $0.key < $1.key }
             let old = devices[id]
             guard let (firstKey, first) = members.first, case .success(let (receiver, txt)) = first.parsed else {
                 if let old {

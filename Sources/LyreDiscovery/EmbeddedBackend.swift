@@ -26,7 +26,9 @@ final class EmbeddedBackend: MDNSBackend, @unchecked Sendable {
     private var registration: ServiceRegistration?
     private var currentName: String?
     private var browser: OpaquePointer?  // AvahiSServiceBrowser*
+    private var browseType: String?
     private var resolvers: [ServiceInstanceKey: OpaquePointer] = [:]  // AvahiSServiceResolver*
+    private var txtWatches = TXTWatches()  // of AvahiSRecordBrowser*
 
     var publicationEvents: AsyncStream<PublicationEvent> { events.publication }
 
@@ -181,6 +183,7 @@ final class EmbeddedBackend: MDNSBackend, @unchecked Sendable {
         try poll.withLock { () throws(AvahiError) in
             guard let server else { throw AvahiError(message: "the embedded mDNS responder has stopped") }
             let stream = events.makeBrowseStream()
+            browseType = type
             let callback: AvahiSServiceBrowserCallback = { b, interface, proto, event, name, type, domain, flags, context in
                 guard let context else { return }
                 Unmanaged<EmbeddedBackend>.fromOpaque(context).takeUnretainedValue()
@@ -223,6 +226,7 @@ final class EmbeddedBackend: MDNSBackend, @unchecked Sendable {
                 }
             } else {
                 if let resolver = resolvers.removeValue(forKey: key) { lyre_avahi_s_service_resolver_free(resolver) }
+                if let watcher = txtWatches.remove(key) { lyre_avahi_s_record_browser_free(watcher) }
                 events.browse(.removed(key))
                 events.resolverAnswered(key)
             }
@@ -248,16 +252,42 @@ final class EmbeddedBackend: MDNSBackend, @unchecked Sendable {
             interface: InterfaceIndex.name(interface), ipv6: proto == ipv6Protocol,
             name: String(cString: name), domain: String(cString: domain))
         if event == AVAHI_RESOLVER_FOUND, let host {
-            events.browse(
-                .resolved(
-                    key,
-                    ResolvedService(
-                        host: String(cString: host), address: addressString(address), port: port,
-                        txt: StringList.bytes(txt))))
+            let service = txtWatches.resolved(
+                key,
+                ResolvedService(
+                    host: String(cString: host), address: addressString(address), port: port,
+                    txt: StringList.bytes(txt)))
+            events.browse(.resolved(key, service))
+            watchTXT(key, interface: interface, proto: proto, name: name, domain: domain)
         } else {
             logger.debug("could not resolve '\(key.name)' on \(key.interface)")
         }
         events.resolverAnswered(key)
+    }
+
+    /// Watches the instance's TXT record directly (see ``TXTWatches`` for why).
+    private func watchTXT(
+        _ key: ServiceInstanceKey, interface: AvahiIfIndex, proto: AvahiProtocol, name: UnsafePointer<CChar>,
+        domain: UnsafePointer<CChar>
+    ) {
+        guard !txtWatches.isWatching(key), let server, let type = browseType else { return }
+        var fullName = [CChar](repeating: 0, count: Int(AVAHI_DOMAIN_NAME_MAX))
+        guard avahi_service_name_join(&fullName, fullName.count, name, type, domain) == 0,
+            let searchKey = lyre_avahi_key_new(fullName, UInt16(AVAHI_DNS_CLASS_IN), UInt16(AVAHI_DNS_TYPE_TXT))
+        else { return }
+        defer { lyre_avahi_key_unref(searchKey) }
+        let callback: AvahiSRecordBrowserCallback = { b, interface, proto, event, record, flags, context in
+            guard let b, let context, let record, event == AVAHI_BROWSER_NEW else { return }
+            let txt = StringList.bytes(lyre_avahi_record_txt(record))
+            let backend = Unmanaged<EmbeddedBackend>.fromOpaque(context).takeUnretainedValue()
+            if let (key, service) = backend.txtWatches.txtSeen(b, txt) { backend.events.browse(.resolved(key, service)) }
+        }
+        guard
+            let watcher = lyre_avahi_s_record_browser_new(
+                server, interface, proto, searchKey, AvahiLookupFlags(AVAHI_LOOKUP_USE_MULTICAST.rawValue), callback,
+                Unmanaged.passUnretained(self).toOpaque())
+        else { return }
+        txtWatches.add(watcher, for: key)
     }
 
     /// How long after avahi-core's ALL_FOR_NOW the embedded browser waits for the second query round.
@@ -298,6 +328,7 @@ final class EmbeddedBackend: MDNSBackend, @unchecked Sendable {
         poll.stop()
         for timer in timers { poll.api.pointee.timeout_free(timer) }
         timers.removeAll()
+        for watcher in txtWatches.removeAll() { lyre_avahi_s_record_browser_free(watcher) }
         for resolver in resolvers.values { lyre_avahi_s_service_resolver_free(resolver) }
         resolvers.removeAll()
         if let browser { lyre_avahi_s_service_browser_free(browser) }

@@ -40,6 +40,10 @@ public enum ReceiverStatus: Equatable, Sendable {
     case playing(sender: String)
     /// The audio output cannot be used (busy, gone, suspended); a sender should not pick it.
     case unavailable
+    /// The receiver is shutting down and about to withdraw its service. Announced just before the goodbye
+    /// because mDNS keeps a goodbye'd record for one more second (RFC 6762 §10.1): browsers treat a
+    /// leaving receiver as gone at once.
+    case leaving
 
     /// The `st` value.
     public var token: String {
@@ -47,6 +51,7 @@ public enum ReceiverStatus: Equatable, Sendable {
         case .idle: "idle"
         case .playing: "playing"
         case .unavailable: "unavailable"
+        case .leaving: "leaving"
         }
     }
 }
@@ -120,6 +125,7 @@ public struct ReceiverTXT: Equatable, Sendable {
         case "idle": status = .idle
         case "playing": status = .playing(sender: txt.string(forKey: "sn") ?? "")
         case "unavailable": status = .unavailable
+        case "leaving": status = .leaving
         default: status = nil
         }
         outputKind = txt.string(forKey: "ok").flatMap(OutputKind.init(rawValue:))

@@ -167,6 +167,7 @@ enum DeviceTable {
         case .none: "-"
         case .idle: "idle"
         case .unavailable: "unavailable"
+        case .leaving: "leaving"
         case .playing(let sender): sender.isEmpty ? "playing" : "playing (\(sender))"
         }
     }

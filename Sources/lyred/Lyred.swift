@@ -108,8 +108,14 @@ struct AdvertisingService: Service {
 
     func run() async throws {
         try advertiser.start()
-        try await withGracefulShutdownHandler {
-            for await event in advertiser.events {
+        let events = advertiser.events
+        // On SIGTERM/SIGINT: announce `st=leaving`, then withdraw, which ends the event stream.
+        async let withdrawal: Void = {
+            do { try await gracefulShutdown() } catch { return }  // cancelled: the service is ending anyway
+            await advertiser.withdraw()
+        }()
+        do {
+            for await event in events {
                 switch event {
                 case .established(let name): logger.info("advertised as '\(name)'")
                 case .renamed(let from, let to): logger.notice("name '\(from)' is taken on the network; now '\(to)'")
@@ -117,8 +123,10 @@ struct AdvertisingService: Service {
                 case .failed(let reason): throw CommandFailure("cannot advertise: \(reason)")
                 }
             }
-        } onGracefulShutdown: {
+        } catch {
             advertiser.stop()
+            throw error
         }
+        await withdrawal
     }
 }

@@ -50,7 +50,7 @@ import Testing
         defer { advertiser.stop() }
         try advertiser.start()
 
-        let browser = try DeviceBrowser(mode: .avahi)
+        let browser = try DeviceBrowser(mode: mode)
         defer { browser.close() }
         let recorder = Recorder(id: id)
         let changes = try browser.routeChanges()

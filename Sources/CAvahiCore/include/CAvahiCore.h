@@ -11,6 +11,7 @@
 #include <avahi-core/lookup.h>
 #include <avahi-core/publish.h>
 #include <avahi-core/log.h>
+#include <avahi-core/rr.h>
 #include <avahi-common/alternative.h>
 #include <avahi-common/error.h>
 #include <avahi-common/malloc.h>
@@ -56,3 +57,13 @@ AvahiSServiceResolver *lyre_avahi_s_service_resolver_new(AvahiServer *s, AvahiIf
                                                          AvahiLookupFlags flags,
                                                          AvahiSServiceResolverCallback calback, void *userdata);
 void lyre_avahi_s_service_resolver_free(AvahiSServiceResolver *r);
+
+AvahiKey *lyre_avahi_key_new(const char *name, uint16_t clazz, uint16_t type);
+void lyre_avahi_key_unref(AvahiKey *k);
+AvahiSRecordBrowser *lyre_avahi_s_record_browser_new(AvahiServer *server, AvahiIfIndex interface,
+                                                     AvahiProtocol protocol, AvahiKey *key, AvahiLookupFlags flags,
+                                                     AvahiSRecordBrowserCallback callback, void *userdata);
+void lyre_avahi_s_record_browser_free(AvahiSRecordBrowser *b);
+
+/// The TXT string list of a TXT record (the C union, which Swift cannot reach by name).
+AvahiStringList *lyre_avahi_record_txt(AvahiRecord *record);
