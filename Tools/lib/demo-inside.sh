@@ -1,0 +1,51 @@
+# The demo's steps; Tools/demo runs them inside Tools/netns (mDNS confined to this namespace's loopback).
+set -euo pipefail
+PATH="$LYRE_BIN:$PATH"
+bold=$'\e[1m'; plain=$'\e[0m'
+[[ -t 1 ]] || { bold=""; plain=""; }
+step() { printf '\n%s== %s%s\n' "$bold" "$1" "$plain"; }
+pause() { sleep "${1:-1.5}"; }
+wait_for() {  # wait_for FILE TEXT: until the receiver's log says TEXT (bounded)
+  for _ in $(seq 100); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
+  echo "demo: gave up waiting for '$2' in $1" >&2; cat "$1" >&2; return 1
+}
+mkdir -p /run/demo
+
+step "A receiver starts: lyred --name 'Living Room'"
+lyred --name "Living Room" --port 0 --state-dir /run/demo/living 2>/run/demo/living.log &
+living=$!
+wait_for /run/demo/living.log "advertised as"
+sed 's/^/   /' /run/demo/living.log
+
+step "The device picker: lyre devices"
+lyre devices
+
+step "Watching route changes (lyre devices --watch) while other receivers come and go"
+lyre devices --watch &
+watch=$!
+pause
+lyred --name "Kitchen" --port 0 --output-kind hdmi --state-dir /run/demo/kitchen 2>/run/demo/kitchen.log &
+kitchen=$!
+wait_for /run/demo/kitchen.log "advertised as"
+pause
+echo "   (a second receiver also wants the name 'Kitchen': it is renamed, and keeps its own id)"
+lyred --name "Kitchen" --port 0 --state-dir /run/demo/kitchen2 2>/run/demo/kitchen2.log &
+kitchen2=$!
+wait_for /run/demo/kitchen2.log "advertised as"
+pause
+echo "   (stopping the first Kitchen with SIGTERM: it withdraws at once)"
+kill -TERM "$kitchen"; wait "$kitchen" || true
+pause
+kill -TERM "$kitchen2"; wait "$kitchen2" || true
+pause 1
+kill "$watch" 2>/dev/null || true; wait "$watch" 2>/dev/null || true
+
+step "What apps read: lyre devices --json"
+lyre devices --json
+
+step "avahi-browse, a peer nobody here wrote, sees the same receiver"
+avahi-browse --resolve --terminate _lyre._tcp | sed 's/^/   /'
+
+kill -TERM "$living"; wait "$living" || true
+step "Done"
+echo "Discovery is all this build does: streaming audio to a receiver comes next (lyre play)."
