@@ -22,7 +22,6 @@ final class AvahiClientBackend: MDNSBackend, @unchecked Sendable {
     private var browseType: String?
     private var browsers: [OpaquePointer] = []  // AvahiServiceBrowser*
     private var resolvers: [ServiceInstanceKey: OpaquePointer] = [:]  // AvahiServiceResolver*
-    private var txtWatches = TXTWatches()  // of AvahiRecordBrowser*
     private var everConnected = false
 
     var publicationEvents: AsyncStream<PublicationEvent> { events.publication }
@@ -95,7 +94,7 @@ final class AvahiClientBackend: MDNSBackend, @unchecked Sendable {
 
     /// Frees every object that belongs to the client, then the client (avahi's order).
     private func freeClientObjects() {
-        for watcher in txtWatches.removeAll() { avahi_record_browser_free(watcher) }
+        for watcher in events.removeAllTXTWatchers() { avahi_record_browser_free(watcher) }
         for resolver in resolvers.values { avahi_service_resolver_free(resolver) }
         resolvers.removeAll()
         for browser in browsers { avahi_service_browser_free(browser) }
@@ -236,9 +235,7 @@ final class AvahiClientBackend: MDNSBackend, @unchecked Sendable {
         switch event {
         case AVAHI_BROWSER_NEW, AVAHI_BROWSER_REMOVE:
             guard let name, let type, let domain, let client else { return }
-            let key = ServiceInstanceKey(
-                interface: InterfaceIndex.name(interface), ipv6: proto == ipv6Protocol,
-                name: String(cString: name), domain: String(cString: domain))
+            let key = ServiceInstanceKey(interface: interface, proto: proto, name: name, domain: domain)
             if event == AVAHI_BROWSER_NEW {
                 guard resolvers[key] == nil else { return }
                 let callback: AvahiServiceResolverCallback = {
@@ -259,9 +256,7 @@ final class AvahiClientBackend: MDNSBackend, @unchecked Sendable {
                 }
             } else {
                 if let resolver = resolvers.removeValue(forKey: key) { avahi_service_resolver_free(resolver) }
-                if let watcher = txtWatches.remove(key) { avahi_record_browser_free(watcher) }
-                events.browse(.removed(key))
-                events.resolverAnswered(key)
+                if let watcher = events.instanceRemoved(key) { avahi_record_browser_free(watcher) }
             }
         case AVAHI_BROWSER_ALL_FOR_NOW:
             pendingAllForNow -= 1
@@ -280,21 +275,18 @@ final class AvahiClientBackend: MDNSBackend, @unchecked Sendable {
         _ address: UnsafePointer<AvahiAddress>?, _ port: UInt16, _ txt: UnsafeMutablePointer<AvahiStringList>?
     ) {
         guard let name, let domain else { return }
-        let key = ServiceInstanceKey(
-            interface: InterfaceIndex.name(interface), ipv6: proto == ipv6Protocol,
-            name: String(cString: name), domain: String(cString: domain))
+        let key = ServiceInstanceKey(interface: interface, proto: proto, name: name, domain: domain)
         if event == AVAHI_RESOLVER_FOUND, let host {
-            let service = txtWatches.resolved(
+            events.resolverFound(
                 key,
                 ResolvedService(
                     host: String(cString: host), address: addressString(address), port: port,
                     txt: StringList.bytes(txt)))
-            events.browse(.resolved(key, service))
             watchTXT(key, interface: interface, proto: proto, name: name, domain: domain)
         } else {
             logger.debug("could not resolve '\(key.name)' on \(key.interface)")
+            events.resolverAnswered(key)
         }
-        events.resolverAnswered(key)
     }
 
     /// Watches the instance's TXT record directly (see ``TXTWatches`` for why).
@@ -302,14 +294,14 @@ final class AvahiClientBackend: MDNSBackend, @unchecked Sendable {
         _ key: ServiceInstanceKey, interface: AvahiIfIndex, proto: AvahiProtocol, name: UnsafePointer<CChar>,
         domain: UnsafePointer<CChar>
     ) {
-        guard !txtWatches.isWatching(key), let client, let type = browseType else { return }
+        guard !events.isWatchingTXT(key), let client, let type = browseType else { return }
         var fullName = [CChar](repeating: 0, count: Int(AVAHI_DOMAIN_NAME_MAX))
         guard avahi_service_name_join(&fullName, fullName.count, name, type, domain) == 0 else { return }
         let callback: AvahiRecordBrowserCallback = {
             b, interface, proto, event, name, clazz, type, rdata, size, flags, context in
             guard let b, let context, event == AVAHI_BROWSER_NEW, let rdata else { return }
             let bytes = Array(UnsafeRawBufferPointer(start: rdata, count: size))
-            Unmanaged<AvahiClientBackend>.fromOpaque(context).takeUnretainedValue().txtSeen(b, bytes)
+            Unmanaged<AvahiClientBackend>.fromOpaque(context).takeUnretainedValue().events.txtSeen(b, bytes)
         }
         guard
             let watcher = avahi_record_browser_new(
@@ -317,11 +309,7 @@ final class AvahiClientBackend: MDNSBackend, @unchecked Sendable {
                 UInt16(AVAHI_DNS_TYPE_TXT), AvahiLookupFlags(0), callback,
                 Unmanaged.passUnretained(self).toOpaque())
         else { return }
-        txtWatches.add(watcher, for: key)
-    }
-
-    private func txtSeen(_ watcher: OpaquePointer, _ txt: [UInt8]) {
-        if let (key, service) = txtWatches.txtSeen(watcher, txt) { events.browse(.resolved(key, service)) }
+        events.addTXTWatcher(watcher, for: key)
     }
 
     // MARK: Shutdown

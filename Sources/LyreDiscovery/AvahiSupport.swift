@@ -146,6 +146,7 @@ final class BackendEvents: @unchecked Sendable {
     private var browseContinuation: AsyncStream<BrowseEvent>.Continuation?
     private var pending = Set<ServiceInstanceKey>()
     private var browserDone = false
+    private var txtWatches = TXTWatches()
     private(set) var dropped = 0
 
     init() {
@@ -177,6 +178,36 @@ final class BackendEvents: @unchecked Sendable {
     /// A browser reported a new instance and a resolver was started for it.
     func resolverStarted(_ key: ServiceInstanceKey) { pending.insert(key) }
 
+    /// A resolver found `service`: reports it (keeping a newer TXT a watcher already saw) and counts the
+    /// resolver as answered.
+    func resolverFound(_ key: ServiceInstanceKey, _ service: ResolvedService) {
+        browse(.resolved(key, txtWatches.resolved(key, service)))
+        resolverAnswered(key)
+    }
+
+    /// The browser says an instance is gone: reports it. Returns the instance's TXT watcher for the
+    /// backend to free.
+    func instanceRemoved(_ key: ServiceInstanceKey) -> OpaquePointer? {
+        let watcher = txtWatches.remove(key)
+        browse(.removed(key))
+        resolverAnswered(key)
+        return watcher
+    }
+
+    /// Whether the instance's TXT record is watched already.
+    func isWatchingTXT(_ key: ServiceInstanceKey) -> Bool { txtWatches.isWatching(key) }
+
+    /// A backend started a TXT record browser for the instance.
+    func addTXTWatcher(_ watcher: OpaquePointer, for key: ServiceInstanceKey) { txtWatches.add(watcher, for: key) }
+
+    /// A TXT record entered the cache for a watched instance: reported when it is news.
+    func txtSeen(_ watcher: OpaquePointer, _ txt: [UInt8]) {
+        if let (key, service) = txtWatches.txtSeen(watcher, txt) { browse(.resolved(key, service)) }
+    }
+
+    /// Forgets every TXT watcher; returns them for the backend to free.
+    func removeAllTXTWatchers() -> [OpaquePointer] { txtWatches.removeAll() }
+
     /// A resolver answered (found or failed) or its instance went away.
     func resolverAnswered(_ key: ServiceInstanceKey) {
         pending.remove(key)
@@ -205,6 +236,15 @@ final class BackendEvents: @unchecked Sendable {
         browseContinuation?.finish()
         browseContinuation = nil
         publicationContinuation.finish()
+    }
+}
+
+extension ServiceInstanceKey {
+    /// The key of an instance as an avahi browser or resolver callback names it.
+    init(interface: AvahiIfIndex, proto: AvahiProtocol, name: UnsafePointer<CChar>, domain: UnsafePointer<CChar>) {
+        self.init(
+            interface: InterfaceIndex.name(interface), ipv6: proto == ipv6Protocol, name: String(cString: name),
+            domain: String(cString: domain))
     }
 }
 

@@ -28,7 +28,6 @@ final class EmbeddedBackend: MDNSBackend, @unchecked Sendable {
     private var browser: OpaquePointer?  // AvahiSServiceBrowser*
     private var browseType: String?
     private var resolvers: [ServiceInstanceKey: OpaquePointer] = [:]  // AvahiSServiceResolver*
-    private var txtWatches = TXTWatches()  // of AvahiSRecordBrowser*
 
     var publicationEvents: AsyncStream<PublicationEvent> { events.publication }
 
@@ -206,9 +205,7 @@ final class EmbeddedBackend: MDNSBackend, @unchecked Sendable {
         switch event {
         case AVAHI_BROWSER_NEW, AVAHI_BROWSER_REMOVE:
             guard let name, let type, let domain, let server else { return }
-            let key = ServiceInstanceKey(
-                interface: InterfaceIndex.name(interface), ipv6: proto == ipv6Protocol,
-                name: String(cString: name), domain: String(cString: domain))
+            let key = ServiceInstanceKey(interface: interface, proto: proto, name: name, domain: domain)
             if event == AVAHI_BROWSER_NEW {
                 guard resolvers[key] == nil else { return }
                 let callback: AvahiSServiceResolverCallback = {
@@ -226,15 +223,13 @@ final class EmbeddedBackend: MDNSBackend, @unchecked Sendable {
                 }
             } else {
                 if let resolver = resolvers.removeValue(forKey: key) { lyre_avahi_s_service_resolver_free(resolver) }
-                if let watcher = txtWatches.remove(key) { lyre_avahi_s_record_browser_free(watcher) }
-                events.browse(.removed(key))
-                events.resolverAnswered(key)
+                if let watcher = events.instanceRemoved(key) { lyre_avahi_s_record_browser_free(watcher) }
             }
         case AVAHI_BROWSER_ALL_FOR_NOW:
             // avahi-core says this one second after the browser starts, from a timer. An embedded stack
             // starts with an empty cache, and when the first query's answers are lost to the start-up race
             // the next query goes out at that same second: give its answers time before saying "all".
-            scheduleOnPoll(after: Self.coldCacheGrace) { $0.events.browserAllForNow() }
+            sayAllForNowAfterGrace()
         case AVAHI_BROWSER_FAILURE:
             if let server { logger.error("\(AvahiError(code: lyre_avahi_server_errno(server), context: "browsing"))") }
         default:
@@ -248,21 +243,18 @@ final class EmbeddedBackend: MDNSBackend, @unchecked Sendable {
         _ address: UnsafePointer<AvahiAddress>?, _ port: UInt16, _ txt: UnsafeMutablePointer<AvahiStringList>?
     ) {
         guard let name, let domain else { return }
-        let key = ServiceInstanceKey(
-            interface: InterfaceIndex.name(interface), ipv6: proto == ipv6Protocol,
-            name: String(cString: name), domain: String(cString: domain))
+        let key = ServiceInstanceKey(interface: interface, proto: proto, name: name, domain: domain)
         if event == AVAHI_RESOLVER_FOUND, let host {
-            let service = txtWatches.resolved(
+            events.resolverFound(
                 key,
                 ResolvedService(
                     host: String(cString: host), address: addressString(address), port: port,
                     txt: StringList.bytes(txt)))
-            events.browse(.resolved(key, service))
             watchTXT(key, interface: interface, proto: proto, name: name, domain: domain)
         } else {
             logger.debug("could not resolve '\(key.name)' on \(key.interface)")
+            events.resolverAnswered(key)
         }
-        events.resolverAnswered(key)
     }
 
     /// Watches the instance's TXT record directly (see ``TXTWatches`` for why).
@@ -270,7 +262,7 @@ final class EmbeddedBackend: MDNSBackend, @unchecked Sendable {
         _ key: ServiceInstanceKey, interface: AvahiIfIndex, proto: AvahiProtocol, name: UnsafePointer<CChar>,
         domain: UnsafePointer<CChar>
     ) {
-        guard !txtWatches.isWatching(key), let server, let type = browseType else { return }
+        guard !events.isWatchingTXT(key), let server, let type = browseType else { return }
         var fullName = [CChar](repeating: 0, count: Int(AVAHI_DOMAIN_NAME_MAX))
         guard avahi_service_name_join(&fullName, fullName.count, name, type, domain) == 0,
             let searchKey = lyre_avahi_key_new(fullName, UInt16(AVAHI_DNS_CLASS_IN), UInt16(AVAHI_DNS_TYPE_TXT))
@@ -279,15 +271,14 @@ final class EmbeddedBackend: MDNSBackend, @unchecked Sendable {
         let callback: AvahiSRecordBrowserCallback = { b, interface, proto, event, record, flags, context in
             guard let b, let context, let record, event == AVAHI_BROWSER_NEW else { return }
             let txt = StringList.bytes(lyre_avahi_record_txt(record))
-            let backend = Unmanaged<EmbeddedBackend>.fromOpaque(context).takeUnretainedValue()
-            if let (key, service) = backend.txtWatches.txtSeen(b, txt) { backend.events.browse(.resolved(key, service)) }
+            Unmanaged<EmbeddedBackend>.fromOpaque(context).takeUnretainedValue().events.txtSeen(b, txt)
         }
         guard
             let watcher = lyre_avahi_s_record_browser_new(
                 server, interface, proto, searchKey, AvahiLookupFlags(AVAHI_LOOKUP_USE_MULTICAST.rawValue), callback,
                 Unmanaged.passUnretained(self).toOpaque())
         else { return }
-        txtWatches.add(watcher, for: key)
+        events.addTXTWatcher(watcher, for: key)
     }
 
     /// How long after avahi-core's ALL_FOR_NOW the embedded browser waits for the second query round.
@@ -295,31 +286,19 @@ final class EmbeddedBackend: MDNSBackend, @unchecked Sendable {
 
     private var timers: [OpaquePointer] = []  // AvahiTimeout*, freed with the poll
 
-    /// Runs `body` on the poll thread after `milliseconds`, through the poll's own timeout API.
-    private func scheduleOnPoll(after milliseconds: Int, _ body: @escaping (EmbeddedBackend) -> Void) {
-        final class Box {
-            let body: (EmbeddedBackend) -> Void
-            // Not retained: shutdown() stops the poll and frees every timer before the owner goes away,
-            // so a timer never fires without it.
-            unowned(unsafe) let owner: EmbeddedBackend
-            init(_ body: @escaping (EmbeddedBackend) -> Void, _ owner: EmbeddedBackend) {
-                self.body = body
-                self.owner = owner
-            }
-        }
+    /// Says "all for now" on the poll thread after ``coldCacheGrace``, through the poll's own timeout API.
+    /// The timer holds the backend unretained: shutdown() stops the poll and frees every timer first.
+    private func sayAllForNowAfterGrace() {
         var when = timeval()
-        avahi_elapse_time(&when, UInt32(milliseconds), 0)
-        let box = Unmanaged.passRetained(Box(body, self)).toOpaque()
+        avahi_elapse_time(&when, UInt32(Self.coldCacheGrace), 0)
         let api = poll.api
-        if let timer = api.pointee.timeout_new(api, &when, { _, context in
-            guard let context else { return }
-            let box = Unmanaged<Box>.fromOpaque(context).takeRetainedValue()
-            box.body(box.owner)
-        }, box) {
-            timers.append(timer)
-        } else {
-            Unmanaged<Box>.fromOpaque(box).release()
-        }
+        let timer = api.pointee.timeout_new(
+            api, &when,
+            { _, context in
+                guard let context else { return }
+                Unmanaged<EmbeddedBackend>.fromOpaque(context).takeUnretainedValue().events.browserAllForNow()
+            }, Unmanaged.passUnretained(self).toOpaque())
+        if let timer { timers.append(timer) } else { events.browserAllForNow() }
     }
 
     // MARK: Shutdown
@@ -328,7 +307,7 @@ final class EmbeddedBackend: MDNSBackend, @unchecked Sendable {
         poll.stop()
         for timer in timers { poll.api.pointee.timeout_free(timer) }
         timers.removeAll()
-        for watcher in txtWatches.removeAll() { lyre_avahi_s_record_browser_free(watcher) }
+        for watcher in events.removeAllTXTWatchers() { lyre_avahi_s_record_browser_free(watcher) }
         for resolver in resolvers.values { lyre_avahi_s_service_resolver_free(resolver) }
         resolvers.removeAll()
         if let browser { lyre_avahi_s_service_browser_free(browser) }
