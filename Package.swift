@@ -7,12 +7,15 @@ let package = Package(
     products: [
         .library(name: "LyreWire", targets: ["LyreWire"]),
         .library(name: "LyreDiscovery", targets: ["LyreDiscovery"]),
+        .library(name: "LyreSender", targets: ["LyreSender"]),
+        .library(name: "LyreReceiver", targets: ["LyreReceiver"]),
         .executable(name: "lyre", targets: ["lyre"]),
         .executable(name: "lyred", targets: ["lyred"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
     ],
     targets: [
@@ -27,11 +30,36 @@ let package = Package(
             name: "CALSA", pkgConfig: "alsa",
             providers: [.apt(["libasound2-dev"])]),
 
+        .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
+        // Fixed-signature wrappers for the variadic opus_*_ctl: see Sources/COpusShim/include/COpusShim.h.
+        .target(name: "COpusShim", dependencies: ["COpus"]),
+        .systemLibrary(name: "CSndfile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
+        .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
+
         // Wire: pure codecs, no I/O.
         .target(name: "LyreWire"),
 
-        // Media: ALSA (output kind detection for now; playback comes with streaming).
-        .target(name: "LyreAudio", dependencies: ["CALSA", "LyreWire"]),
+        // Media: ALSA and WAV output, file decoding (libsndfile), resampling (libsoxr); Opus.
+        .target(name: "LyreAudio", dependencies: ["CALSA", "CSndfile", "CSoxr", "LyreWire"]),
+        .target(name: "LyreCodec", dependencies: ["COpus", "COpusShim"]),
+
+        // Engines.
+        .target(
+            name: "LyreReceiver",
+            dependencies: [
+                "LyreWire", "LyreAudio", "LyreCodec",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]),
+        .target(
+            name: "LyreSender",
+            dependencies: [
+                "LyreWire", "LyreAudio", "LyreCodec", "LyreDiscovery",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]),
 
         // Discovery: advertise and browse over avahi-client or embedded avahi-core.
         .target(
@@ -54,13 +82,14 @@ let package = Package(
         .executableTarget(
             name: "lyre",
             dependencies: [
-                "LyreDiscovery", "LyreWire", "LyreCommandLine",
+                "LyreDiscovery", "LyreWire", "LyreCommandLine", "LyreSender", "LyreAudio",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         .executableTarget(
             name: "lyred",
             dependencies: [
-                "LyreDiscovery", "LyreWire", "LyreAudio", "LyreCommandLine",
+                "LyreDiscovery", "LyreWire", "LyreAudio", "LyreCommandLine", "LyreReceiver",
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -3,7 +3,9 @@ import Logging
 import LyreAudio
 import LyreCommandLine
 import LyreDiscovery
+import LyreReceiver
 import LyreWire
+import NIOCore
 import ServiceLifecycle
 
 #if canImport(Glibc)
@@ -14,10 +16,10 @@ import Glibc
 struct Lyred: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "lyred",
-        abstract: "Lyre receiver: advertises this machine's audio output to Lyre senders on the network.",
+        abstract: "Lyre receiver: plays what Lyre senders (and RTSP publishers such as ffmpeg) stream to it.",
         discussion: """
-            Advertises itself as _lyre._tcp over mDNS until SIGTERM or SIGINT, then withdraws and exits 0.
-            Audio streaming is not built yet: the port is reserved and advertised, and nothing plays.
+            Advertises itself as _lyre._tcp over mDNS and serves RTSP on --port until SIGTERM or SIGINT, then \
+            tells the current sender, withdraws and exits 0. The wire protocol is Protocol/streaming.md.
             """)
 
     @Option(help: "Name shown in device pickers (default: the host name).")
@@ -31,8 +33,20 @@ struct Lyred: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Where the device id is kept (default: $STATE_DIRECTORY, /var/lib/lyred for root, else ~/.local/state/lyred).", valueName: "DIR"))
     var stateDir: String?
 
-    @Option(help: ArgumentHelp("ALSA PCM to play through.", valueName: "PCM"))
+    @Option(help: ArgumentHelp("ALSA PCM to play through, or wav:PATH for a WAV file paced like a sound card.", valueName: "PCM"))
     var output: String = "default"
+
+    @Option(help: ArgumentHelp("Latency for senders that ask for none, in ms (20 to 2000).", valueName: "MS"))
+    var latency: Int = 250
+
+    @Option(help: ArgumentHelp("Write rtp_time,scheduled_ns,presented_ns for every output block to this CSV file.", valueName: "PATH"))
+    var presentationLog: String?
+
+    @Option(help: ArgumentHelp("Log session statistics every SECONDS.", valueName: "SECONDS"))
+    var statsInterval: Double?
+
+    @Option(help: ArgumentHelp("Address to listen on.", valueName: "ADDRESS"))
+    var listen: String = "0.0.0.0"
 
     @Option(help: "Output kind to advertise when ALSA cannot tell: speaker, headphones, line, hdmi or usb.")
     var outputKind: OutputKind = .speaker
@@ -47,6 +61,9 @@ struct Lyred: AsyncParsableCommand {
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
+        guard (20...2000).contains(latency) else { throw ValidationError("--latency must be between 20 and 2000 ms") }
+        if let statsInterval, !(statsInterval > 0) { throw ValidationError("--stats-interval must be more than 0 seconds") }
+        if output.isEmpty || output == "wav:" { throw ValidationError("--output needs an ALSA PCM name or wav:PATH") }
         if let name, name.isEmpty || name.utf8.count > ServiceName.maximumBytes {
             throw ValidationError("--name must be 1 to \(ServiceName.maximumBytes) bytes")
         }
@@ -59,29 +76,48 @@ struct Lyred: AsyncParsableCommand {
         let id: DeviceID
         do { id = try DeviceIdentity.loadOrCreate(in: stateDirectory) } catch { throw CommandFailure("\(error)") }
 
-        let listener: ListeningPort
-        do { listener = try ListeningPort(port: UInt16(port)) } catch { throw CommandFailure("\(error)") }
+        var configuration = ReceiverConfiguration()
+        configuration.host = listen
+        configuration.port = port
+        configuration.output = OutputTarget(output)
+        configuration.defaultLatencyMilliseconds = latency
+        configuration.presentationLogPath = presentationLog
+        configuration.statisticsInterval = statsInterval
+        let streaming = Receiver(configuration: configuration, logger: logger)
+        let boundPort: Int
+        do {
+            boundPort = try await streaming.start()
+        } catch let error as IOError where error.errnoCode == EADDRINUSE {
+            await streaming.stop()
+            throw CommandFailure("port \(port) is already in use; pick another with --port (0 picks a free one)")
+        } catch {
+            await streaming.stop()
+            throw CommandFailure("cannot listen on \(listen) port \(port): \(error)")
+        }
 
         let backend: any MDNSBackend
         do {
             backend = try openMDNSBackend(mode: mdns.mdns, interfaces: mdns.interfaces, publishing: true)
         } catch { throw CommandFailure("\(error)") }
 
-        let detected = OutputKindProbe.detect(pcm: output)
+        let target = OutputTarget(output)
+        let detected: OutputKind? = if case .alsa(let pcm) = target { OutputKindProbe.detect(pcm: pcm) } else { nil }
         let receiver = ReceiverTXT(
             deviceID: id, model: model, codecs: ReceiverCapabilities.codecs, features: ReceiverCapabilities.features,
             status: .idle, outputKind: detected ?? outputKind, volume: 0)
         let advertiser = ReceiverAdvertiser(
-            backend: backend, name: name ?? Self.hostName(), port: listener.port, receiver: receiver)
+            backend: backend, name: name ?? Self.hostName(), port: UInt16(boundPort), receiver: receiver)
         logger.info(
-            "lyred \(id) on port \(listener.port) via \(backend.mode.rawValue) mDNS, output \(output) (\(receiver.outputKind!.rawValue)\(detected == nil ? ", configured" : ", from ALSA"))"
+            "lyred \(id) on port \(boundPort) via \(backend.mode.rawValue) mDNS, output \(output) (\(receiver.outputKind!.rawValue)\(detected == nil ? ", configured" : ", from ALSA"))"
         )
 
         let group = ServiceGroup(
-            services: [AdvertisingService(advertiser: advertiser, logger: logger)],
+            services: [
+                AdvertisingService(advertiser: advertiser, logger: logger),
+                StreamingService(receiver: streaming, advertiser: advertiser, logger: logger),
+            ],
             gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         try await group.run()
-        listener.close()
         logger.info("withdrawn; exiting")
     }
 
@@ -94,11 +130,34 @@ struct Lyred: AsyncParsableCommand {
     }
 }
 
-/// What this receiver can do, as advertised in `cn` and `ft`. Empty until streaming is built: a receiver
-/// that cannot play yet must not tell senders that it can.
+/// What this receiver can do, as advertised in `cn` and `ft` (discovery.md).
 enum ReceiverCapabilities {
-    static let codecs: [String] = []
-    static let features: [String] = []
+    static let codecs = ["opus", "l16"]
+    static let features = ["clock"]
+}
+
+/// Serves RTSP until graceful shutdown, keeping the advertised status and volume current.
+struct StreamingService: Service {
+    let receiver: Receiver
+    let advertiser: ReceiverAdvertiser
+    let logger: Logger
+
+    func run() async throws {
+        await withGracefulShutdownHandler {
+            for await event in receiver.events {
+                do {
+                    switch event {
+                    case .status(let status): try advertiser.setStatus(status)
+                    case .volume(let db): try advertiser.setVolume(db)
+                    }
+                } catch {
+                    logger.warning("cannot update the advertisement: \(error)")
+                }
+            }
+        } onGracefulShutdown: {
+            Task { await receiver.stop() }
+        }
+    }
 }
 
 /// Keeps the service advertised until graceful shutdown, then withdraws it.

@@ -1,8 +1,13 @@
 # Installs what Lyre's scripts need, on a fresh Debian machine. Sourced by Tools/test, Tools/demo, Tools/bench.
 # Safe to re-run: it installs only what is missing.
 
-LYRE_BUILD_PACKAGES=(pkg-config libavahi-client-dev libavahi-core-dev libavahi-common-dev libasound2-dev)
-LYRE_RUNTIME_PACKAGES=(avahi-daemon avahi-utils dbus iproute2 util-linux python3 procps bc)
+LYRE_BUILD_PACKAGES=(pkg-config libavahi-client-dev libavahi-core-dev libavahi-common-dev libasound2-dev
+  libopus-dev libsndfile1-dev libsoxr-dev)
+LYRE_RUNTIME_PACKAGES=(avahi-daemon avahi-utils dbus iproute2 util-linux python3 procps bc alsa-utils)
+# Real peers the streaming tests play with.
+LYRE_PEER_PACKAGES=(ffmpeg gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good)
+# The benchmark's reference: Snapcast from Debian.
+LYRE_BENCH_PACKAGES=(snapserver snapclient)
 
 as_root() {
   if [[ $(id -u) -eq 0 ]]; then "$@"
@@ -19,10 +24,10 @@ lyre_install_packages() {
   done
   (( ${#missing[@]} )) || return 0
   echo "lyre: installing ${missing[*]}" >&2
-  # A freshly installed avahi-daemon must not start on the host: it would announce on every real interface.
-  # Tests and demos run their own daemon inside Tools/netns instead.
+  # A freshly installed avahi-daemon (or snapserver, which announces through it) must not start on the host:
+  # it would announce on every real interface. Tests and demos run their own inside Tools/netns instead.
   local guard=0
-  if [[ " ${missing[*]} " == *" avahi-daemon "* && ! -e /usr/sbin/policy-rc.d ]]; then
+  if [[ " ${missing[*]} " =~ \ (avahi-daemon|snapserver|snapclient)\  && ! -e /usr/sbin/policy-rc.d ]]; then
     printf '#!/bin/sh\nexit 101\n' | as_root tee /usr/sbin/policy-rc.d >/dev/null
     as_root chmod +x /usr/sbin/policy-rc.d
     guard=1
@@ -36,7 +41,8 @@ lyre_install_packages() {
   if (( guard )); then
     as_root rm -f /usr/sbin/policy-rc.d
     if command -v systemctl >/dev/null && [[ -d /run/systemd/system ]]; then
-      as_root systemctl disable --now avahi-daemon.socket avahi-daemon.service >/dev/null 2>&1 || true
+      as_root systemctl disable --now avahi-daemon.socket avahi-daemon.service snapserver.service snapclient.service \
+        >/dev/null 2>&1 || true
     fi
   fi
   (( status == 0 )) || { echo "lyre: apt-get could not install ${missing[*]}" >&2; return 1; }

@@ -1,0 +1,2 @@
+// libsndfile (Debian libsndfile1-dev).
+#include <sndfile.h>

@@ -1,0 +1,2 @@
+// libsoxr (Debian libsoxr-dev).
+#include <soxr.h>

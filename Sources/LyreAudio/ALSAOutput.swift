@@ -1,0 +1,109 @@
+import CALSA
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A `snd_pcm_t` opened for playback (`snd_pcm_open` / `snd_pcm_close`), 48 kHz stereo S16_LE.
+///
+/// Underruns (`-EPIPE`) and suspends (`-ESTRPIPE`) are recovered with `snd_pcm_recover` and counted.
+/// Presentation time is the write time plus the frames queued ahead (`snd_pcm_delay`).
+public final class ALSAOutput: PCMSink {
+    public let blockFrames = 240
+    public private(set) var outputLatency: UInt64 = 0
+    public private(set) var recoveries = 0
+    private let pcm: OpaquePointer
+    private let name: String
+    private let bufferFrames: Int
+    /// Plugins such as `null` and `file` (over `null`) take any amount at once and never report a delay:
+    /// detected after a few writes, and then paced here on the host clock, like `WAVFileOutput`.
+    private var unpacedWrites = 0
+    private var selfPaced = false
+    private var timeline: (start: UInt64, frames: UInt64)?
+
+    /// `bufferMicroseconds` is the device buffer asked for; ALSA may round it.
+    public init(pcm name: String, bufferMicroseconds: UInt32 = 20_000) throws(AudioOutputError) {
+        var handle: OpaquePointer?
+        var rc = snd_pcm_open(&handle, name, SND_PCM_STREAM_PLAYBACK, 0)
+        guard rc == 0, let handle else { throw Self.error("cannot open ALSA PCM \(name)", rc) }
+        rc = snd_pcm_set_params(handle, SND_PCM_FORMAT_S16_LE, SND_PCM_ACCESS_RW_INTERLEAVED, 2, 48000, 1, bufferMicroseconds)
+        guard rc == 0 else {
+            snd_pcm_close(handle)
+            throw Self.error("cannot set 48 kHz stereo S16_LE on \(name)", rc)
+        }
+        var bufferSize: snd_pcm_uframes_t = 0
+        var periodSize: snd_pcm_uframes_t = 0
+        snd_pcm_get_params(handle, &bufferSize, &periodSize)
+        outputLatency = UInt64(bufferSize) * 1_000_000_000 / 48000
+        bufferFrames = Int(bufferSize)
+        pcm = handle
+        self.name = name
+    }
+
+    static func error(_ what: String, _ rc: Int32) -> AudioOutputError {
+        AudioOutputError("\(what): \(String(cString: snd_strerror(rc)))")
+    }
+
+    public func waitForRoom() throws(AudioOutputError) -> UInt64 {
+        if selfPaced {
+            let t = timeline ?? (HostClock.now() + outputLatency, 0)
+            timeline = t
+            let presentation = t.start + t.frames * 1_000_000_000 / 48000
+            HostClock.sleep(until: presentation - outputLatency)
+            return presentation
+        }
+        while true {
+            let avail = snd_pcm_avail_update(pcm)
+            if avail < 0 {
+                try recover(Int32(avail))
+                continue
+            }
+            if avail >= blockFrames { break }
+            let rc = snd_pcm_wait(pcm, 100)
+            if rc < 0 { try recover(rc) }
+        }
+        var delay: snd_pcm_sframes_t = 0
+        let now = HostClock.now()
+        if snd_pcm_delay(pcm, &delay) < 0 { delay = 0 }
+        return now + UInt64(max(delay, 0)) * 1_000_000_000 / 48000
+    }
+
+    public func write(_ samples: [Int16]) throws(AudioOutputError) {
+        var offset = 0
+        let frames = samples.count / 2
+        while offset < frames {
+            let n = samples.withUnsafeBufferPointer { snd_pcm_writei(pcm, $0.baseAddress! + offset * 2, snd_pcm_uframes_t(frames - offset)) }
+            if n < 0 {
+                try recover(Int32(n))
+                continue
+            }
+            offset += n
+        }
+        if selfPaced {
+            timeline?.frames += UInt64(frames)
+        } else if unpacedWrites >= 0 {
+            var delay: snd_pcm_sframes_t = 0
+            let consumedAtOnce = snd_pcm_avail_update(pcm) >= bufferFrames && (snd_pcm_delay(pcm, &delay) < 0 || delay <= 0)
+            unpacedWrites = consumedAtOnce ? unpacedWrites + 1 : -1
+            if unpacedWrites >= 8 { selfPaced = true }
+        }
+    }
+
+    private func recover(_ rc: Int32) throws(AudioOutputError) {
+        if rc == -EPIPE || rc == -ESTRPIPE || rc == -EINTR {
+            if snd_pcm_recover(pcm, rc, 1) == 0 {
+                recoveries += 1
+                return
+            }
+        }
+        throw Self.error("ALSA PCM \(name) failed", rc)
+    }
+
+    public func stop() {
+        snd_pcm_drop(pcm)
+        snd_pcm_prepare(pcm)
+        timeline = nil
+    }
+
+    public func close() { snd_pcm_close(pcm) }
+}

@@ -1,0 +1,76 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A WAV file written in real time, as a DAC would play it: for headless hosts and tests.
+///
+/// Frame n of a timeline is presented at `start + n / 48000 s`; the writer sleeps until a block is due
+/// `outputLatency` ahead of its presentation time. The header's sizes are kept current after every block,
+/// so the file is a valid WAV at any moment. Sessions append to the same file.
+public final class WAVFileOutput: PCMSink {
+    public let blockFrames = 240
+    public let outputLatency: UInt64 = 10_000_000
+    public var recoveries: Int { 0 }
+    private let fd: Int32
+    private var dataBytes: UInt32 = 0
+    private var timelineStart: UInt64?
+    private var framesInTimeline: UInt64 = 0
+
+    public init(path: String) throws(AudioOutputError) {
+        fd = Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw AudioOutputError("cannot write \(path): \(String(cString: strerror(errno)))") }
+        guard writeAll(Self.header(dataBytes: 0)) else { throw AudioOutputError("cannot write \(path): \(String(cString: strerror(errno)))") }
+    }
+
+    public func waitForRoom() throws(AudioOutputError) -> UInt64 {
+        let start: UInt64
+        if let timelineStart {
+            start = timelineStart
+        } else {
+            start = HostClock.now() + outputLatency
+            timelineStart = start
+            framesInTimeline = 0
+        }
+        let presentation = start + framesInTimeline * 1_000_000_000 / 48000
+        HostClock.sleep(until: presentation - outputLatency)
+        return presentation
+    }
+
+    public func write(_ samples: [Int16]) throws(AudioOutputError) {
+        let bytes = samples.withUnsafeBytes { Array($0) }  // little-endian hosts only (x86_64, arm64)
+        guard writeAll(bytes) else { throw AudioOutputError("WAV write failed: \(String(cString: strerror(errno)))") }
+        framesInTimeline += UInt64(samples.count / 2)
+        dataBytes &+= UInt32(truncatingIfNeeded: bytes.count)
+        var riff = (36 + dataBytes).littleEndian
+        var data = dataBytes.littleEndian
+        _ = pwrite(fd, &riff, 4, 4)
+        _ = pwrite(fd, &data, 4, 40)
+    }
+
+    public func stop() { timelineStart = nil }
+
+    public func close() { _ = Glibc.close(fd) }
+
+    private func writeAll(_ bytes: [UInt8]) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            if n < 0 { if errno == EINTR { continue }; return false }
+            offset += n
+        }
+        return true
+    }
+
+    /// A 44-byte RIFF/WAVE header for 48 kHz stereo 16-bit PCM.
+    static func header(dataBytes: UInt32) -> [UInt8] {
+        var h: [UInt8] = Array("RIFF".utf8)
+        func u32(_ v: UInt32) { h += withUnsafeBytes(of: v.littleEndian, Array.init) }
+        func u16(_ v: UInt16) { h += withUnsafeBytes(of: v.littleEndian, Array.init) }
+        u32(36 + dataBytes)
+        h += Array("WAVEfmt ".utf8)
+        u32(16); u16(1); u16(2); u32(48000); u32(48000 * 4); u16(4); u16(16)
+        h += Array("data".utf8)
+        u32(dataBytes)
+        return h
+    }
+}

@@ -1,0 +1,125 @@
+import COpus
+import COpusShim
+
+/// An error from libopus: its code and `opus_strerror` text.
+public struct OpusError: Error, CustomStringConvertible, Sendable {
+    public let code: Int32
+    public let operation: String
+
+    public var description: String { "\(operation): \(String(cString: opus_strerror(code)))" }
+
+    /// The value when it is not a negative error code.
+    static func check(_ result: Int32, _ operation: String) throws(OpusError) -> Int32 {
+        guard result >= 0 else { throw OpusError(code: result, operation: operation) }
+        return result
+    }
+}
+
+/// Opus at 48 kHz stereo, the only form Lyre sends (RFC 7587).
+public enum OpusFormat {
+    public static let sampleRate: Int32 = 48000
+    public static let channels: Int32 = 2
+    /// The largest packet libopus writes for one frame.
+    public static let maximumPacket = 1275
+    /// The longest frame a packet can hold: 120 ms.
+    public static let maximumFrame = 5760
+}
+
+/// An `OpusEncoder` (`opus_encoder_create` / `opus_encoder_destroy`): 48 kHz stereo float in, packets out.
+public struct OpusEncoder: ~Copyable {
+    private let handle: OpaquePointer
+
+    /// `bitrate` in bits per second; `fec` turns on in-band forward error correction for `expectedLoss` %.
+    public init(bitrate: Int, fec: Bool = true, expectedLoss: Int = 5) throws(OpusError) {
+        var error: Int32 = 0
+        guard let handle = opus_encoder_create(OpusFormat.sampleRate, OpusFormat.channels, OPUS_APPLICATION_AUDIO, &error)
+        else { throw OpusError(code: error, operation: "opus_encoder_create") }
+        var rc = lyre_opus_encoder_set_bitrate(handle, Int32(clamping: bitrate))
+        if rc >= 0 { rc = lyre_opus_encoder_set_inband_fec(handle, fec ? 1 : 0) }
+        if rc >= 0 { rc = lyre_opus_encoder_set_packet_loss_perc(handle, Int32(expectedLoss)) }
+        guard rc >= 0 else {
+            opus_encoder_destroy(handle)
+            throw OpusError(code: rc, operation: "opus_encoder_ctl")
+        }
+        self.handle = handle
+    }
+
+    deinit { opus_encoder_destroy(handle) }
+
+    /// Samples of delay the encoder adds (`OPUS_GET_LOOKAHEAD`).
+    public var lookahead: Int {
+        var samples: Int32 = 0
+        _ = lyre_opus_encoder_get_lookahead(handle, &samples)
+        return Int(samples)
+    }
+
+    /// Encodes one frame of interleaved stereo float samples (`frames` per channel: 120…5760).
+    public func encode(_ pcm: UnsafeBufferPointer<Float>, frames: Int) throws(OpusError) -> [UInt8] {
+        precondition(pcm.count >= frames * 2, "one frame of interleaved stereo samples")
+        var packet = [UInt8](repeating: 0, count: OpusFormat.maximumPacket)
+        let length = try OpusError.check(
+            opus_encode_float(handle, pcm.baseAddress!, Int32(frames), &packet, Int32(packet.count)), "opus_encode_float")
+        packet.removeLast(packet.count - Int(length))
+        return packet
+    }
+}
+
+/// An `OpusDecoder` (`opus_decoder_create` / `opus_decoder_destroy`): packets in, 48 kHz stereo 16-bit out.
+public struct OpusDecoder: ~Copyable {
+    private let handle: OpaquePointer
+
+    public init() throws(OpusError) {
+        var error: Int32 = 0
+        guard let handle = opus_decoder_create(OpusFormat.sampleRate, OpusFormat.channels, &error) else {
+            throw OpusError(code: error, operation: "opus_decoder_create")
+        }
+        self.handle = handle
+    }
+
+    deinit { opus_decoder_destroy(handle) }
+
+    /// Samples per channel in a packet, without decoding it.
+    public static func frames(in packet: [UInt8]) -> Int? {
+        guard !packet.isEmpty else { return nil }
+        let n = packet.withUnsafeBufferPointer { opus_packet_get_nb_samples($0.baseAddress!, Int32($0.count), OpusFormat.sampleRate) }
+        return n > 0 ? Int(n) : nil
+    }
+
+    /// Decodes a packet into interleaved stereo samples appended to `output`; returns frames decoded.
+    @discardableResult
+    public func decode(_ packet: [UInt8], into output: inout [Int16]) throws(OpusError) -> Int {
+        try run(packet, frames: OpusFormat.maximumFrame, fec: false, into: &output)
+    }
+
+    /// Rebuilds the frame *before* `packet` from the in-band FEC data it carries (`frames` long).
+    @discardableResult
+    public func decodeFEC(from packet: [UInt8], frames: Int, into output: inout [Int16]) throws(OpusError) -> Int {
+        try run(packet, frames: frames, fec: true, into: &output)
+    }
+
+    /// Packet-loss concealment for `frames` missing frames (`opus_decode` with no packet).
+    @discardableResult
+    public func conceal(frames: Int, into output: inout [Int16]) throws(OpusError) -> Int {
+        try run(nil, frames: frames, fec: false, into: &output)
+    }
+
+    private func run(_ packet: [UInt8]?, frames: Int, fec: Bool, into output: inout [Int16]) throws(OpusError) -> Int {
+        let start = output.count
+        output.append(contentsOf: repeatElement(0, count: frames * 2))
+        let decoded: Int32 = output.withUnsafeMutableBufferPointer { out in
+            let target = out.baseAddress! + start
+            if let packet {
+                return packet.withUnsafeBufferPointer {
+                    opus_decode(handle, $0.baseAddress, Int32($0.count), target, Int32(frames), fec ? 1 : 0)
+                }
+            }
+            return opus_decode(handle, nil, 0, target, Int32(frames), 0)
+        }
+        guard decoded >= 0 else {
+            output.removeLast(frames * 2)
+            throw OpusError(code: decoded, operation: fec ? "opus_decode (FEC)" : "opus_decode")
+        }
+        output.removeLast((frames - Int(decoded)) * 2)
+        return Int(decoded)
+    }
+}

@@ -1,0 +1,518 @@
+import Logging
+import LyreAudio
+import LyreWire
+import NIOCore
+import NIOPosix
+
+/// Why a session ended; the first three are told to the sender (streaming.md §7).
+enum SessionEnd: Equatable {
+    case takenOver(by: String)
+    case shutdown
+    case timeout
+    case teardown
+    case connectionClosed
+
+    var notice: String? {
+        switch self {
+        case .takenOver: "taken-over"
+        case .shutdown: "shutdown"
+        case .timeout: "timeout"
+        case .teardown, .connectionClosed: nil
+        }
+    }
+}
+
+/// One RTSP connection: answers the sender's requests and owns its session's media sockets, timing
+/// exchange and playout. Lives on the receiver's event loop.
+final class RTSPConnectionHandler: ChannelInboundHandler {
+    typealias InboundIn = RTSPFrame
+    typealias OutboundOut = ByteBuffer
+
+    static let methods = "OPTIONS, ANNOUNCE, SETUP, RECORD, FLUSH, SET_PARAMETER, GET_PARAMETER, TEARDOWN"
+
+    enum State { case initial, announced, ready, recording }
+
+    private let registry: SessionRegistry
+    private var logger: Logger
+    private var context: ChannelHandlerContext?
+    private var state = State.initial
+    private var format: AudioFormat?
+    private var latencyMilliseconds = 250
+    private(set) var senderName = "RTSP sender"
+    private var sessionID: String?
+    private(set) var controller: PlayoutController?
+    private var mediaChannels: [Channel] = []
+    private var timingChannel: Channel?
+    private var timingPort: UInt16?
+    private var interleaved: (rtp: UInt8, rtcp: UInt8)?
+    private var lockedSSRC: UInt32?
+    private var peerIP = ""
+    private var lastActivity = HostClock.now()
+    private var timingSequence: UInt32 = 0
+    private var outstandingTiming: [UInt32: UInt64] = [:]
+    private var timer: Scheduled<Void>?
+    private var ticks = 0
+    private var serverCSeq = 0
+
+    init(registry: SessionRegistry, logger: Logger) {
+        self.registry = registry
+        self.logger = logger
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        peerIP = context.remoteAddress?.ipAddress ?? ""
+        logger[metadataKey: "peer"] = "\(context.remoteAddress.map { "\($0)" } ?? "?")"
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        end(.connectionClosed)
+        self.context = nil
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        registry.count(\.badRequests)
+        if let parseError = error as? RTSPParseError {
+            logger.debug("bad RTSP input: \(parseError)")
+            send(.response(parseError.status, cseq: nil, headers: [("Connection", "close")]))
+        } else {
+            logger.debug("connection error: \(error)")
+        }
+        context.close(promise: nil)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        lastActivity = HostClock.now()
+        switch unwrapInboundIn(data) {
+        case .message(let message):
+            if message.method != nil { handle(message) }  // responses to our notices need nothing
+        case .interleaved(let channel, let payload):
+            if let interleaved, channel == interleaved.rtp {
+                ingest(payload)
+            } else if interleaved == nil || channel != interleaved!.rtcp {
+                controller?.withPlayout { $0.countForeign() }
+                registry.count(\.droppedMedia)
+            }
+        case .oversizedInterleaved:
+            controller?.withPlayout { $0.countMalformed() }
+            registry.count(\.droppedMedia)
+        }
+    }
+
+    // MARK: requests
+
+    private func handle(_ request: RTSPMessage) {
+        guard let cseq = request.cseq else {
+            registry.count(\.badRequests)
+            send(.response(400, cseq: nil))
+            return
+        }
+        let method = request.method ?? ""
+        logger.trace("\(method) \(request.uri ?? "")")
+        if let sessionID, let given = request.headers["Session"], given.split(separator: ";").first.map(String.init) != sessionID {
+            send(.response(454, cseq: cseq))
+            return
+        }
+        switch method {
+        case "OPTIONS":
+            send(.response(200, cseq: cseq, headers: [("Public", Self.methods)]))
+        case "ANNOUNCE": announce(request, cseq: cseq)
+        case "SETUP": setup(request, cseq: cseq)
+        case "RECORD": record(request, cseq: cseq)
+        case "FLUSH": flush(request, cseq: cseq)
+        case "SET_PARAMETER": setParameter(request, cseq: cseq)
+        case "GET_PARAMETER": getParameter(request, cseq: cseq)
+        case "TEARDOWN":
+            end(.teardown)
+            send(.response(200, cseq: cseq))
+        case "DESCRIBE", "PLAY", "PAUSE", "REDIRECT":
+            send(.response(405, cseq: cseq, headers: [("Allow", Self.methods)]))
+        default:
+            registry.count(\.badRequests)
+            send(.response(501, cseq: cseq, headers: [("Public", Self.methods)]))
+        }
+    }
+
+    private func announce(_ request: RTSPMessage, cseq: Int) {
+        if let type = request.headers["Content-Type"], !type.lowercased().hasPrefix("application/sdp") {
+            send(.response(415, cseq: cseq))
+            return
+        }
+        let format: AudioFormat
+        do {
+            format = try SessionDescription(parsing: request.bodyText).audioFormat()
+        } catch {
+            registry.count(\.badRequests)
+            logger.debug("ANNOUNCE refused: \(error)")
+            if case .unsupported = error { send(.response(415, cseq: cseq)) } else { send(.response(400, cseq: cseq)) }
+            return
+        }
+        var latency = registry.configuration.defaultLatencyMilliseconds
+        if let text = request.headers["Lyre-Latency"] {
+            guard let value = Int(text), (20...2000).contains(value) else {
+                send(.response(400, cseq: cseq))
+                return
+            }
+            latency = value
+        }
+        guard registry.output.isAvailable else {
+            send(.response(503, cseq: cseq, headers: [("Retry-After", "5")]))
+            return
+        }
+        releaseMedia()
+        let name = request.headers["Lyre-Sender-Name"] ?? request.headers["User-Agent"] ?? "RTSP sender"
+        senderName = String(decoding: name.utf8.prefix(64), as: UTF8.self)
+        self.format = format
+        latencyMilliseconds = latency
+        sessionID = sessionID ?? Self.newSessionID()
+        state = .announced
+        registry.claim(self)
+        logger.info("session from '\(senderName)': \(format.encoding.rawValue), latency \(latency) ms")
+        send(.response(200, cseq: cseq))
+    }
+
+    private func setup(_ request: RTSPMessage, cseq: Int) {
+        guard state == .announced, let format, let context else {
+            send(.response(455, cseq: cseq))
+            return
+        }
+        guard let transport = request.headers["Transport"].flatMap(TransportSpec.init(parsing:)) else {
+            send(.response(461, cseq: cseq))
+            return
+        }
+        if let text = request.headers["Lyre-Timing-Port"] {
+            guard let port = UInt16(text), port > 0 else {
+                send(.response(400, cseq: cseq))
+                return
+            }
+            timingPort = port
+        }
+        let playout: Playout
+        do {
+            playout = try Playout(
+                format: format, latency: UInt64(latencyMilliseconds) * 1_000_000, timed: timingPort != nil)
+        } catch {
+            send(.response(500, cseq: cseq))
+            return
+        }
+        let controller = PlayoutController(playout: playout, senderName: senderName)
+        self.controller = controller
+        lockedSSRC = transport.ssrc
+        let session = "\(sessionID!);timeout=60"
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let reply: EventLoopFuture<TransportSpec>
+        switch transport.lower {
+        case .tcp(let channels):
+            interleaved = channels
+            reply = context.eventLoop.makeSucceededFuture(TransportSpec(lower: .tcp(channels: channels), ssrc: transport.ssrc))
+        case .udp:
+            let local = context.localAddress?.ipAddress ?? "127.0.0.1"
+            reply = bindMediaPair(host: local, eventLoop: context.eventLoop, attempt: 0).map { ports in
+                bound.value.mediaChannels = [ports.0, ports.1]
+                let p = (UInt16(ports.0.localAddress?.port ?? 0), UInt16(ports.1.localAddress?.port ?? 0))
+                if case .udp(let client, _) = transport.lower {
+                    return TransportSpec(lower: .udp(client: client, server: p), ssrc: transport.ssrc)
+                }
+                return TransportSpec(lower: .udp(client: nil, server: p), ssrc: transport.ssrc)
+            }
+        }
+        let timing: EventLoopFuture<Void> = timingPort == nil ? context.eventLoop.makeSucceededVoidFuture() : bindTiming(context: context)
+        reply.and(timing).whenComplete { result in
+            let me = bound.value
+            switch result {
+            case .success(let (spec, _)):
+                me.state = .ready
+                me.registry.output.play(controller)
+                me.startTimer()
+                me.send(.response(200, cseq: cseq, headers: [("Transport", spec.serialized), ("Session", session)]))
+            case .failure(let error):
+                me.logger.error("SETUP failed: \(error)")
+                me.send(.response(500, cseq: cseq))
+            }
+        }
+    }
+
+    private func record(_ request: RTSPMessage, cseq: Int) {
+        guard state == .ready || state == .recording, let controller else {
+            send(.response(455, cseq: cseq))
+            return
+        }
+        var anchor: PlaybackAnchor?
+        if timingPort != nil {
+            guard let text = request.headers["Lyre-Anchor"], let parsed = PlaybackAnchor(parsing: text) else {
+                send(.response(400, cseq: cseq))
+                return
+            }
+            anchor = parsed
+        }
+        let info = request.headers["RTP-Info"].map(RTPInfo.init(parsing:))
+        controller.withPlayout { playout in
+            if let sequence = info?.sequence { playout.flush(nextSequence: sequence) }
+            playout.record(anchor: anchor)
+        }
+        state = .recording
+        var headers = [("Session", sessionID!), ("Lyre-Output-Latency", Self.milliseconds(registry.output.outputLatency))]
+        if let info { headers.append(("RTP-Info", info.serialized)) }
+        send(.response(200, cseq: cseq, headers: headers))
+    }
+
+    private func flush(_ request: RTSPMessage, cseq: Int) {
+        guard state == .ready || state == .recording, let controller else {
+            send(.response(455, cseq: cseq))
+            return
+        }
+        let info = request.headers["RTP-Info"].map(RTPInfo.init(parsing:))
+        controller.withPlayout { $0.flush(nextSequence: info?.sequence) }
+        state = .ready
+        send(.response(200, cseq: cseq, headers: [("Session", sessionID!)]))
+    }
+
+    private func setParameter(_ request: RTSPMessage, cseq: Int) {
+        let parameters = TextParameters(parsing: request.bodyText)
+        for (name, value) in parameters.entries {
+            switch name {
+            case "volume":
+                guard let db = Double(value), db.isFinite, db == -144 || (-30...0).contains(db) else {
+                    send(.response(451, cseq: cseq))
+                    return
+                }
+                registry.setVolume(db)
+            default:
+                send(.response(451, cseq: cseq))
+                return
+            }
+        }
+        send(.response(200, cseq: cseq))
+    }
+
+    private func getParameter(_ request: RTSPMessage, cseq: Int) {
+        var answers: [(String, String)] = []
+        for (name, _) in TextParameters(parsing: request.bodyText).entries {
+            switch name {
+            case "volume": answers.append((name, "\(registry.volume)"))
+            case "output-latency": answers.append((name, Self.milliseconds(registry.output.outputLatency)))
+            case "stats": answers.append((name, controller?.statistics.text ?? ""))
+            default:
+                send(.response(451, cseq: cseq))
+                return
+            }
+        }
+        let body = Array(TextParameters(answers).serialized.utf8)
+        send(.response(200, cseq: cseq, headers: body.isEmpty ? [] : [("Content-Type", "text/parameters")], body: body))
+    }
+
+    // MARK: media
+
+    private func ingest(_ bytes: [UInt8]) {
+        guard let controller else {
+            registry.count(\.droppedMedia)
+            return
+        }
+        if RTPPacket.isRTCP(bytes) { return }
+        guard let packet = try? RTPPacket(parsing: bytes) else {
+            controller.withPlayout { $0.countMalformed() }
+            registry.count(\.droppedMedia)
+            return
+        }
+        if let lockedSSRC, packet.ssrc != lockedSSRC {
+            controller.withPlayout { $0.countForeign() }
+            registry.count(\.droppedMedia)
+            return
+        }
+        lockedSSRC = packet.ssrc
+        let now = HostClock.now()
+        lastActivity = now
+        controller.withPlayout { $0.receive(packet, arrival: now) }
+    }
+
+    /// A UDP datagram on the session's RTP or RTCP port.
+    fileprivate func datagram(_ envelope: AddressedEnvelope<ByteBuffer>, rtcp: Bool) {
+        guard envelope.remoteAddress.ipAddress == peerIP else {
+            controller?.withPlayout { $0.countForeign() }
+            registry.count(\.droppedMedia)
+            return
+        }
+        guard !rtcp else { return }
+        var buffer = envelope.data
+        guard buffer.readableBytes <= RTPPacket.maximumSize else {
+            controller?.withPlayout { $0.countMalformed() }
+            registry.count(\.droppedMedia)
+            return
+        }
+        ingest(buffer.readBytes(length: buffer.readableBytes) ?? [])
+    }
+
+    /// RTP on an even port and RTCP on the next (RFC 3550 §11), retrying on collisions.
+    private func bindMediaPair(host: String, eventLoop: EventLoop, attempt: Int) -> EventLoopFuture<(Channel, Channel)> {
+        let base = Int.random(in: 20000...30000) * 2
+        let bound = NIOLoopBound(self, eventLoop: eventLoop)
+        @Sendable func open(_ port: Int, rtcp: Bool) -> EventLoopFuture<Channel> {
+            DatagramBootstrap(group: eventLoop)
+                .channelOption(.socketOption(.so_rcvbuf), value: 1 << 20)
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(MediaHandler(owner: bound, rtcp: rtcp))
+                    }
+                }
+                .bind(host: host, port: port)
+        }
+        return open(base, rtcp: false).flatMap { rtp in
+            open(base + 1, rtcp: true).map { (rtp, $0) }.flatMapError { error in
+                rtp.close(promise: nil)
+                return eventLoop.makeFailedFuture(error)
+            }
+        }.flatMapError { error in
+            attempt < 20 ? bound.value.bindMediaPair(host: host, eventLoop: eventLoop, attempt: attempt + 1) : eventLoop.makeFailedFuture(error)
+        }
+    }
+
+    // MARK: timing
+
+    private func bindTiming(context: ChannelHandlerContext) -> EventLoopFuture<Void> {
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let local = context.localAddress?.ipAddress ?? "127.0.0.1"
+        return DatagramBootstrap(group: context.eventLoop)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(TimingHandler(owner: bound))
+                }
+            }
+            .bind(host: local, port: 0)
+            .map { bound.value.timingChannel = $0 }
+    }
+
+    private func sendTimingRequest() {
+        guard let timingChannel, let timingPort,
+            let address = try? SocketAddress(ipAddress: peerIP, port: Int(timingPort))
+        else { return }
+        timingSequence &+= 1
+        let t1 = HostClock.now()
+        outstandingTiming[timingSequence] = t1
+        if outstandingTiming.count > 16, let oldest = outstandingTiming.keys.min() { outstandingTiming[oldest] = nil }
+        let packet = TimingPacket(kind: .request, sequence: timingSequence, t1: t1)
+        let envelope = AddressedEnvelope(remoteAddress: address, data: ByteBuffer(bytes: packet.serialized()))
+        timingChannel.writeAndFlush(envelope, promise: nil)
+    }
+
+    fileprivate func timingResponse(_ envelope: AddressedEnvelope<ByteBuffer>) {
+        let t4 = HostClock.now()
+        var buffer = envelope.data
+        guard envelope.remoteAddress.ipAddress == peerIP, envelope.remoteAddress.port == timingPort.map(Int.init),
+            let packet = TimingPacket(parsing: buffer.readBytes(length: buffer.readableBytes) ?? []),
+            packet.kind == .response, let t1 = outstandingTiming.removeValue(forKey: packet.sequence), t1 == packet.t1
+        else {
+            registry.count(\.droppedTiming)
+            return
+        }
+        let (offset, delay) = packet.offsetAndDelay(t4: t4)
+        controller?.withPlayout { $0.addTimingSample(localTime: t4, offset: offset, delay: delay) }
+    }
+
+    /// 5 timing requests 20 ms apart, then one a second; the idle timeout is checked on the same tick.
+    private func startTimer() {
+        guard timer == nil, let context else { return }
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let loop = context.eventLoop
+        @Sendable func schedule(after delay: TimeAmount) {
+            bound.value.timer = loop.scheduleTask(in: delay) {
+                let me = bound.value
+                guard me.controller != nil else { return }
+                me.ticks += 1
+                me.sendTimingRequest()
+                if HostClock.now() - me.lastActivity > 10_000_000_000 {
+                    me.logger.notice("session from '\(me.senderName)' timed out")
+                    me.end(.timeout)
+                    return
+                }
+                schedule(after: me.ticks < 5 ? .milliseconds(20) : .seconds(1))
+            }
+        }
+        schedule(after: .zero)
+    }
+
+    // MARK: ending
+
+    private func releaseMedia(drain: Bool = false) {
+        timer?.cancel()
+        timer = nil
+        for channel in mediaChannels { channel.close(promise: nil) }
+        mediaChannels = []
+        timingChannel?.close(promise: nil)
+        timingChannel = nil
+        timingPort = nil
+        interleaved = nil
+        lockedSSRC = nil
+        outstandingTiming = [:]
+        ticks = 0
+        if let controller {
+            logger.info("session from '\(senderName)' stats: \(controller.statistics.text)")
+            registry.output.stopIfPlaying(
+                controller, drain: drain, drainLimit: UInt64(latencyMilliseconds + 200) * 1_000_000)
+        }
+        controller = nil
+    }
+
+    /// Ends the session, if any; tells the sender why when it should know, and closes the connection then.
+    func end(_ reason: SessionEnd) {
+        guard state != .initial || controller != nil else { return }
+        releaseMedia(drain: reason == .teardown || reason == .connectionClosed)
+        state = .initial
+        sessionID = nil
+        registry.release(self)
+        logger.info("session from '\(senderName)' ended: \(reason)")
+        guard let notice = reason.notice, let context else { return }
+        serverCSeq += 1
+        var headers: [(String, String)] = [("Content-Type", "text/parameters")]
+        if case .takenOver(let by) = reason { headers.append(("Lyre-Taken-Over-By", by)) }
+        send(.request("SET_PARAMETER", uri: "rtsp://\(context.localAddress.map { "\($0.ipAddress ?? ""):\($0.port ?? 0)" } ?? "")/",
+                      cseq: serverCSeq, headers: headers, body: Array("session-end: \(notice)\r\n".utf8)))
+        context.close(promise: nil)
+    }
+
+    private func send(_ message: RTSPMessage) {
+        guard let context else { return }
+        context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: message.serialized())), promise: nil)
+    }
+
+    static func milliseconds(_ ns: UInt64) -> String {
+        let us = ns / 1000
+        let frac = String(us % 1000)
+        return "\(us / 1000).\(String(repeating: "0", count: 3 - frac.count))\(frac)"
+    }
+
+    static func newSessionID() -> String {
+        (0..<8).map { _ in
+            let byte = UInt8.random(in: 0...255)
+            return byte < 16 ? "0" + String(byte, radix: 16) : String(byte, radix: 16)
+        }.joined().uppercased()
+    }
+}
+
+/// Passes a session's UDP media to its connection handler.
+private final class MediaHandler: ChannelInboundHandler {
+    typealias InboundIn = AddressedEnvelope<ByteBuffer>
+    let owner: NIOLoopBound<RTSPConnectionHandler>
+    let rtcp: Bool
+
+    init(owner: NIOLoopBound<RTSPConnectionHandler>, rtcp: Bool) {
+        self.owner = owner
+        self.rtcp = rtcp
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        owner.value.datagram(unwrapInboundIn(data), rtcp: rtcp)
+    }
+}
+
+/// Passes timing responses to the connection handler that asked.
+private final class TimingHandler: ChannelInboundHandler {
+    typealias InboundIn = AddressedEnvelope<ByteBuffer>
+    let owner: NIOLoopBound<RTSPConnectionHandler>
+
+    init(owner: NIOLoopBound<RTSPConnectionHandler>) { self.owner = owner }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        owner.value.timingResponse(unwrapInboundIn(data))
+    }
+}

@@ -1,0 +1,23 @@
+import LyreWire
+import NIOCore
+
+/// Frames an RTSP byte stream with `RTSPParser`, for a NIO pipeline.
+struct RTSPFrameDecoder: ByteToMessageDecoder {
+    typealias InboundOut = RTSPFrame
+
+    private var parser = RTSPParser()
+    private var pending: [UInt8] = []
+
+    mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+        if let bytes = buffer.readBytes(length: buffer.readableBytes), !bytes.isEmpty { pending += bytes }
+        while let frame = try parser.next(&pending) {
+            context.fireChannelRead(wrapInboundOut(frame))
+        }
+        return .needMoreData
+    }
+
+    mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws -> DecodingState {
+        _ = try decode(context: context, buffer: &buffer)
+        return .needMoreData
+    }
+}

@@ -1,0 +1,73 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A socket failure with errno's text.
+public struct SocketError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+
+    static func errno(_ what: String) -> SocketError {
+        SocketError(description: "\(what): \(String(cString: strerror(Glibc.errno)))")
+    }
+}
+
+/// IPv4 socket helpers for the sender (it runs its own threads; no event loop).
+enum IPv4 {
+    static func address(_ host: String, port: UInt16) throws(SocketError) -> sockaddr_in {
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = port.bigEndian
+        guard inet_pton(AF_INET, host, &addr.sin_addr) == 1 else {
+            throw SocketError(description: "'\(host)' is not an IPv4 address")
+        }
+        return addr
+    }
+
+    static func withSockaddr<T>(_ addr: sockaddr_in, _ body: (UnsafePointer<sockaddr>, socklen_t) -> T) -> T {
+        var copy = addr
+        return withUnsafePointer(to: &copy) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+    }
+
+    /// The address and port a socket is bound to.
+    static func localAddress(_ fd: Int32) -> (String, UInt16) {
+        var addr = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        var text = [CChar](repeating: 0, count: 32)
+        inet_ntop(AF_INET, &addr.sin_addr, &text, 32)
+        return (String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self), UInt16(bigEndian: addr.sin_port))
+    }
+
+    /// A TCP connection, with a timeout on connecting.
+    static func connectTCP(host: String, port: UInt16) throws(SocketError) -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw .errno("socket") }
+        let addr = try address(host, port: port)
+        let rc = withSockaddr(addr) { connect(fd, $0, $1) }
+        guard rc == 0 else {
+            let error = SocketError.errno("cannot connect to \(host):\(port)")
+            close(fd)
+            throw error
+        }
+        var one: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        return fd
+    }
+
+    /// A UDP socket bound to `host` on any port.
+    static func bindUDP(host: String, port: UInt16 = 0) throws(SocketError) -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw .errno("socket") }
+        let addr = try address(host, port: port)
+        guard withSockaddr(addr, { bind(fd, $0, $1) }) == 0 else {
+            let error = SocketError.errno("cannot bind UDP on \(host)")
+            close(fd)
+            throw error
+        }
+        return fd
+    }
+}

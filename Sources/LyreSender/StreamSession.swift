@@ -1,0 +1,299 @@
+import Foundation
+import LyreAudio
+import LyreCodec
+import LyreWire
+import NIOConcurrencyHelpers
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// How a sender streams (streaming.md §3).
+public struct StreamConfiguration: Sendable {
+    /// Target latency, ms: 20…2000.
+    public var latencyMilliseconds = 250
+    /// Opus bitrate, bits per second.
+    public var bitrate = 128_000
+    /// Opus frame: 10 or 20 ms.
+    public var frameMilliseconds = 20
+    /// Shown by the receiver while it plays.
+    public var senderName = "Lyre"
+    public var senderID: String?
+
+    public init() {}
+}
+
+/// Why the route to the receiver changed, as `AVAudioSession.RouteChangeReason` says it on iOS.
+public enum OutputRouteChangeReason: Sendable, Equatable {
+    /// The receiver went away, stopped, or the connection was lost.
+    case oldDeviceUnavailable
+    /// Another sender took the receiver over (its name when the receiver said).
+    case takenOver(by: String?)
+}
+
+/// One stream to one receiver: RTSP control, the timing responder, Opus encoding and RTP paced by the
+/// sender's clock.
+///
+/// Audio goes in as 48 kHz interleaved stereo float through `enqueue`, which blocks while more than a
+/// second is queued. A pacing thread sends each frame `lead` ahead of the time it is due.
+///
+/// `@unchecked Sendable`: mutable state is behind `lock`; the UDP socket is used by the pacing thread only.
+public final class StreamSession: @unchecked Sendable {
+    public let configuration: StreamConfiguration
+    /// The receiver's output latency, ms, from its RECORD answer.
+    public private(set) var outputLatencyMilliseconds: Double = 0
+
+    private let client: RTSPClient
+    private let timing: TimingResponder
+    private let media: Int32
+    private let sessionID: String
+    private let frameSamples: Int
+    private let frameNanoseconds: UInt64
+    private let lead: UInt64
+    private let lock = NIOLock()
+    private var queue: [Float] = []
+    private var finishing = false
+    private var running = false
+    private var ended = false
+    private var anchorClock: UInt64 = 0
+    private var anchorRTP: UInt32
+    private var framesSinceAnchor: UInt64 = 0
+    private var sequence: UInt16
+    private let ssrc: UInt32
+    /// Recently sent frames, by index since the anchor, to take back on pause.
+    private var history: [(index: UInt64, pcm: ArraySlice<Float>)] = []
+    private var routeChangeHandler: (@Sendable (OutputRouteChangeReason) -> Void)?
+    private var routeChangeSent = false
+    private var pacer: Thread?
+    private var lastRequest = HostClock.now()
+
+    /// Connects and sets the stream up (OPTIONS, ANNOUNCE, SETUP). `onRouteChange` is called once, from a
+    /// background thread, if the receiver goes away or another sender takes it over.
+    public init(host: String, port: UInt16, configuration: StreamConfiguration,
+                onRouteChange: @escaping @Sendable (OutputRouteChangeReason) -> Void) throws {
+        precondition([10, 20].contains(configuration.frameMilliseconds), "frames are 10 or 20 ms")
+        self.configuration = configuration
+        frameSamples = 48 * configuration.frameMilliseconds
+        frameNanoseconds = UInt64(configuration.frameMilliseconds) * 1_000_000
+        lead = UInt64(min(configuration.latencyMilliseconds / 2, 100)) * 1_000_000
+        anchorRTP = UInt32.random(in: 0...UInt32.max)
+        sequence = UInt16.random(in: 0...UInt16.max)
+        ssrc = UInt32.random(in: 1...UInt32.max)
+        routeChangeHandler = onRouteChange
+
+        let box = NIOLockedValueBox<StreamSession?>(nil)
+        client = try RTSPClient(
+            host: host, port: port,
+            onRequest: { request in box.withLockedValue { $0 }?.receiverRequest(request) },
+            onClose: { box.withLockedValue { $0 }?.routeChanged(.oldDeviceUnavailable) })
+        let local = IPv4.localAddress(client.fd).0
+        timing = try TimingResponder(host: local, peer: host)
+        media = try IPv4.bindUDP(host: local)
+
+        do {
+            try Self.check(client.request("OPTIONS", uri: "*"), "OPTIONS")
+            let sdp = SessionDescription(audio: AudioFormat(encoding: .opus, payloadType: 96), origin: local)
+            var announce = [("Content-Type", "application/sdp"), ("Lyre-Sender-Name", configuration.senderName),
+                            ("Lyre-Latency", String(configuration.latencyMilliseconds))]
+            if let id = configuration.senderID { announce.append(("Lyre-Sender-ID", id)) }
+            try Self.check(client.request("ANNOUNCE", headers: announce, body: Array(sdp.serialized().utf8)), "ANNOUNCE")
+            let localMediaPort = IPv4.localAddress(media).1
+            let transport = TransportSpec(lower: .udp(client: (localMediaPort, localMediaPort &+ 1), server: nil), ssrc: ssrc)
+            let reply = try Self.check(
+                client.request("SETUP", uri: "rtsp://\(host):\(port)/streamid=0",
+                               headers: [("Transport", transport.serialized), ("Lyre-Timing-Port", String(timing.port))]),
+                "SETUP")
+            guard let session = reply.headers["Session"]?.split(separator: ";").first.map(String.init),
+                let answer = reply.headers["Transport"].flatMap(TransportSpec.init(parsing:)),
+                case .udp(_, let server?) = answer.lower
+            else { throw RTSPClient.Failure(description: "the receiver's SETUP answer has no Session or server_port") }
+            sessionID = session
+            let destination = try IPv4.address(host, port: server.0)
+            guard IPv4.withSockaddr(destination, { connect(media, $0, $1) }) == 0 else { throw SocketError.errno("connect UDP") }
+        } catch {
+            client.close()
+            timing.close()
+            Glibc.close(media)
+            throw error
+        }
+        box.withLockedValue { $0 = self }
+        let thread = Thread { [self] in pace() }
+        thread.name = "lyre-pacer"
+        pacer = thread
+        thread.start()
+    }
+
+    @discardableResult
+    static func check(_ response: RTSPMessage, _ method: String) throws(RTSPClient.Failure) -> RTSPMessage {
+        guard let status = response.status, status == 200 else {
+            let status = response.status ?? 0
+            let why = status == 503 ? "its audio output is unavailable" : "\(status) \(RTSPStatus.reason(status))"
+            throw RTSPClient.Failure(description: "the receiver refused \(method): \(why)")
+        }
+        return response
+    }
+
+    // MARK: control
+
+    /// Starts (or resumes) playing: RECORD with a new anchor, `startDelay` ns from now.
+    public func start(startDelay: UInt64 = 20_000_000) throws {
+        let (anchor, rtp, seq) = lock.withLock { () -> (UInt64, UInt32, UInt16) in
+            anchorRTP = anchorRTP &+ UInt32(truncatingIfNeeded: framesSinceAnchor * UInt64(frameSamples))
+            framesSinceAnchor = 0
+            history.removeAll()
+            anchorClock = HostClock.now() + startDelay
+            return (anchorClock, anchorRTP, sequence)
+        }
+        let reply = try Self.check(
+            request("RECORD", headers: [
+                ("Session", sessionID), ("RTP-Info", RTPInfo(sequence: seq, rtpTime: rtp).serialized),
+                ("Lyre-Anchor", PlaybackAnchor(rtpTime: rtp, senderClock: anchor).serialized),
+            ]), "RECORD")
+        outputLatencyMilliseconds = reply.headers["Lyre-Output-Latency"].flatMap(Double.init) ?? 0
+        lock.withLock { running = true }
+    }
+
+    /// Stops at once (FLUSH). Audio sent but not yet played is taken back, so `start()` resumes exactly.
+    public func pause() throws {
+        let (seq, rtp) = lock.withLock { () -> (UInt16, UInt32) in
+            running = false
+            let now = HostClock.now()
+            let played = now > anchorClock + latency ? (now - anchorClock - latency) / frameNanoseconds : 0
+            let unplayed = history.filter { $0.index >= played }
+            queue.insert(contentsOf: unplayed.flatMap { $0.pcm }, at: 0)
+            let rewind = UInt64(unplayed.count)
+            framesSinceAnchor -= min(rewind, framesSinceAnchor)
+            history.removeAll()
+            return (sequence, anchorRTP &+ UInt32(truncatingIfNeeded: framesSinceAnchor * UInt64(frameSamples)))
+        }
+        try Self.check(request("FLUSH", headers: [("Session", sessionID), ("RTP-Info", RTPInfo(sequence: seq, rtpTime: rtp).serialized)]), "FLUSH")
+    }
+
+    /// Drops queued audio (for a seek: pause, drop, enqueue from the new position, start).
+    public func dropQueued() { lock.withLock { queue.removeAll() } }
+
+    public func setVolume(_ db: Double) throws {
+        try Self.check(request("SET_PARAMETER", headers: [("Session", sessionID), ("Content-Type", "text/parameters")],
+                               body: Array("volume: \(db)\r\n".utf8)), "SET_PARAMETER")
+    }
+
+    /// Queues audio: 48 kHz interleaved stereo float. Blocks while more than a second is queued; returns
+    /// false once the session has ended.
+    @discardableResult
+    public func enqueue(_ pcm: [Float]) -> Bool {
+        while true {
+            let (queued, ended) = lock.withLock { (queue.count, self.ended) }
+            if ended { return false }
+            if queued < 96000 { break }
+            usleep(5000)
+        }
+        lock.withLock { queue += pcm }
+        return true
+    }
+
+    /// Frames (48 kHz) queued and not yet sent.
+    public var queuedFrames: Int { lock.withLock { queue.count / 2 } }
+
+    /// Sender-clock time at which what has been sent so far will have played.
+    public var sentUntil: UInt64 {
+        lock.withLock { anchorClock + framesSinceAnchor * frameNanoseconds + latency }
+    }
+
+    /// Sends what is queued, waits until it has played, then TEARDOWN and close.
+    public func finish() {
+        lock.withLock { finishing = true }
+        while lock.withLock({ !queue.isEmpty && running && !ended }) { usleep(5000) }
+        let until = sentUntil
+        if lock.withLock({ running && !ended }) { HostClock.sleep(until: until + 20_000_000) }
+        close()
+    }
+
+    /// TEARDOWN and close now.
+    public func close() {
+        let wasRunning = lock.withLock {
+            defer { ended = true; running = false; routeChangeSent = true }
+            return !ended
+        }
+        if wasRunning, !client.isClosed { _ = try? client.request("TEARDOWN", headers: [("Session", sessionID)], timeout: 1) }
+        client.close()
+        timing.close()
+    }
+
+    private var latency: UInt64 { UInt64(configuration.latencyMilliseconds) * 1_000_000 }
+
+    private func request(_ method: String, headers: [(String, String)], body: [UInt8] = []) throws -> RTSPMessage {
+        lock.withLock { lastRequest = HostClock.now() }
+        return try client.request(method, headers: headers, body: body)
+    }
+
+    // MARK: receiver events
+
+    private func receiverRequest(_ request: RTSPMessage) {
+        guard request.method == "SET_PARAMETER", let end = TextParameters(parsing: request.bodyText)["session-end"] else { return }
+        routeChanged(end == "taken-over" ? .takenOver(by: request.headers["Lyre-Taken-Over-By"]) : .oldDeviceUnavailable)
+    }
+
+    private func routeChanged(_ reason: OutputRouteChangeReason) {
+        let handler: (@Sendable (OutputRouteChangeReason) -> Void)? = lock.withLock {
+            running = false
+            ended = true
+            guard !routeChangeSent else { return nil }
+            routeChangeSent = true
+            return routeChangeHandler
+        }
+        handler?(reason)
+    }
+
+    // MARK: pacing
+
+    private func pace() {
+        do {
+            let encoder = try OpusEncoder(bitrate: configuration.bitrate)
+            pace(with: encoder)
+        } catch {
+            routeChanged(.oldDeviceUnavailable)
+        }
+        Glibc.close(media)
+    }
+
+    private func pace(with encoder: borrowing OpusEncoder) {
+        let samplesPerFrame = frameSamples * 2
+        while true {
+            let step = lock.withLock { () -> (ended: Bool, running: Bool, due: UInt64) in
+                (ended, running, anchorClock + framesSinceAnchor * frameNanoseconds)
+            }
+            if step.ended { break }
+            if !step.running {
+                // Paused: keep the session alive (streaming.md §7).
+                if HostClock.now() - lock.withLock({ lastRequest }) > 4_000_000_000 {
+                    _ = try? request("GET_PARAMETER", headers: [("Session", sessionID)])
+                }
+                usleep(2000)
+                continue
+            }
+            HostClock.sleep(until: step.due > lead ? step.due - lead : 0)
+            let frame = lock.withLock { () -> (pcm: ArraySlice<Float>?, index: UInt64, seq: UInt16, rtp: UInt32)? in
+                guard running else { return nil }
+                let index = framesSinceAnchor
+                let rtp = anchorRTP &+ UInt32(truncatingIfNeeded: index * UInt64(frameSamples))
+                framesSinceAnchor += 1
+                if queue.count >= samplesPerFrame || (finishing && !queue.isEmpty) {
+                    var pcm = ArraySlice(queue.prefix(samplesPerFrame))
+                    queue.removeFirst(pcm.count)
+                    if pcm.count < samplesPerFrame { pcm.append(contentsOf: repeatElement(0, count: samplesPerFrame - pcm.count)) }
+                    history.append((index, pcm))
+                    let keep = Int((latency + lead) / frameNanoseconds) + 4
+                    if history.count > keep { history.removeFirst(history.count - keep) }
+                    defer { sequence &+= 1 }
+                    return (pcm, index, sequence, rtp)
+                }
+                return (nil, index, sequence, rtp)  // nothing queued: the slot passes in silence
+            }
+            guard let frame, let pcm = frame.pcm else { continue }
+            guard let payload = try? pcm.withUnsafeBufferPointer({ try encoder.encode($0, frames: frameSamples) }) else { continue }
+            let packet = RTPPacket(marker: false, payloadType: 96, sequenceNumber: frame.seq, timestamp: frame.rtp, ssrc: ssrc, payload: payload)
+            let bytes = packet.serialized()
+            _ = bytes.withUnsafeBytes { send(media, $0.baseAddress, $0.count, 0) }
+        }
+    }
+}

@@ -1,0 +1,261 @@
+#!/usr/bin/env python3
+"""Audio test helpers for Lyre's end-to-end (Opus network stream) tests and benchmark.
+
+  audio.py sweep OUT.wav [--seconds S] [--rate HZ] [--channels N] [--level-db DB] [--lead-silence S]
+      Write a deterministic 16-bit WAV: log sine sweep 100 Hz -> 8 kHz, 10 ms raised-cosine fades,
+      identical channels, peak at --level-db dBFS, optionally preceded by silence.
+  audio.py compare REF OUT [--out-format wav|raw:s16le:RATE:CHANNELS] [--max-lag-seconds S]
+      Align OUT to REF (mono mixes, FFT cross-correlation; REF is FFT-resampled to OUT's rate if
+      needed) and print one JSON line: lag_samples (at 48 kHz), snr_db, gain, gaps (10 ms dropouts),
+      worst_window_snr_db, ref_seconds, out_seconds, matched_seconds.
+  audio.py presentation LOG.csv
+      Print JSON percentiles of |presented_ns - scheduled_ns| in microseconds (first 10 blocks skipped).
+
+Exit status 2 (one line on stderr) for unreadable input. Needs numpy only.
+"""
+import argparse
+import csv
+import json
+import math
+import struct
+import sys
+import wave
+
+import numpy as np
+
+EDGE_S = 0.020          # REF head/tail excluded from SNR and gap analysis (codec warm-up, fades)
+WINDOW_S = 0.010        # analysis window for gaps and worst-window SNR
+REF_ACTIVE_DB = -40.0   # REF window counts as "signal present" above this RMS (dBFS, full scale = 1.0)
+OUT_SILENT_DB = -50.0   # OUT window counts as a dropout below this RMS
+SNR_FLOOR, SNR_CEIL = -100.0, 200.0
+SKIP_BLOCKS = 10
+
+
+class InputError(Exception):
+    pass
+
+
+# ---------------------------------------------------------------- sweep
+
+def cmd_sweep(a):
+    n = int(round(a.seconds * a.rate))
+    f1, f2 = 100.0, 8000.0
+    t = np.arange(n) / a.rate
+    k = math.log(f2 / f1)
+    x = np.sin(2 * np.pi * f1 * a.seconds / k * np.expm1(t * k / a.seconds))
+    nf = min(int(round(0.010 * a.rate)), n // 2)
+    ramp = 0.5 - 0.5 * np.cos(np.pi * np.arange(nf) / nf)
+    x[:nf] *= ramp
+    x[n - nf:] *= ramp[::-1]
+    x = np.concatenate([np.zeros(int(round(a.lead_silence * a.rate))), x])
+    pcm = np.round(x * 10 ** (a.level_db / 20) * 32767).astype("<i2")
+    with wave.open(a.out, "wb") as w:
+        w.setnchannels(a.channels)
+        w.setsampwidth(2)
+        w.setframerate(a.rate)
+        w.writeframes(np.repeat(pcm, a.channels).tobytes())
+    return 0
+
+
+# ---------------------------------------------------------------- reading
+
+def s16_mono(buf, channels):
+    """Little-endian s16 interleaved bytes -> float64 mono mix (full scale 1.0). Partial frames dropped."""
+    frames = len(buf) // (2 * channels)
+    x = np.frombuffer(buf[:frames * 2 * channels], dtype="<i2").reshape(frames, channels)
+    return x.astype(np.float64).mean(axis=1) / 32768.0
+
+
+def read_wav(path):
+    """Minimal RIFF reader (16-bit PCM). Tolerates a data size of 0 or past EOF, as left by a
+    writer that was killed before fixing up its header: the data then runs to end of file."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:4] != b"RIFF" or data[8:12] != b"WAVE":
+        raise InputError("not a RIFF/WAVE file")
+    pos, fmt = 12, None
+    while pos + 8 <= len(data):
+        cid, size = data[pos:pos + 4], struct.unpack("<I", data[pos + 4:pos + 8])[0]
+        body = pos + 8
+        if cid == b"fmt ":
+            tag, ch, rate, _, _, bits = struct.unpack("<HHIIHH", data[body:body + 16])
+            if tag == 0xFFFE and size >= 40:  # WAVE_FORMAT_EXTENSIBLE: real tag opens the GUID
+                tag = struct.unpack("<H", data[body + 24:body + 26])[0]
+            if tag != 1 or bits != 16 or ch < 1:
+                raise InputError(f"unsupported WAV format (tag {tag}, {bits} bits, {ch} channels)")
+            fmt = (rate, ch)
+        elif cid == b"data":
+            if fmt is None:
+                raise InputError("data chunk before fmt chunk")
+            end = body + size if 0 < size <= len(data) - body else len(data)
+            return s16_mono(data[body:end], fmt[1]), fmt[0]
+        pos = body + size + (size & 1)
+    raise InputError("no data chunk")
+
+
+def read_raw(path, rate, channels):
+    with open(path, "rb") as f:
+        return s16_mono(f.read(), channels), rate
+
+
+def out_format(s):
+    if s == "wav":
+        return None
+    parts = s.split(":")
+    try:
+        if len(parts) == 4 and parts[:2] == ["raw", "s16le"] and int(parts[2]) > 0 and int(parts[3]) > 0:
+            return int(parts[2]), int(parts[3])
+    except ValueError:
+        pass
+    raise argparse.ArgumentTypeError("expected wav or raw:s16le:RATE:CHANNELS")
+
+
+# ---------------------------------------------------------------- analysis
+
+def fft_size(n):
+    """Smallest 2^a * 3^b * 5^c >= n: a length numpy's FFT handles fast."""
+    best, p2 = 1 << max(0, (n - 1).bit_length()), 1
+    while p2 < best:
+        p3 = p2
+        while p3 < best:
+            p5 = p3
+            while p5 < n:
+                p5 *= 5
+            best, p3 = min(best, p5), p3 * 3
+        p2 *= 2
+    return best
+
+
+def resample(x, src, dst):
+    """Band-limited resampling by zero-padding/truncating the spectrum. Exact rational ratio; the
+    input is zero-padded at the end so the FFT's circular wrap cannot fold the end onto the start."""
+    if src == dst or len(x) == 0:
+        return x
+    g = math.gcd(src, dst)
+    p, q = dst // g, src // g                  # output length = input length * p / q
+    n_in = fft_size(-(-(len(x) + src // 10) // q)) * q  # >= 0.1 s of padding, multiple of q
+    n_out = n_in * p // q
+    spec = np.fft.rfft(x, n_in)
+    out = np.zeros(n_out // 2 + 1, dtype=complex)
+    k = min(len(spec), len(out))
+    out[:k] = spec[:k]
+    out[k - 1] = 0                             # drop the shared top bin (a Nyquist bin of one side)
+    y = np.fft.irfft(out, n_out) * (n_out / n_in)
+    return y[:int(round(len(x) * p / q))]
+
+
+def find_lag(ref, out, max_lag):
+    """Lag L maximising |sum out[n+L]*ref[n]|, L in [-max_lag, max_lag]."""
+    seg = out[:max_lag + len(ref)]
+    if not np.any(seg) or not np.any(ref):
+        return 0                               # nothing to align (silent or empty)
+    n = fft_size(len(seg) + len(ref))
+    corr = np.fft.irfft(np.fft.rfft(seg, n) * np.conj(np.fft.rfft(ref, n)), n)
+    lags = np.arange(n)
+    lags[lags >= n // 2] -= n
+    ok = (lags <= min(max_lag, len(seg) - 1)) & (lags >= -min(max_lag, len(ref) - 1))
+    if not ok.any():
+        return 0
+    return int(lags[ok][np.argmax(np.abs(corr[ok]))])
+
+
+def ratio_db(signal, noise):
+    if signal <= 0:
+        return SNR_FLOOR
+    if noise <= 0:
+        return SNR_CEIL
+    return float(min(max(10 * math.log10(signal / noise), SNR_FLOOR), SNR_CEIL))
+
+
+def cmd_compare(a):
+    try:
+        ref, ref_rate = read_wav(a.ref)
+        out, rate = read_wav(a.out) if a.out_format is None else read_raw(a.out, *a.out_format)
+    except (OSError, InputError, struct.error) as e:
+        print(f"audio.py compare: cannot read input: {e}", file=sys.stderr)
+        return 2
+    ref_seconds, out_seconds = len(ref) / ref_rate, len(out) / rate
+    ref = resample(ref, ref_rate, rate)
+    lag = find_lag(ref, out, int(round(a.max_lag_seconds * rate)))
+
+    # OUT aligned to REF; samples OUT does not have (before its start, after its end) count as silence.
+    aligned = np.zeros(len(ref))
+    lo, hi = max(0, -lag), min(len(ref), len(out) - lag)
+    if hi > lo:
+        aligned[lo:hi] = out[lo + lag:hi + lag]
+    matched_seconds = max(0, hi - lo) / rate
+
+    edge, win = int(round(EDGE_S * rate)), max(1, int(round(WINDOW_S * rate)))
+    r, o = ref[edge:len(ref) - edge], aligned[edge:len(ref) - edge]
+    rr = float(np.dot(r, r))
+    gain = float(np.dot(o, r) / rr) if rr > 0 else 0.0
+    resid = o - gain * r
+    snr = ratio_db(gain * gain * rr, float(np.dot(resid, resid)))
+
+    nw = len(r) // win
+    rw, ow, ew = (v[:nw * win].reshape(nw, win) for v in (r, o, resid))
+    db = lambda m: 10 * np.log10(np.mean(m * m, axis=1) + 1e-30)
+    active = db(rw) > REF_ACTIVE_DB
+    gaps = int(np.count_nonzero(active & (db(ow) < OUT_SILENT_DB)))
+    win_snr = [ratio_db(gain * gain * float(np.dot(x, x)), float(np.dot(e, e)))
+               for x, e in zip(rw[active], ew[active])]
+    print(json.dumps({
+        "lag_samples": int(round(lag * 48000 / rate)),
+        "snr_db": round(snr, 3),
+        "gain": round(gain, 6),
+        "gaps": gaps,
+        "worst_window_snr_db": round(min(win_snr), 3) if win_snr else round(snr, 3),
+        "ref_seconds": round(ref_seconds, 6),
+        "out_seconds": round(out_seconds, 6),
+        "matched_seconds": round(matched_seconds, 6),
+    }))
+    return 0
+
+
+# ---------------------------------------------------------------- presentation
+
+def cmd_presentation(a):
+    try:
+        with open(a.log, newline="") as f:
+            rows = [r for r in csv.DictReader(f) if r.get("presented_ns")]
+            err = [abs(int(r["presented_ns"]) - int(r["scheduled_ns"])) / 1000.0 for r in rows]
+    except (OSError, KeyError, ValueError, TypeError) as e:
+        print(f"audio.py presentation: cannot read {a.log}: {e}", file=sys.stderr)
+        return 2
+    err = np.array(err[SKIP_BLOCKS:])
+    if len(err) == 0:
+        print(f"audio.py presentation: no blocks after the first {SKIP_BLOCKS} in {a.log}", file=sys.stderr)
+        return 2
+    print(json.dumps({"blocks": len(err),
+                      "p50_us": round(float(np.percentile(err, 50)), 3),
+                      "p99_us": round(float(np.percentile(err, 99)), 3),
+                      "max_us": round(float(err.max()), 3),
+                      "mean_us": round(float(err.mean()), 3)}))
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("sweep", help="write a log sine sweep WAV")
+    s.add_argument("out", metavar="OUT.wav")
+    s.add_argument("--seconds", type=float, default=3.0)
+    s.add_argument("--rate", type=int, default=48000)
+    s.add_argument("--channels", type=int, default=2)
+    s.add_argument("--level-db", type=float, default=-6.0, help="peak level in dBFS")
+    s.add_argument("--lead-silence", type=float, default=0.0, help="seconds of silence before the sweep")
+    c = sub.add_parser("compare", help="align OUT to REF and measure it")
+    c.add_argument("ref", metavar="REF")
+    c.add_argument("out", metavar="OUT")
+    c.add_argument("--out-format", type=out_format, default=None, metavar="wav|raw:s16le:RATE:CHANNELS")
+    c.add_argument("--max-lag-seconds", type=float, default=10.0)
+    p = sub.add_parser("presentation", help="summarise a receiver presentation log")
+    p.add_argument("log", metavar="LOG.csv")
+    a = ap.parse_args()
+    if a.cmd == "sweep" and (a.seconds <= 0.02 or a.rate <= 0 or a.channels < 1 or a.lead_silence < 0):
+        ap.error("need --seconds > 0.02, --rate > 0, --channels >= 1, --lead-silence >= 0")
+    return {"sweep": cmd_sweep, "compare": cmd_compare, "presentation": cmd_presentation}[a.cmd](a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
