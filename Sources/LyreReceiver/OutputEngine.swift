@@ -31,7 +31,7 @@ final class OutputEngine: @unchecked Sendable {
         self.logger = logger
         self.availabilityChanged = availabilityChanged
         presentationLog = presentationLogPath.flatMap { fopen($0, "w") }
-        if let presentationLog { fputs("rtp_time,scheduled_ns,presented_ns\n", presentationLog) }
+        if let presentationLog { fputs("rtp_time,scheduled_ns,presented_ns,audio_frames\n", presentationLog) }
     }
 
     /// Output latency of the open sink, ns.
@@ -60,7 +60,10 @@ final class OutputEngine: @unchecked Sendable {
         thread.start()
     }
 
+    /// Stops the audio thread, after letting a draining session finish (at most 3 s).
     func stop() {
+        let deadline = HostClock.now() + 3_000_000_000
+        while lock.withLock({ drainDeadline != nil && current != nil }), HostClock.now() < deadline { usleep(5000) }
         lock.withLock { running = false }
         while thread?.isFinished == false { usleep(2000) }
         if let presentationLog { fclose(presentationLog) }
@@ -113,7 +116,7 @@ final class OutputEngine: @unchecked Sendable {
                 }
                 try out.write(samples)
                 if let record, let presentationLog {
-                    fputs("\(record.rtpTime),\(record.scheduled),\(record.presented)\n", presentationLog)
+                    fputs("\(record.rtpTime),\(record.scheduled),\(record.presented),\(record.audioFrames)\n", presentationLog)
                 }
             } catch {
                 logger.error("output \(target) failed: \(error); reopening")

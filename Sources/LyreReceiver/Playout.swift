@@ -38,6 +38,8 @@ public struct PresentationRecord: Sendable {
     public var scheduled: UInt64
     /// On the receiver's clock (the same clock when both run on one host).
     public var presented: UInt64
+    /// Frames of the block that came from the stream (the rest is silence or concealment).
+    public var audioFrames: Int = 0
 }
 
 /// Turns a session's packets into samples at the right time (streaming.md §6).
@@ -138,7 +140,7 @@ public struct Playout: ~Copyable {
         }
         let position = cursor!
         let scheduled = Int64(bitPattern: anchor.senderClock &+ latency) + Int64((Double(position - anchorExtended) * 1e9 / 48000).rounded())
-        let record = PresentationRecord(
+        var record = PresentationRecord(
             rtpTime: UInt32(truncatingIfNeeded: position), scheduled: UInt64(bitPattern: scheduled), presented: presentation)
 
         fill(until: position + Int64(frames))
@@ -147,6 +149,7 @@ public struct Playout: ~Copyable {
         let from = max(position, stagedStart)
         let to = min(position + Int64(frames), stagedEnd)
         if from < to {
+            record.audioFrames = Int(to - from)
             let src = Int(from - stagedStart) * 2
             let dst = Int(from - position) * 2
             let count = Int(to - from) * 2
@@ -164,9 +167,9 @@ public struct Playout: ~Copyable {
             stagedStart += keepFrom
         }
         if let last = buffer.last {
-            statistics.depthMilliseconds = Double(extended(last.packet.timestamp) - cursor!) / 48
+            statistics.depthMilliseconds = max(0, Double(extended(last.packet.timestamp) - cursor!) / 48)
         } else {
-            statistics.depthMilliseconds = Double(stagedEnd - cursor!) / 48
+            statistics.depthMilliseconds = max(0, Double(stagedEnd - cursor!) / 48)
         }
         statistics.clockOffsetMicroseconds = clock.offset.map { Double($0) / 1000 }
         statistics.clockDelayMicroseconds = clock.delay.map { Double($0) / 1000 }

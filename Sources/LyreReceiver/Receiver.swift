@@ -135,7 +135,6 @@ public final class Receiver: Sendable {
 
     /// Opens the output and listens; returns the TCP port.
     public func start() async throws -> Int {
-        output.start()
         let registry = self.registry
         let logger = self.logger
         let channel = try await ServerBootstrap(group: registry.eventLoop)
@@ -151,6 +150,7 @@ public final class Receiver: Sendable {
             }
             .bind(host: configuration.host, port: configuration.port).get()
         server.withLockedValue { $0 = channel }
+        output.start()
         if let interval = configuration.statisticsInterval {
             let task = registry.eventLoop.scheduleRepeatedTask(
                 initialDelay: .milliseconds(Int64(interval * 1000)), delay: .milliseconds(Int64(interval * 1000))

@@ -70,7 +70,7 @@ public struct RTSPMessage: Sendable, Equatable {
 
     /// `CSeq` as a number; nil when absent or not a non-negative integer.
     public var cseq: Int? {
-        guard let text = headers["CSeq"]?.trimmingSpaces, !text.isEmpty, text.utf8.count <= 9,
+        guard let text = headers["CSeq"]?.trimmingSpaces, !text.isEmpty, text.utf8.count <= 18,
             text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 })
         else { return nil }
         return Int(text)

@@ -165,7 +165,8 @@ public struct RTSPParser: Sendable {
             }
             return .response(status: status, reason: parts[2])
         }
-        guard !parts[0].isEmpty, parts[0].utf8.allSatisfy({ ($0 >= 0x41 && $0 <= 0x5A) || $0 == UInt8(ascii: "_") }),
+        guard !parts[0].isEmpty,
+            parts[0].utf8.allSatisfy({ ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") }),
             !parts[1].isEmpty, !parts[2].contains(" ")
         else { throw .malformedStartLine }
         guard parts[2] == "RTSP/1.0" else {

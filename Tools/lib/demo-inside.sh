@@ -10,9 +10,11 @@ wait_for() {  # wait_for FILE TEXT: until the receiver's log says TEXT (bounded)
   echo "demo: gave up waiting for '$2' in $1" >&2; cat "$1" >&2; return 1
 }
 mkdir -p /run/demo
+# Audible on the default ALSA device when there is a sound card, else written to a WAV file.
+if grep -q '^ *[0-9]' /proc/asound/cards 2>/dev/null; then output=default; else output="wav:${LYRE_DEMO_WAV:-/tmp/lyre-demo.wav}"; fi
 
 step "A receiver starts: lyred --name 'Living Room'"
-lyred --name "Living Room" --port 0 --state-dir /run/demo/living 2>/run/demo/living.log &
+lyred --name "Living Room" --port 0 --state-dir /run/demo/living --output "$output" 2>/run/demo/living.log &
 living=$!
 wait_for /run/demo/living.log "advertised as"
 sed 's/^/   /' /run/demo/living.log
@@ -46,6 +48,15 @@ lyre devices --json
 step "avahi-browse, a peer nobody here wrote, sees the same receiver"
 avahi-browse --resolve --terminate _lyre._tcp | sed 's/^/   /'
 
+step "Streaming: lyre play Tools/samples/chime.flac --to 'Living Room' (44.1 kHz FLAC, resampled, Opus over RTP)"
+lyre play "$LYRE_SAMPLES/chime.flac" --to "Living Room" --name "Demo sender"
+grep -E "session from|stats" /run/demo/living.log | sed 's/^.*\[LyreReceiver\] /   /'
+
+step "The same receiver plays a standard RTSP publisher: ffmpeg -f rtsp"
+port=$(sed -n 's/.* on port \([0-9]*\) .*/\1/p' /run/demo/living.log | head -1)
+ffmpeg -loglevel error -re -i "$LYRE_SAMPLES/chime.flac" -c:a libopus -f rtsp "rtsp://127.0.0.1:$port/"
+grep -E "Lavf" /run/demo/living.log | tail -2 | sed 's/^.*\[LyreReceiver\] /   /'
+
 kill -TERM "$living"; wait "$living" || true
 step "Done"
-echo "Discovery is all this build does: streaming audio to a receiver comes next (lyre play)."
+if [[ $output == wav:* ]]; then echo "No sound card here: what the receiver played is in ${output#wav:}"; else echo "You heard it on the default ALSA device."; fi

@@ -1,0 +1,172 @@
+import Foundation
+import Testing
+
+/// Streaming end to end with real components: lyred playing into its WAV sink or ALSA's file plugin,
+/// `lyre play`, ffmpeg's RTSP publisher, and a bad-input generator. Audio is checked by
+/// Tools/peers/audio.py (alignment by cross-correlation, SNR, dropouts).
+@Suite(.serialized)
+struct StreamingTests {
+    static let audioTool = TestNetwork.tools + "/peers/audio.py"
+
+    /// A receiver in its own network, writing what it plays to `out.wav` in the scratch directory.
+    struct Rig {
+        let network: TestNetwork
+        let lyred: Spawned
+        let output: String
+        let port = 7720
+
+        init(name: String = "Speaker", output: String? = nil, environment: [String] = []) async throws {
+            network = try TestNetwork()
+            let wav = network.scratch.appendingPathComponent("out.wav").path
+            self.output = output ?? wav
+            lyred = try network.spawn(
+                ["env"] + environment + [TestNetwork.binaries + "/lyred", "--name", name, "--port", "7720", "--state-dir", "/run/lyred",
+                 "--output", output == nil ? "wav:\(wav)" : output!, "--log-level", "info"],
+                name: "lyred")
+            let up = await eventually { lyred.stderr.contains("advertised as") }
+            #expect(up, "lyred did not come up: \(lyred.stderr)")
+        }
+
+        /// Stops lyred so the output is complete.
+        func stop() async throws {
+            lyred.signal(SIGTERM)
+            try await lyred.waitForExit(timeout: 10)
+        }
+    }
+
+    /// `audio.py sweep` into the scratch directory.
+    static func sweep(_ network: TestNetwork, rate: Int, seconds: Double = 3) async throws -> String {
+        let path = network.scratch.appendingPathComponent("sweep-\(rate)-\(seconds).wav").path
+        let made = try await network.run(["python3", audioTool, "sweep", path, "--rate", String(rate), "--seconds", String(seconds)])
+        #expect(made.status == 0, "\(made.stderr)")
+        return path
+    }
+
+    /// `audio.py compare` as a dictionary.
+    static func compare(_ network: TestNetwork, reference: String, output: String, format: String = "wav") async throws -> [String: Any] {
+        let result = try await network.run(["python3", audioTool, "compare", reference, output, "--out-format", format])
+        let json = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
+        return try #require(json, "audio.py compare failed: \(result.stderr)")
+    }
+
+    static func expectSameAudio(_ comparison: [String: Any], sourceLocation: SourceLocation = #_sourceLocation) {
+        let snr = comparison["snr_db"] as? Double ?? -100
+        let gaps = comparison["gaps"] as? Int ?? -1
+        #expect(snr >= 20, "SNR \(snr) dB: \(comparison)", sourceLocation: sourceLocation)
+        #expect(gaps == 0, "dropouts: \(comparison)", sourceLocation: sourceLocation)
+    }
+
+    @Test(arguments: [250, 20])
+    func lyrePlayArrivesIntact(latency: Int) async throws {
+        let rig = try await Rig()
+        defer { rig.network.close() }
+        // 44.1 kHz input, so the sender's resampling is part of what is checked.
+        let sweep = try await Self.sweep(rig.network, rate: 44100)
+        let play = try await rig.network.run(["lyre", "play", sweep, "--to", "Speaker", "--latency", String(latency)])
+        #expect(play.status == 0, "lyre play: \(play.stderr)")
+        try await rig.stop()
+        Self.expectSameAudio(try await Self.compare(rig.network, reference: sweep, output: rig.output))
+        #expect(rig.lyred.stderr.contains("late=0"), "\(rig.lyred.stderr)")
+    }
+
+    @Test func alsaFilePluginGetsTheAudio() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lyre-alsa-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let raw = directory.appendingPathComponent("alsa.raw").path
+        let config = directory.appendingPathComponent("asound.conf").path
+        try """
+            </usr/share/alsa/alsa.conf>
+            pcm.lyrefile { type file slave.pcm "null" file "\(raw)" format "raw" }
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+        let rig = try await Rig(output: "lyrefile", environment: ["ALSA_CONFIG_PATH=\(config)"])
+        defer { rig.network.close() }
+        #expect(rig.lyred.stderr.contains("output ALSA lyrefile open"), "\(rig.lyred.stderr)")
+        let sweep = try await Self.sweep(rig.network, rate: 48000)
+        let play = try await rig.network.run(["lyre", "play", sweep, "--to", "Speaker", "--latency", "100"])
+        #expect(play.status == 0, "lyre play: \(play.stderr)")
+        try await rig.stop()
+        Self.expectSameAudio(try await Self.compare(rig.network, reference: sweep, output: raw, format: "raw:s16le:48000:2"))
+    }
+
+    @Test(arguments: ["udp", "tcp"])
+    func ffmpegPublisherIsHeard(transport: String) async throws {
+        guard TestNetwork.which("ffmpeg") != nil else { throw TestNetworkError("ffmpeg is missing: run Tools/test, which installs it") }
+        let rig = try await Rig()
+        defer { rig.network.close() }
+        let sweep = try await Self.sweep(rig.network, rate: 48000)
+        let flac = rig.network.scratch.appendingPathComponent("sweep.flac").path
+        let encode = try await rig.network.run(["ffmpeg", "-loglevel", "error", "-y", "-i", sweep, flac])
+        #expect(encode.status == 0, "\(encode.stderr)")
+        let push = try await rig.network.run([
+            "ffmpeg", "-loglevel", "error", "-re", "-i", flac, "-c:a", "libopus", "-b:a", "128k",
+            "-rtsp_transport", transport, "-f", "rtsp", "rtsp://127.0.0.1:\(rig.port)/",
+        ])
+        #expect(push.status == 0, "ffmpeg: \(push.stderr)")
+        try await rig.stop()
+        Self.expectSameAudio(try await Self.compare(rig.network, reference: sweep, output: rig.output))
+    }
+
+    @Test func secondSenderTakesOver() async throws {
+        let rig = try await Rig()
+        defer { rig.network.close() }
+        let long = try await Self.sweep(rig.network, rate: 48000, seconds: 20)
+        let short = try await Self.sweep(rig.network, rate: 48000, seconds: 1)
+        let first = try rig.network.spawn(["lyre", "play", long, "--to", "Speaker", "--name", "Alice"])
+        #expect(await eventually { rig.lyred.stderr.contains("session from 'Alice'") })
+        let second = try await rig.network.run(["lyre", "play", short, "--to", "Speaker", "--name", "Bob"])
+        #expect(second.status == 0, "\(second.stderr)")
+        try await first.waitForExit(timeout: 10)
+        #expect(first.status != 0)
+        #expect(first.stderr.contains("'Bob' took over"), "\(first.stderr)")
+    }
+
+    @Test func receiverGoneMakesTheSenderPause() async throws {
+        let rig = try await Rig()
+        defer { rig.network.close() }
+        let long = try await Self.sweep(rig.network, rate: 48000, seconds: 20)
+        let sender = try rig.network.spawn(["lyre", "play", long, "--to", "Speaker"])
+        #expect(await eventually { rig.lyred.stderr.contains("session from") })
+        rig.lyred.signal(SIGKILL)
+        try await sender.waitForExit(timeout: 10)
+        #expect(sender.status != 0)
+        #expect(sender.stderr.contains("paused") && sender.stderr.contains("no longer available"), "\(sender.stderr)")
+    }
+
+    @Test func senderGoneReturnsTheReceiverToIdle() async throws {
+        let rig = try await Rig()
+        defer { rig.network.close() }
+        let long = try await Self.sweep(rig.network, rate: 48000, seconds: 20)
+        let sender = try rig.network.spawn(["lyre", "play", long, "--to", "Speaker", "--name", "Carol"])
+        func status() async throws -> String? {
+            let listing = try await rig.network.run(["lyre", "devices", "--json"])
+            let devices = try JSONSerialization.jsonObject(with: Data(listing.stdout.utf8)) as? [[String: Any]]
+            return devices?.first?["status"] as? String
+        }
+        #expect(try await eventually { try await status() == "playing" })
+        sender.signal(SIGKILL)
+        #expect(try await eventually(timeout: 5) { try await status() == "idle" })
+    }
+
+    @Test func badInputIsRefusedAndLyredKeepsServing() async throws {
+        let rig = try await Rig()
+        defer { rig.network.close() }
+        let abuse = try await rig.network.shell(
+            "exec python3 \(TestNetwork.tools)/peers/rtsp-abuse.py 127.0.0.1 \(rig.port) --count 10000 --pid $(pidof lyred)",
+            timeout: 240)
+        let report = try #require(
+            try JSONSerialization.jsonObject(with: Data(abuse.stdout.utf8)) as? [String: Any], "rtsp-abuse: \(abuse.stderr)")
+        #expect(report["inputs"] as? Int == 10000)
+        #expect(report["unexpected"] as? Int == 0, "\(report["unexpected_examples"] ?? "")")
+        #expect(report["healthy"] as? Bool == true)
+        let fds = (start: report["fds_start"] as? Int ?? 0, end: report["fds_end"] as? Int ?? 1000)
+        #expect(fds.end <= fds.start + 2, "file descriptors \(fds.start) → \(fds.end)")
+        let rss = (start: report["rss_kib_start"] as? Int ?? 0, end: report["rss_kib_end"] as? Int ?? Int.max)
+        #expect(rss.end <= rss.start + 8192, "RSS \(rss.start) → \(rss.end) KiB")
+        #expect(rig.lyred.isRunning)
+        // And it still plays.
+        let sweep = try await Self.sweep(rig.network, rate: 48000, seconds: 1)
+        let play = try await rig.network.run(["lyre", "play", sweep, "--to", "Speaker"])
+        #expect(play.status == 0, "\(play.stderr)")
+    }
+}

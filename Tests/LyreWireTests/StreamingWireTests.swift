@@ -1,0 +1,112 @@
+import LyreWire
+import Testing
+
+/// RTSP framing, SDP, RTP and timing packets against streaming.md.
+struct StreamingWireTests {
+    static let sdp =
+        "v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=Lyre\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 0 RTP/AVP 96\r\n"
+        + "a=rtpmap:96 opus/48000/2\r\na=fmtp:96 sprop-stereo=1\r\na=control:streamid=0\r\n"
+    static let announce = Array(
+        ("ANNOUNCE rtsp://127.0.0.1:7700/ RTSP/1.0\r\nCSeq: 2\r\nContent-Type: application/sdp\r\nLyre-Latency: 20\r\n"
+         + "Content-Length: \(sdp.utf8.count)\r\n\r\n" + sdp).utf8)
+
+    @Test func parsesAndReserializesByteForByte() throws {
+        var parser = RTSPParser()
+        var buffer = Self.announce
+        let frame = try #require(try parser.next(&buffer))
+        guard case .message(let message) = frame else { Issue.record("not a message"); return }
+        #expect(buffer.isEmpty)
+        #expect(message.method == "ANNOUNCE")
+        #expect(message.cseq == 2)
+        #expect(message.headers["lyre-latency"] == "20")
+        #expect(message.serialized() == Self.announce)
+        let format = try SessionDescription(parsing: message.bodyText).audioFormat()
+        #expect(format == AudioFormat(encoding: .opus, payloadType: 96))
+    }
+
+    @Test func framesTheSameWhenFedOneByteAtATime() throws {
+        let interleaved: [UInt8] = [0x24, 0, 0, 3, 1, 2, 3]
+        let stream = Self.announce + interleaved + Array("OPTIONS * RTSP/1.0\nCSeq: 3\n\n".utf8)
+        var parser = RTSPParser()
+        var buffer: [UInt8] = []
+        var frames: [RTSPFrame] = []
+        for byte in stream {
+            buffer.append(byte)
+            while let frame = try parser.next(&buffer) { frames.append(frame) }
+        }
+        #expect(frames.count == 3)
+        #expect(frames[1] == .interleaved(channel: 0, payload: [1, 2, 3]))
+        if case .message(let options) = frames[2] { #expect(options.method == "OPTIONS" && options.cseq == 3) }
+    }
+
+    @Test func limitsGiveTheDocumentedStatus() {
+        func error(_ text: String) -> RTSPParseError? {
+            var parser = RTSPParser()
+            var buffer = Array(text.utf8)
+            do { _ = try parser.next(&buffer); return nil } catch { return error }
+        }
+        #expect(error("OPTIONS * RTSP/1.0\r\nCSeq: 1\r\nContent-Length: 99999999999\r\n\r\n")?.status == 413)
+        #expect(error("OPTIONS * RTSP/1.0\r\nCSeq: 1\r\nContent-Length: 2097153\r\n\r\n")?.status == 413)
+        #expect(error("OPTIONS * RTSP/1.0\r\nContent-Length: -1\r\n\r\n")?.status == 400)
+        #expect(error("OPTIONS " + String(repeating: "a", count: 2000))?.status == 400)
+        #expect(error("OPTIONS * RTSP/1.0\r\n" + String(repeating: "X-A: b\r\n", count: 70) + "\r\n")?.status == 431)
+        #expect(error("OPTIONS * HTTP/1.1\r\n\r\n")?.status == 400)
+        #expect(error("OPTIONS * RTSP/2.0\r\n\r\n")?.status == 505)
+        #expect(error("\u{1}\u{2}garbage\r\n\r\n")?.status == 400)
+        #expect(error("M-SEARCH * RTSP/1.0\r\nCSeq: 4000000000\r\n\r\n") == nil)
+    }
+
+    @Test func oversizedInterleavedFramesAreSkipped() throws {
+        var parser = RTSPParser()
+        var buffer: [UInt8] = [0x24, 0, 0x27, 0x10] + [UInt8](repeating: 7, count: 10000) + Array("OPTIONS * RTSP/1.0\r\nCSeq: 1\r\n\r\n".utf8)
+        #expect(try parser.next(&buffer) == .oversizedInterleaved(channel: 0, length: 10000))
+        if case .message(let m) = try parser.next(&buffer) { #expect(m.method == "OPTIONS") } else { Issue.record("lost framing") }
+    }
+
+    @Test func sdpRefusals() {
+        func refusal(_ sdp: String) -> SDPError? {
+            do { _ = try SessionDescription(parsing: sdp).audioFormat(); return nil } catch { return error }
+        }
+        let head = "v=0\r\no=- 0 0 IN IP4 1.2.3.4\r\ns=x\r\nt=0 0\r\n"
+        #expect(refusal(head + "m=audio 0 RTP/AVP 0\r\n") == .unsupported("payload type 0 without rtpmap"))
+        #expect(refusal(head + "m=audio 0 RTP/AVP 11\r\na=rtpmap:11 L16/44100/1\r\n") == .unsupported("static payload type 11"))
+        #expect(refusal(head + "m=audio 0 RTP/AVP 97\r\na=rtpmap:97 PCMU/8000\r\n") == .unsupported("PCMU/8000"))
+        #expect(refusal(head + "m=video 0 RTP/AVP 96\r\n") == .malformed("no m=audio line"))
+        #expect(refusal("s=no version\r\n") == .malformed("does not start with v=0"))
+        #expect(refusal(head + "m=audio 0 RTP/AVP 96\r\na=rtpmap:96 L16/48000/2\r\n") == nil)
+        #expect(refusal(head + "m=audio 0 RTP/AVP 96\r\na=rtpmap:96 L16/44100/2\r\n") != nil)
+    }
+
+    @Test func rtpRoundTripAndRefusals() throws {
+        let packet = RTPPacket(marker: true, payloadType: 96, sequenceNumber: 65535, timestamp: 0xDEAD_BEEF, ssrc: 42, payload: [1, 2, 3])
+        #expect(try RTPPacket(parsing: packet.serialized()) == packet)
+        #expect(throws: RTPError.truncated) { try RTPPacket(parsing: [0x80, 96, 0]) }
+        #expect(throws: RTPError.badVersion) { try RTPPacket(parsing: [UInt8](repeating: 0, count: 12)) }
+        #expect(throws: RTPError.tooLarge) { try RTPPacket(parsing: [UInt8](repeating: 0x80, count: 9000)) }
+        // CSRC count 15 with no CSRCs present.
+        #expect(throws: RTPError.truncated) { try RTPPacket(parsing: [0x8F] + [UInt8](repeating: 0, count: 20)) }
+    }
+
+    @Test func timingPacketsAndOffset() throws {
+        let reply = TimingPacket(kind: .response, sequence: 7, t1: 1_000, t2: 1_000_500 + 100, t3: 1_000_500 + 200)
+        let bytes = reply.serialized()
+        #expect(bytes.count == 40 && Array(bytes[0..<4]) == Array("LYRT".utf8))
+        #expect(TimingPacket(parsing: bytes) == reply)
+        #expect(TimingPacket(parsing: bytes.dropLast()) == nil)
+        // 300 µs round trip of which 100 µs inside the sender: 100 µs each way.
+        let (offset, delay) = reply.offsetAndDelay(t4: 1_000 + 300)
+        #expect(offset == 999_500)
+        #expect(delay == 200)
+    }
+
+    @Test func headerValues() throws {
+        let udp = try #require(TransportSpec(parsing: "RTP/AVP/UDP;unicast;client_port=5000-5001;mode=record"))
+        #expect(udp.lower == .udp(client: (5000, 5001), server: nil) && udp.modeRecord)
+        let tcp = try #require(TransportSpec(parsing: "RTP/AVP/TCP;unicast;interleaved=0-1;mode=record"))
+        #expect(tcp.lower == .tcp(channels: (0, 1)))
+        #expect(TransportSpec(parsing: "RTP/AVP;multicast;port=5000-5001") == nil)
+        #expect(RTPInfo(parsing: "url=rtsp://x/streamid=0;seq=12;rtptime=345") == RTPInfo(sequence: 12, rtpTime: 345))
+        #expect(PlaybackAnchor(parsing: "rtptime=1;clock=99") == PlaybackAnchor(rtpTime: 1, senderClock: 99))
+        #expect(TextParameters(parsing: "volume: -12.5\r\nstats\r\n")["volume"] == "-12.5")
+    }
+}

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Tools/bench streaming: lyre play -> lyred, beside Snapcast (Debian snapserver + snapclient, Opus).
+
+Runs inside Tools/netns. Each run plays the same 48 kHz stereo sweep with --latency 20 into lyred's WAV
+sink (and once more into ALSA's null plugin), reads lyred's presentation log, and measures CPU and peak RSS
+of lyred and of `lyre play`; then Snapcast streams the same file for the same time. Medians over --runs.
+
+- first sample: `lyre play` started -> the first stream sample leaves the receiver's output.
+- end-to-end latency: a sample's presentation minus the sender-clock time it was due at the sender
+  (its anchor time, before the target latency); target is --latency.
+- presentation error: |presented - scheduled| per 5 ms block (one host, one clock), p50 / p99.
+"""
+import argparse
+import csv
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+BIN = os.environ.get("LYRE_BIN", ".build/release")
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOOLS = os.path.dirname(HERE)
+TICK = os.sysconf("SC_CLK_TCK")
+
+if os.environ.get("LYRE_NETNS") != "1":
+    sys.exit("bench: run through Tools/bench, which makes the isolated test network")
+
+
+def cpu_seconds(pid):
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def peak_rss_kib(pid):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return 0
+
+
+def wait_for(path, text, timeout=10):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if os.path.exists(path) and text in open(path, errors="replace").read():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def run_lyre(work, sweep, latency, output, tag, env=None):
+    log = os.path.join(work, f"lyred-{tag}.log")
+    pres = os.path.join(work, f"pres-{tag}.csv")
+    lyred = subprocess.Popen(
+        [os.path.join(BIN, "lyred"), "--name", "Bench", "--port", "7790", "--state-dir", os.path.join(work, "state"),
+         "--output", output, "--presentation-log", pres],
+        stdout=subprocess.DEVNULL, stderr=open(log, "w"), env=env)
+    try:
+        if not wait_for(log, "advertised as"):
+            sys.exit(f"bench: lyred did not start; see {log}")
+        cpu0 = cpu_seconds(lyred.pid)
+        wall0 = time.monotonic()
+        started_ns = time.monotonic_ns()
+        play = subprocess.Popen([os.path.join(BIN, "lyre"), "play", sweep, "--host", "127.0.0.1:7790",
+                                 "--latency", str(latency)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        _, status, usage = os.wait4(play.pid, 0)
+        play.returncode = status
+        wall = time.monotonic() - wall0
+        lyred_cpu = cpu_seconds(lyred.pid) - cpu0
+        lyred_rss = peak_rss_kib(lyred.pid)
+        if status != 0:
+            sys.exit(f"bench: lyre play failed: {play.stderr.read().decode()}")
+    finally:
+        lyred.terminate()
+        lyred.wait(10)
+    rows = list(csv.DictReader(open(pres)))
+    audio = [r for r in rows if int(r["audio_frames"]) > 0]
+    first = audio[0]
+    block = 240
+    first_ns = int(first["presented_ns"]) + (block - int(first["audio_frames"])) * 1_000_000_000 // 48000
+    errors = sorted(abs(int(r["presented_ns"]) - int(r["scheduled_ns"])) / 1000 for r in audio[10:])
+    e2e = [(int(r["presented_ns"]) - int(r["scheduled_ns"])) / 1e6 + latency for r in audio[10:]]
+    return {
+        "first_sample_ms": (first_ns - started_ns) / 1e6,
+        "e2e_ms": statistics.median(e2e),
+        "p50_us": errors[len(errors) // 2],
+        "p99_us": errors[int(len(errors) * 0.99)],
+        "lyred_cpu_pct": 100 * lyred_cpu / wall,
+        "lyred_rss_kib": lyred_rss,
+        "sender_cpu_pct": 100 * (usage.ru_utime + usage.ru_stime) / wall,
+        "sender_rss_kib": usage.ru_maxrss,
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--seconds", type=float, default=10)
+    ap.add_argument("--latency", type=int, default=20)
+    a = ap.parse_args()
+    work = tempfile.mkdtemp(prefix="lyre-bench-")
+    sweep = os.path.join(work, "sweep.wav")
+    subprocess.run([sys.executable, os.path.join(TOOLS, "peers", "audio.py"), "sweep", sweep, "--seconds", str(a.seconds)],
+                   check=True)
+    alsa_conf = os.path.join(work, "asound.conf")
+    open(alsa_conf, "w").write("</usr/share/alsa/alsa.conf>\npcm.!default { type null }\n")
+    lyre_runs, alsa_runs, snap_runs = [], [], []
+    for i in range(a.runs):
+        print(f"run {i + 1}/{a.runs}", file=sys.stderr)
+        lyre_runs.append(run_lyre(work, sweep, a.latency, "wav:" + os.path.join(work, "out.wav"), f"wav{i}"))
+        alsa_runs.append(run_lyre(work, sweep, a.latency, "default", f"alsa{i}", env=dict(os.environ, ALSA_CONFIG_PATH=alsa_conf)))
+        out = subprocess.run([sys.executable, os.path.join(HERE, "snapcast.py"), "--input", sweep, "--seconds", str(a.seconds)],
+                             capture_output=True, text=True)
+        if out.returncode != 0:
+            sys.exit(f"bench: snapcast.py failed: {out.stderr.strip()}")
+        snap_runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+
+    def med(runs, key):
+        return statistics.median(r[key] for r in runs)
+
+    print(f"\nlyre play -> lyred, --latency {a.latency}, {a.seconds:g} s sweep, median of {a.runs} runs")
+    print(f"  first sample out (WAV sink)         {med(lyre_runs, 'first_sample_ms'):8.1f} ms   (target <= 150)")
+    print(f"  end-to-end latency (WAV sink)       {med(lyre_runs, 'e2e_ms'):8.3f} ms   (target <= 30, within 1 ms of {a.latency})")
+    print(f"  presentation error WAV  p50 / p99   {med(lyre_runs, 'p50_us'):8.1f} / {med(lyre_runs, 'p99_us'):.1f} us   (p99 target <= 100)")
+    print(f"  presentation error ALSA p50 / p99   {med(alsa_runs, 'p50_us'):8.1f} / {med(alsa_runs, 'p99_us'):.1f} us   (null plugin, self-paced)")
+    peer = snap_runs[0]["peer"]
+    rows = [
+        ("receiver CPU %", med(lyre_runs, "lyred_cpu_pct"), "snapclient", med(snap_runs, "client_cpu_percent")),
+        ("sender CPU %", med(lyre_runs, "sender_cpu_pct"), "snapserver", med(snap_runs, "server_cpu_percent")),
+        ("receiver peak RSS KiB", med(lyre_runs, "lyred_rss_kib"), "snapclient", med(snap_runs, "client_rss_kib")),
+        ("sender peak RSS KiB", med(lyre_runs, "sender_rss_kib"), "snapserver", med(snap_runs, "server_rss_kib")),
+    ]
+    print(f"\nside by side with {peer}, same file, Opus both")
+    print(f"  {'':24} {'lyre':>10} {'peer':>10}  ratio lyre/peer")
+    for name, ours, who, theirs in rows:
+        ratio = ours / theirs if theirs else float("nan")
+        print(f"  {name:24} {ours:10.2f} {theirs:10.2f}  {ratio:6.2f}  ({who})")
+
+
+if __name__ == "__main__":
+    main()
