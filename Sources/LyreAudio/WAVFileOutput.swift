@@ -19,7 +19,7 @@ public final class WAVFileOutput: PCMSink {
     public init(path: String) throws(AudioOutputError) {
         fd = Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw AudioOutputError("cannot write \(path): \(String(cString: strerror(errno)))") }
-        guard writeAll(Self.header(dataBytes: 0)) else { throw AudioOutputError("cannot write \(path): \(String(cString: strerror(errno)))") }
+        guard Self.header(dataBytes: 0).withUnsafeBytes({ writeAll($0) }) else { throw AudioOutputError("cannot write \(path): \(String(cString: strerror(errno)))") }
     }
 
     public func waitForRoom() throws(AudioOutputError) -> UInt64 {
@@ -37,10 +37,12 @@ public final class WAVFileOutput: PCMSink {
     }
 
     public func write(_ samples: [Int16]) throws(AudioOutputError) {
-        let bytes = samples.withUnsafeBytes { Array($0) }  // little-endian hosts only (x86_64, arm64)
-        guard writeAll(bytes) else { throw AudioOutputError("WAV write failed: \(String(cString: strerror(errno)))") }
+        // Little-endian hosts only (x86_64, arm64): the samples' memory is the WAV data as it is.
+        guard samples.withUnsafeBytes({ writeAll($0) }) else {
+            throw AudioOutputError("WAV write failed: \(String(cString: strerror(errno)))")
+        }
         framesInTimeline += UInt64(samples.count / 2)
-        dataBytes &+= UInt32(truncatingIfNeeded: bytes.count)
+        dataBytes &+= UInt32(truncatingIfNeeded: samples.count * 2)
         var riff = (36 + dataBytes).littleEndian
         var data = dataBytes.littleEndian
         _ = pwrite(fd, &riff, 4, 4)
@@ -51,10 +53,10 @@ public final class WAVFileOutput: PCMSink {
 
     public func close() { _ = Glibc.close(fd) }
 
-    private func writeAll(_ bytes: [UInt8]) -> Bool {
+    private func writeAll(_ bytes: UnsafeRawBufferPointer) -> Bool {
         var offset = 0
         while offset < bytes.count {
-            let n = bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            let n = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
             if n < 0 { if errno == EINTR { continue }; return false }
             offset += n
         }

@@ -11,6 +11,11 @@ public struct ClockOffsetEstimator: Sendable {
 
     public private(set) var samples: [Sample] = []
     public let capacity: Int
+    /// Sender minus local, ns, from the sample with the smallest round trip; nil before the first sample.
+    /// Kept up to date by `add`, because the audio thread reads it for every block.
+    public private(set) var offset: Int64?
+    /// The best sample's round trip, ns.
+    public private(set) var delay: Int64?
 
     public init(capacity: Int = 16) { self.capacity = capacity }
 
@@ -18,13 +23,10 @@ public struct ClockOffsetEstimator: Sendable {
         guard delay >= 0 else { return }  // impossible unless a clock stepped: ignore
         samples.append(Sample(localTime: localTime, offset: offset, delay: delay))
         if samples.count > capacity { samples.removeFirst(samples.count - capacity) }
+        let best = samples.min { $0.delay < $1.delay }
+        self.offset = best?.offset
+        self.delay = best?.delay
     }
-
-    /// Sender minus local, ns; nil before the first sample.
-    public var offset: Int64? { samples.min { $0.delay < $1.delay }?.offset }
-
-    /// The best sample's round trip, ns.
-    public var delay: Int64? { samples.map(\.delay).min() }
 
     /// Drift in parts per million (sender relative to local), from at least 4 samples; nil before.
     public var driftPPM: Double? {

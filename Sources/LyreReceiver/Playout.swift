@@ -91,6 +91,9 @@ public struct Playout: ~Copyable {
 
     public mutating func addTimingSample(localTime: UInt64, offset: Int64, delay: Int64) {
         clock.add(localTime: localTime, offset: offset, delay: delay)
+        statistics.clockOffsetMicroseconds = clock.offset.map { Double($0) / 1000 }
+        statistics.clockDelayMicroseconds = clock.delay.map { Double($0) / 1000 }
+        statistics.driftPPM = clock.driftPPM
     }
 
     public mutating func countForeign() { statistics.foreign += 1 }
@@ -171,9 +174,6 @@ public struct Playout: ~Copyable {
         } else {
             statistics.depthMilliseconds = max(0, Double(stagedEnd - cursor!) / 48)
         }
-        statistics.clockOffsetMicroseconds = clock.offset.map { Double($0) / 1000 }
-        statistics.clockDelayMicroseconds = clock.delay.map { Double($0) / 1000 }
-        statistics.driftPPM = clock.driftPPM
         return (out, record)
     }
 
