@@ -1,5 +1,9 @@
 import CSndfile
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// An error from libsndfile, with `sf_strerror`'s text.
 public struct SndfileError: Error, CustomStringConvertible, Sendable {
     public let description: String
@@ -83,19 +87,11 @@ public struct AudioFileReader: ~Copyable {
             (Int32(SF_STR_GENRE), "genre"), (Int32(SF_STR_TRACKNUMBER), "tracknumber"),
         ]
         for (id, name) in names {
-            if let text = sf_get_string(handle, id) { tags[name] = String(decoding: Self.bytes(text), as: UTF8.self) }
+            if let text = sf_get_string(handle, id) {
+                tags[name] = String(decoding: UnsafeRawBufferPointer(start: text, count: strlen(text)), as: UTF8.self)
+            }
         }
         self.tags = tags
-    }
-
-    private static func bytes(_ text: UnsafePointer<CChar>) -> [UInt8] {
-        var out: [UInt8] = []
-        var p = text
-        while p.pointee != 0 {
-            out.append(UInt8(bitPattern: p.pointee))
-            p += 1
-        }
-        return out
     }
 
     deinit { sf_close(handle) }

@@ -91,12 +91,10 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             if let interleaved, channel == interleaved.rtp {
                 ingest(payload)
             } else if interleaved == nil || channel != interleaved!.rtcp {
-                controller?.withPlayout { $0.countForeign() }
-                registry.count(\.droppedMedia)
+                dropMedia(.foreign)
             }
         case .oversizedInterleaved:
-            controller?.withPlayout { $0.countMalformed() }
-            registry.count(\.droppedMedia)
+            dropMedia(.malformed)
         }
     }
 
@@ -304,6 +302,17 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
 
     // MARK: media
 
+    enum DroppedMedia { case foreign, malformed }
+
+    /// Counts media that was dropped: in the session's statistics when there is one, and receiver-wide.
+    private func dropMedia(_ kind: DroppedMedia) {
+        switch kind {
+        case .foreign: controller?.withPlayout { $0.countForeign() }
+        case .malformed: controller?.withPlayout { $0.countMalformed() }
+        }
+        registry.count(\.droppedMedia)
+    }
+
     private func ingest(_ bytes: [UInt8]) {
         guard let controller else {
             registry.count(\.droppedMedia)
@@ -311,13 +320,11 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         }
         if RTPPacket.isRTCP(bytes) { return }
         guard let packet = try? RTPPacket(parsing: bytes) else {
-            controller.withPlayout { $0.countMalformed() }
-            registry.count(\.droppedMedia)
+            dropMedia(.malformed)
             return
         }
         if let lockedSSRC, packet.ssrc != lockedSSRC {
-            controller.withPlayout { $0.countForeign() }
-            registry.count(\.droppedMedia)
+            dropMedia(.foreign)
             return
         }
         lockedSSRC = packet.ssrc
@@ -329,15 +336,13 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     /// A UDP datagram on the session's RTP or RTCP port.
     fileprivate func datagram(_ envelope: AddressedEnvelope<ByteBuffer>, rtcp: Bool) {
         guard envelope.remoteAddress.ipAddress == peerIP else {
-            controller?.withPlayout { $0.countForeign() }
-            registry.count(\.droppedMedia)
+            dropMedia(.foreign)
             return
         }
         guard !rtcp else { return }
         var buffer = envelope.data
         guard buffer.readableBytes <= RTPPacket.maximumSize else {
-            controller?.withPlayout { $0.countMalformed() }
-            registry.count(\.droppedMedia)
+            dropMedia(.malformed)
             return
         }
         ingest(buffer.readBytes(length: buffer.readableBytes) ?? [])
@@ -481,12 +486,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         return "\(us / 1000).\(String(repeating: "0", count: 3 - frac.count))\(frac)"
     }
 
-    static func newSessionID() -> String {
-        (0..<8).map { _ in
-            let byte = UInt8.random(in: 0...255)
-            return byte < 16 ? "0" + String(byte, radix: 16) : String(byte, radix: 16)
-        }.joined().uppercased()
-    }
+    static func newSessionID() -> String { DeviceID.randomHex(bytes: 8).uppercased() }
 }
 
 /// Passes a session's UDP media to its connection handler.

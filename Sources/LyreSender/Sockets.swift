@@ -37,9 +37,15 @@ enum IPv4 {
         _ = withUnsafeMutablePointer(to: &addr) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
         }
-        var text = [CChar](repeating: 0, count: 32)
-        inet_ntop(AF_INET, &addr.sin_addr, &text, 32)
-        return (String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self), UInt16(bigEndian: addr.sin_port))
+        return (text(addr), UInt16(bigEndian: addr.sin_port))
+    }
+
+    /// The dotted-quad text of an address (`inet_ntop`).
+    static func text(_ addr: sockaddr_in) -> String {
+        var address = addr.sin_addr
+        var text = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
+        inet_ntop(AF_INET, &address, &text, socklen_t(text.count))
+        return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// A TCP connection, with a timeout on connecting.

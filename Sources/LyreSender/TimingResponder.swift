@@ -45,10 +45,7 @@ final class TimingResponder: @unchecked Sendable {
             }
             let t2 = HostClock.now()
             guard n > 0 else { continue }
-            var text = [CChar](repeating: 0, count: 32)
-            inet_ntop(AF_INET, &from.sin_addr, &text, 32)
-            let source = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            guard source == peer, let request = TimingPacket(parsing: buffer[0..<n]), request.kind == .request else {
+            guard IPv4.text(from) == peer, let request = TimingPacket(parsing: buffer[0..<n]), request.kind == .request else {
                 dropped.withLockedValue { $0 += 1 }
                 continue
             }

@@ -46,7 +46,7 @@ public struct TransportSpec: Sendable, Equatable {
                 case "server_port": server = Self.pair(value)
                 case "interleaved": interleaved = Self.pair(value).flatMap { a, b in UInt8(exactly: a).flatMap { x in UInt8(exactly: b).map { (x, $0) } } }
                 case "ssrc": ssrc = UInt32(value, radix: 16)
-                case "mode": record = value.trimmingCharacters(in: "\"").lowercased() == "record"
+                case "mode": record = value.trimming(["\""]).lowercased() == "record"
                 case "multicast": unicast = false
                 default: break
                 }
@@ -170,14 +170,5 @@ public struct TextParameters: Sendable, Equatable {
 
     public static func == (a: TextParameters, b: TextParameters) -> Bool {
         a.entries.map(\.name) == b.entries.map(\.name) && a.entries.map(\.value) == b.entries.map(\.value)
-    }
-}
-
-extension String {
-    fileprivate func trimmingCharacters(in set: Character) -> String {
-        var s = Substring(self)
-        while s.first == set { s.removeFirst() }
-        while s.last == set { s.removeLast() }
-        return String(s)
     }
 }

@@ -119,10 +119,13 @@ public enum RTSPStatus {
 
 extension String {
     /// Without leading and trailing spaces and tabs.
-    var trimmingSpaces: String {
-        var scalars = Substring(self)
-        while let first = scalars.first, first == " " || first == "\t" { scalars.removeFirst() }
-        while let last = scalars.last, last == " " || last == "\t" { scalars.removeLast() }
-        return String(scalars)
+    var trimmingSpaces: String { trimming([" ", "\t"]) }
+
+    /// Without leading and trailing `characters`.
+    func trimming(_ characters: Set<Character>) -> String {
+        var text = Substring(self)
+        while let first = text.first, characters.contains(first) { text.removeFirst() }
+        while let last = text.last, characters.contains(last) { text.removeLast() }
+        return String(text)
     }
 }

@@ -14,14 +14,16 @@ public struct DeviceID: Hashable, Sendable, Comparable, CustomStringConvertible,
     }
 
     /// A new random identity.
-    public static func random() -> DeviceID {
+    public static func random() -> DeviceID { DeviceID(randomHex(bytes: 16))! }
+
+    /// `bytes` random bytes as lower-case hex digits (ids, RTSP session ids).
+    public static func randomHex(bytes: Int) -> String {
         var generator = SystemRandomNumberGenerator()
-        let digits = (0..<16).map { _ -> String in
+        return (0..<bytes).map { _ -> String in
             let byte = UInt8.random(in: 0...255, using: &generator)
             let hex = String(byte, radix: 16)
             return byte < 16 ? "0" + hex : hex
-        }
-        return DeviceID(digits.joined())!
+        }.joined()
     }
 
     public var description: String { rawValue }

@@ -104,8 +104,7 @@ def main():
     sweep = os.path.join(work, "sweep.wav")
     subprocess.run([sys.executable, os.path.join(TOOLS, "peers", "audio.py"), "sweep", sweep, "--seconds", str(a.seconds)],
                    check=True)
-    alsa_conf = os.path.join(work, "asound.conf")
-    open(alsa_conf, "w").write("</usr/share/alsa/alsa.conf>\npcm.!default { type null }\n")
+    alsa_conf = "/run/lyre-netns/asound-null.conf"  # written by Tools/netns: default PCM is ALSA's null plugin
     lyre_runs, alsa_runs, snap_runs = [], [], []
     for i in range(a.runs):
         print(f"run {i + 1}/{a.runs}", file=sys.stderr)
