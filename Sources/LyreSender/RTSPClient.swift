@@ -18,7 +18,8 @@ final class RTSPClient: @unchecked Sendable {
     let host: String
     let port: UInt16
     private let lock = NIOLock()
-    private var responses: [Int: RTSPMessage] = [:]
+    /// Requests waiting for their response, by CSeq.
+    private var waiting: [Int: Waiter] = [:]
     private var nextCSeq = 1
     private var closed = false
     private let onRequest: @Sendable (RTSPMessage) -> Void
@@ -43,19 +44,29 @@ final class RTSPClient: @unchecked Sendable {
     func request(_ method: String, uri: String? = nil, headers: [(String, String)] = [], body: [UInt8] = [], timeout: Double = 5)
         throws(Failure) -> RTSPMessage
     {
+        let waiter = Waiter()
         let cseq: Int = lock.withLock {
             defer { nextCSeq += 1 }
+            waiting[nextCSeq] = waiter
             return nextCSeq
         }
+        defer { lock.withLock { waiting[cseq] = nil } }
         let message = RTSPMessage.request(method, uri: uri ?? "rtsp://\(host):\(port)/", cseq: cseq, headers: headers, body: body)
         guard write(message.serialized()) else { throw Failure(description: "the receiver closed the connection") }
-        let deadline = HostClock.now() + UInt64(timeout * 1e9)
-        while true {
-            if let response = lock.withLock({ responses.removeValue(forKey: cseq) }) { return response }
-            if isClosed { throw Failure(description: "the receiver closed the connection") }
-            if HostClock.now() > deadline { throw Failure(description: "no answer to \(method) within \(Int(timeout)) s") }
-            usleep(300)
+        guard waiter.semaphore.wait(timeout: .now() + timeout) == .success else {
+            throw Failure(description: "no answer to \(method) within \(Int(timeout)) s")
         }
+        guard let response = lock.withLock({ waiter.response }) else {
+            throw Failure(description: "the receiver closed the connection")
+        }
+        return response
+    }
+
+    /// One request's wait: signalled with its response, or without one when the connection closes.
+    private final class Waiter: @unchecked Sendable {
+        // `response` is written by the reader thread under the client's lock, before `semaphore` is signalled.
+        let semaphore = DispatchSemaphore(value: 0)
+        var response: RTSPMessage?
     }
 
     /// Writes raw bytes (a response, or an interleaved frame); false when the connection is gone.
@@ -94,7 +105,12 @@ final class RTSPClient: @unchecked Sendable {
                 while let frame = try parser.next(&pending) {
                     guard case .message(let message) = frame else { continue }
                     if message.status != nil {
-                        if let cseq = message.cseq { lock.withLock { responses[cseq] = message } }
+                        let waiter: Waiter? = lock.withLock {
+                            guard let cseq = message.cseq, let waiter = waiting[cseq] else { return nil }
+                            waiter.response = message
+                            return waiter
+                        }
+                        waiter?.semaphore.signal()
                     } else {
                         write(RTSPMessage.response(200, cseq: message.cseq).serialized())
                         onRequest(message)
@@ -104,7 +120,11 @@ final class RTSPClient: @unchecked Sendable {
                 break reading
             }
         }
-        lock.withLock { closed = true }
+        let abandoned = lock.withLock {
+            closed = true
+            return Array(waiting.values)
+        }
+        for waiter in abandoned { waiter.semaphore.signal() }
         Glibc.close(fd)
         onClose()
     }
