@@ -27,7 +27,11 @@ public final class ReceiverAdvertiser: Sendable {
 
     /// Registers the service; events report when it is established.
     public func start() throws(AvahiError) {
-        try backend.publish(ServiceRegistration(name: requestedName, port: port, txt: receiver.txtRecord))
+        // Under the state lock, so an `update` racing with the start is never lost between reading the TXT
+        // and registering it.
+        try state.withLock { (receiver) throws(AvahiError) in
+            try backend.publish(ServiceRegistration(name: requestedName, port: port, txt: receiver.txtRecord))
+        }
     }
 
     /// Changes the advertised status.
@@ -42,13 +46,12 @@ public final class ReceiverAdvertiser: Sendable {
 
     /// Changes any attribute; the device id cannot change.
     public func update(_ change: (inout ReceiverTXT) -> Void) throws(AvahiError) {
-        let txt = state.withLock { receiver in
+        try state.withLock { (receiver) throws(AvahiError) in
             let id = receiver.deviceID
             change(&receiver)
             receiver.deviceID = id
-            return receiver.txtRecord
+            try backend.updateTXT(receiver.txtRecord)
         }
-        try backend.updateTXT(txt)
     }
 
     /// How long ``withdraw()`` gives the `st=leaving` announcement to go out before the goodbye.

@@ -20,7 +20,8 @@ final class OutputEngine: @unchecked Sendable {
     private var drainDeadline: UInt64?
     private var running = true
     private var gain: Double = 1
-    private var available = false
+    /// Nil until the first attempt to open the output, so that the first answer is always reported.
+    private var available: Bool?
     private var latency: UInt64 = 0
     private let presentationLog: UnsafeMutablePointer<FILE>?
     private let availabilityChanged: @Sendable (Bool) -> Void
@@ -36,7 +37,16 @@ final class OutputEngine: @unchecked Sendable {
 
     /// Output latency of the open sink, ns.
     var outputLatency: UInt64 { lock.withLock { latency } }
-    var isAvailable: Bool { lock.withLock { available } }
+    var isAvailable: Bool { lock.withLock { available ?? false } }
+
+    /// Records whether the output is usable and tells the owner when that changed (or is first known).
+    private func setAvailable(_ value: Bool) {
+        let changed = lock.withLock {
+            defer { available = value }
+            return available != value
+        }
+        if changed { availabilityChanged(value) }
+    }
 
     func play(_ controller: PlayoutController?) { lock.withLock { current = controller; drainDeadline = nil } }
 
@@ -78,8 +88,8 @@ final class OutputEngine: @unchecked Sendable {
                 do {
                     let opened = try target.open()
                     sink = opened
-                    lock.withLock { latency = opened.outputLatency; available = true }
-                    availabilityChanged(true)
+                    lock.withLock { latency = opened.outputLatency }
+                    setAvailable(true)
                     logger.info("output \(target) open, latency \(Double(opened.outputLatency) / 1e6) ms")
                     lastFailure = nil
                 } catch {
@@ -87,7 +97,7 @@ final class OutputEngine: @unchecked Sendable {
                         logger.warning("output \(target) unavailable: \(error); retrying every 2 s")
                         lastFailure = error.description
                     }
-                    if lock.withLock({ available }) { lock.withLock { available = false }; availabilityChanged(false) }
+                    setAvailable(false)
                     usleep(2_000_000)
                     continue
                 }
@@ -122,8 +132,7 @@ final class OutputEngine: @unchecked Sendable {
                 logger.error("output \(target) failed: \(error); reopening")
                 out.close()
                 sink = nil
-                lock.withLock { available = false }
-                availabilityChanged(false)
+                setAvailable(false)
             }
         }
         sink?.close()

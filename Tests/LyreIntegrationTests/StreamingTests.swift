@@ -148,6 +148,21 @@ struct StreamingTests {
         #expect(try await eventually(timeout: 5) { try await status() == "idle" })
     }
 
+    @Test func outputThatCannotOpenIsAdvertisedUnavailable() async throws {
+        let rig = try await Rig(output: "nosuchpcm")
+        defer { rig.network.close() }
+        #expect(await eventually { rig.lyred.stderr.contains("output ALSA nosuchpcm unavailable") }, "\(rig.lyred.stderr)")
+        #expect(try await eventually {
+            let listing = try await rig.network.run(["lyre", "devices", "--json"])
+            let devices = try JSONSerialization.jsonObject(with: Data(listing.stdout.utf8)) as? [[String: Any]]
+            return devices?.first?["status"] as? String == "unavailable"
+        })
+        let sweep = try await Self.sweep(rig.network, rate: 48000, seconds: 1)
+        let play = try await rig.network.run(["lyre", "play", sweep, "--host", "127.0.0.1:\(rig.port)"])
+        #expect(play.status != 0)
+        #expect(play.stderr.contains("audio output is unavailable"), "\(play.stderr)")
+    }
+
     @Test func badInputIsRefusedAndLyredKeepsServing() async throws {
         let rig = try await Rig()
         defer { rig.network.close() }
