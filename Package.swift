@@ -35,6 +35,7 @@ let package = Package(
         .target(name: "COpusShim", dependencies: ["COpus"]),
         .systemLibrary(name: "CSndfile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
         .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
+        .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
 
         // Wire: pure codecs, no I/O.
         .target(name: "LyreWire"),
@@ -60,6 +61,9 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]),
+
+        // MPRIS: the receiver's now-playing state and controls on D-Bus (libdbus-1).
+        .target(name: "LyreMPRIS", dependencies: ["CDBus"]),
 
         // Discovery: advertise and browse over avahi-client or embedded avahi-core.
         .target(
@@ -88,7 +92,7 @@ let package = Package(
         .executableTarget(
             name: "lyred",
             dependencies: [
-                "LyreDiscovery", "LyreWire", "LyreAudio", "LyreCommandLine", "LyreReceiver",
+                "LyreDiscovery", "LyreWire", "LyreAudio", "LyreCommandLine", "LyreReceiver", "LyreMPRIS",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -98,5 +102,6 @@ let package = Package(
         .testTarget(name: "LyreWireTests", dependencies: ["LyreWire"]),
         .testTarget(name: "LyreDiscoveryTests", dependencies: ["LyreDiscovery", "LyreWire"]),
         .testTarget(name: "LyreIntegrationTests", dependencies: ["LyreWire"]),
+        .testTarget(name: "LyreMPRISTests", dependencies: ["LyreMPRIS"]),
     ]
 )
