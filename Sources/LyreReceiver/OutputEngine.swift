@@ -80,6 +80,7 @@ final class OutputEngine: @unchecked Sendable {
     }
 
     private func loop() {
+        var loggedRows = 0
         var sink: (any PCMSink)?
         var wasPlaying = false
         var lastFailure: String?
@@ -127,6 +128,9 @@ final class OutputEngine: @unchecked Sendable {
                 try out.write(samples)
                 if let record, let presentationLog {
                     fputs("\(record.rtpTime),\(record.scheduled),\(record.presented),\(record.audioFrames)\n", presentationLog)
+                    // Four times a second, so the log can be read while the session plays.
+                    loggedRows += 1
+                    if loggedRows % 50 == 0 { fflush(presentationLog) }
                 }
             } catch {
                 logger.error("output \(target) failed: \(error); reopening")

@@ -53,6 +53,13 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     private var timer: Scheduled<Void>?
     private var ticks = 0
     private var serverCSeq = 0
+    // Now playing and remote control (now-playing.md).
+    private var nowPlaying: NowPlayingInfo?
+    private var artworkPath: String?
+    private var artworkType: Artwork.ImageType?
+    private var enabled = EnabledCommands([])
+    private var nowPlayingUpdates = 0
+    private var pendingCommands: [Int: (promise: EventLoopPromise<RemoteCommandOutcome>, timeout: Scheduled<Void>, command: RemoteCommand)] = [:]
 
     init(registry: SessionRegistry, logger: Logger) {
         self.registry = registry
@@ -86,7 +93,13 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         lastActivity = HostClock.now()
         switch unwrapInboundIn(data) {
         case .message(let message):
-            if message.method != nil { handle(message) }  // responses to our notices need nothing
+            if message.method != nil { handle(message) } else { commandAnswered(message) }
+        case .oversizedMessage(let message, let length):
+            registry.count(\.badRequests)
+            logger.debug("refused a \(length)-byte \(message.method ?? "response") body")
+            if message.method != nil {
+                refuse(413, cseq: message.cseq, "a body of \(length) bytes is over the limit of \(RTSPParser.Limits().body)")
+            }
         case .interleaved(let channel, let payload):
             if let interleaved, channel == interleaved.rtp {
                 ingest(payload)
@@ -267,21 +280,95 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     }
 
     private func setParameter(_ request: RTSPMessage, cseq: Int) {
+        let type = request.contentType
+        switch type ?? "text/parameters" {
+        case "application/json": setNowPlaying(request.body, cseq: cseq)
+        case "image/jpeg", "image/png": setArtwork(request.body, type: type, cseq: cseq)
+        case "text/parameters": setTextParameters(request, cseq: cseq)
+        default: refuse(415, cseq: cseq, "SET_PARAMETER takes text/parameters, application/json or image/jpeg|png")
+        }
+    }
+
+    private func setTextParameters(_ request: RTSPMessage, cseq: Int) {
+        guard String(validating: request.body, as: UTF8.self) != nil else {
+            registry.count(\.badRequests)
+            return refuse(400, cseq: cseq, NowPlayingError.invalidUTF8.description)
+        }
         let parameters = TextParameters(parsing: request.bodyText)
+        var commands: EnabledCommands?
         for (name, value) in parameters.entries {
             switch name {
             case "volume":
                 guard let db = Double(value), db.isFinite, db == -144 || (-30...0).contains(db) else {
-                    send(.response(451, cseq: cseq))
-                    return
+                    return refuse(451, cseq: cseq, "volume must be -30 to 0 dB, or -144 for mute")
                 }
                 registry.setVolume(db)
+            case "remote-commands":
+                guard state != .initial else { return refuse(455, cseq: cseq, "no session: ANNOUNCE first") }
+                do {
+                    commands = try EnabledCommands(list: value, skipInterval: parameters["skip-interval"])
+                } catch {
+                    registry.count(\.badRequests)
+                    return refuse(451, cseq: cseq, error.description)
+                }
+            case "skip-interval": continue
+            case "remote-command":
+                registry.count(\.badRequests)
+                return refuse(403, cseq: cseq, "remote commands go from the receiver to the sender, not to a receiver")
             default:
-                send(.response(451, cseq: cseq))
-                return
+                return refuse(451, cseq: cseq, "unknown parameter '\(String(decoding: name.utf8.prefix(64), as: UTF8.self))'")
             }
         }
+        if let commands {
+            enabled = commands
+            logger.info("'\(senderName)' accepts: \(RemoteCommand.allCases.filter(commands.commands.contains).map(\.rawValue).joined(separator: ", "))")
+            registry.nowPlayingChanged(self)
+        }
         send(.response(200, cseq: cseq))
+    }
+
+    private func setNowPlaying(_ body: [UInt8], cseq: Int) {
+        guard state != .initial else { return refuse(455, cseq: cseq, "no session: ANNOUNCE first") }
+        do {
+            nowPlaying = try NowPlayingInfo(parsing: body)
+        } catch {
+            registry.count(\.badRequests)
+            logger.debug("now-playing refused: \(error)")
+            return refuse(error.status, cseq: cseq, "now playing refused: \(error)")
+        }
+        nowPlayingUpdates += 1
+        registry.nowPlayingChanged(self)
+        send(.response(200, cseq: cseq))
+    }
+
+    private func setArtwork(_ body: [UInt8], type: String?, cseq: Int) {
+        guard state != .initial else { return refuse(455, cseq: cseq, "no session: ANNOUNCE first") }
+        if body.isEmpty {
+            artworkPath = nil
+            artworkType = nil
+            registry.artwork?.remove()
+        } else {
+            do {
+                let artwork = try Artwork(bytes: body, declared: type)
+                artworkType = artwork.type
+                artworkPath = try registry.artwork?.write(artwork)
+            } catch let error as NowPlayingError {
+                registry.count(\.badRequests)
+                logger.debug("artwork refused: \(error)")
+                return refuse(error.status, cseq: cseq, "artwork refused: \(error)")
+            } catch {
+                logger.warning("\(error)")
+                return refuse(500, cseq: cseq, "\(error)")
+            }
+        }
+        registry.nowPlayingChanged(self)
+        send(.response(200, cseq: cseq))
+    }
+
+    /// A 4xx/5xx with the reason in `Lyre-Error`, so a sender can say what went wrong.
+    private func refuse(_ status: Int, cseq: Int?, _ reason: String) {
+        let line = String(reason.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? " " : Character($0) }.prefix(300))
+        send(.response(status, cseq: cseq, headers: [("Lyre-Error", line)]))
     }
 
     private func getParameter(_ request: RTSPMessage, cseq: Int) {
@@ -298,6 +385,68 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         }
         let body = Array(TextParameters(answers).serialized.utf8)
         send(.response(200, cseq: cseq, headers: body.isEmpty ? [] : [("Content-Type", "text/parameters")], body: body))
+    }
+
+    // MARK: now playing and remote control
+
+    /// The session's now-playing state for the receiver's owner.
+    func snapshot() -> NowPlayingSnapshot {
+        var localAnchor: UInt64?
+        if let nowPlaying {
+            // Offset is sender minus local; before the first timing sample the clocks are taken as equal.
+            let offset: Int64 = controller?.withPlayout { $0.clock.offset } ?? 0
+            localAnchor = UInt64(clamping: Int64(clamping: nowPlaying.anchor) &- offset)
+        }
+        return NowPlayingSnapshot(sender: senderName, info: nowPlaying, localAnchor: localAnchor, artworkPath: artworkPath,
+                                  artworkType: artworkType, enabled: enabled, updates: nowPlayingUpdates)
+    }
+
+    /// Sends a command to this session's sender over its own connection (now-playing.md §4).
+    func relay(_ event: RemoteCommandEvent, promise: EventLoopPromise<RemoteCommandOutcome>) {
+        guard let context, state != .initial, let sessionID else {
+            return promise.succeed(RemoteCommandOutcome(.noSession, "nothing is playing"))
+        }
+        guard enabled.commands.contains(event.command) else {
+            return promise.succeed(RemoteCommandOutcome(.disabled, "'\(senderName)' does not accept \(event.command.rawValue) now"))
+        }
+        serverCSeq += 1
+        let cseq = serverCSeq
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let timeout = context.eventLoop.scheduleTask(in: .seconds(5)) {
+            bound.value.resolveCommand(cseq, RemoteCommandOutcome(.timeout, "'\(bound.value.senderName)' did not answer \(event.command.rawValue) within 5 s"))
+        }
+        pendingCommands[cseq] = (promise, timeout, event.command)
+        logger.info("relaying \(event.command.rawValue) to '\(senderName)'")
+        send(.request("SET_PARAMETER", uri: serverURI, cseq: cseq,
+                      headers: [("Session", sessionID), ("Content-Type", "text/parameters")],
+                      body: Array(event.parameters.serialized.utf8)))
+    }
+
+    /// The sender's answer to a relayed command.
+    private func commandAnswered(_ response: RTSPMessage) {
+        guard let cseq = response.cseq, let pending = pendingCommands[cseq], let status = response.status else { return }
+        let said = response.headers["Lyre-Command-Status"].flatMap(RemoteCommandStatus.init(rawValue:))
+        let kind: RemoteCommandOutcome.Kind =
+            switch said {
+            case .success?: .success
+            case .noSuchContent?: .noSuchContent
+            case .commandFailed?: .commandFailed
+            case .disabled?: .disabled
+            case nil: status == 200 ? .success : status == 404 ? .noSuchContent : status == 403 ? .disabled : .commandFailed
+            }
+        let detail = response.headers["Lyre-Error"].map { ": \($0)" } ?? ""
+        let message = kind == .success ? "ok" : "'\(senderName)' answered \(kind.rawValue) to \(pending.command.rawValue)\(detail)"
+        resolveCommand(cseq, RemoteCommandOutcome(kind, message))
+    }
+
+    private func resolveCommand(_ cseq: Int, _ outcome: RemoteCommandOutcome) {
+        guard let pending = pendingCommands.removeValue(forKey: cseq) else { return }
+        pending.timeout.cancel()
+        pending.promise.succeed(outcome)
+    }
+
+    private var serverURI: String {
+        "rtsp://\(context?.localAddress.map { "\($0.ipAddress ?? ""):\($0.port ?? 0)" } ?? "")/"
     }
 
     // MARK: media
@@ -456,6 +605,12 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
                 controller, drain: drain, drainLimit: UInt64(latencyMilliseconds + 200) * 1_000_000)
         }
         controller = nil
+        nowPlaying = nil
+        artworkPath = nil
+        artworkType = nil
+        enabled = EnabledCommands([])
+        nowPlayingUpdates = 0
+        for cseq in Array(pendingCommands.keys) { resolveCommand(cseq, RemoteCommandOutcome(.noSession, "the session ended")) }
     }
 
     /// Ends the session, if any; tells the sender why when it should know, and closes the connection then.
@@ -470,8 +625,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         serverCSeq += 1
         var headers: [(String, String)] = [("Content-Type", "text/parameters")]
         if case .takenOver(let by) = reason { headers.append(("Lyre-Taken-Over-By", by)) }
-        send(.request("SET_PARAMETER", uri: "rtsp://\(context.localAddress.map { "\($0.ipAddress ?? ""):\($0.port ?? 0)" } ?? "")/",
-                      cseq: serverCSeq, headers: headers, body: Array("session-end: \(notice)\r\n".utf8)))
+        send(.request("SET_PARAMETER", uri: serverURI, cseq: serverCSeq, headers: headers, body: Array("session-end: \(notice)\r\n".utf8)))
         context.close(promise: nil)
     }
 

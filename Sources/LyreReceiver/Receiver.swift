@@ -18,6 +18,10 @@ public struct ReceiverConfiguration: Sendable {
     public var presentationLogPath: String?
     /// Seconds between statistics log lines; nil for none.
     public var statisticsInterval: Double?
+    /// Where the session's artwork is written (for MPRIS `mpris:artUrl`); nil keeps it in memory only.
+    public var artworkDirectory: String?
+    /// The local control socket (now-playing.md §5); nil for none.
+    public var controlSocketPath: String?
 
     public init() {}
 }
@@ -27,6 +31,8 @@ public enum ReceiverEvent: Sendable, Equatable {
     case status(ReceiverStatus)
     /// dB, RAOP scale.
     case volume(Double)
+    /// What the current session says is playing; nil when no session.
+    case nowPlaying(NowPlayingSnapshot?)
 }
 
 /// Receiver-wide counters of dropped input.
@@ -51,6 +57,7 @@ final class SessionRegistry: @unchecked Sendable {
     private(set) var counters = ReceiverCounters()
     private var outputAvailable = true
     private var lastStatus: ReceiverStatus?
+    let artwork: ArtworkStore?
 
     init(eventLoop: EventLoop, configuration: ReceiverConfiguration, output: OutputEngine, logger: Logger,
          events: AsyncStream<ReceiverEvent>.Continuation) {
@@ -59,6 +66,7 @@ final class SessionRegistry: @unchecked Sendable {
         self.output = output
         self.logger = logger
         self.events = events
+        artwork = configuration.artworkDirectory.map(ArtworkStore.init(directory:))
     }
 
     func count(_ counter: WritableKeyPath<ReceiverCounters, Int>) {
@@ -76,12 +84,47 @@ final class SessionRegistry: @unchecked Sendable {
         }
         active = handler
         publishStatus()
+        nowPlayingChanged(handler)
     }
 
     func release(_ handler: RTSPConnectionHandler) {
         eventLoop.assertInEventLoop()
-        if active === handler { active = nil }
+        if active === handler {
+            active = nil
+            artwork?.remove()
+            events.yield(.nowPlaying(nil))
+        }
         publishStatus()
+    }
+
+    /// The active session's now-playing state changed.
+    func nowPlayingChanged(_ handler: RTSPConnectionHandler) {
+        eventLoop.assertInEventLoop()
+        guard active === handler else { return }
+        let snapshot = handler.snapshot()
+        if snapshot.info != nil { logger.info("now playing: \(snapshot.summary)") }
+        events.yield(.nowPlaying(snapshot))
+    }
+
+    /// Relays a command to the current session's sender.
+    func relay(_ event: RemoteCommandEvent) -> EventLoopFuture<RemoteCommandOutcome> {
+        eventLoop.assertInEventLoop()
+        let promise = eventLoop.makePromise(of: RemoteCommandOutcome.self)
+        do {
+            try event.validate()
+        } catch {
+            promise.succeed(RemoteCommandOutcome(.invalid, error.description))
+            return promise.futureResult
+        }
+        if let active { active.relay(event, promise: promise) } else { promise.succeed(RemoteCommandOutcome(.noSession, "nothing is playing")) }
+        return promise.futureResult
+    }
+
+    /// The statistics line for the log and the control socket.
+    var statisticsLine: String {
+        let c = counters
+        let session = active?.controller?.statistics.text ?? "no session"
+        return "\(session); connections=\(c.connections) bad-requests=\(c.badRequests) dropped-media=\(c.droppedMedia) dropped-timing=\(c.droppedTiming)"
     }
 
     func setVolume(_ db: Double) {
@@ -117,6 +160,7 @@ public final class Receiver: Sendable {
     private let output: OutputEngine
     private let server: NIOLockedValueBox<Channel?> = NIOLockedValueBox(nil)
     private let statisticsTask: NIOLockedValueBox<RepeatedTask?> = NIOLockedValueBox(nil)
+    private let control: NIOLockedValueBox<Channel?> = NIOLockedValueBox(nil)
 
     public init(configuration: ReceiverConfiguration, logger: Logger) {
         self.configuration = configuration
@@ -150,14 +194,21 @@ public final class Receiver: Sendable {
             }
             .bind(host: configuration.host, port: configuration.port).get()
         server.withLockedValue { $0 = channel }
+        if let path = configuration.controlSocketPath {
+            do {
+                let socket = try await ControlServer.bind(path: path, registry: registry)
+                control.withLockedValue { $0 = socket }
+            } catch {
+                try? await channel.close()
+                throw error
+            }
+        }
         output.start()
         if let interval = configuration.statisticsInterval {
             let task = registry.eventLoop.scheduleRepeatedTask(
                 initialDelay: .milliseconds(Int64(interval * 1000)), delay: .milliseconds(Int64(interval * 1000))
             ) { _ in
-                let c = registry.counters
-                let session = registry.active?.controller?.statistics.text ?? "no session"
-                logger.info("stats: \(session); connections=\(c.connections) bad-requests=\(c.badRequests) dropped-media=\(c.droppedMedia) dropped-timing=\(c.droppedTiming)")
+                logger.info("stats: \(registry.statisticsLine)")
             }
             statisticsTask.withLockedValue { $0 = task }
         }
@@ -170,8 +221,27 @@ public final class Receiver: Sendable {
         let registry = self.registry
         try? await registry.eventLoop.submit { registry.active?.end(.shutdown) }.get()
         try? await server.withLockedValue { $0 }?.close()
+        try? await control.withLockedValue { $0 }?.close()
+        if let path = configuration.controlSocketPath, control.withLockedValue({ $0 }) != nil { unlink(path) }
+        try? await registry.eventLoop.submit { registry.artwork?.remove() }.get()
         output.stop()
         continuation.finish()
         try? await group.shutdownGracefully()
+    }
+
+    /// Sends a command to the current session's sender and waits for its handler's answer (at most 5 s).
+    public func send(_ event: RemoteCommandEvent) async -> RemoteCommandOutcome {
+        let registry = self.registry
+        do {
+            return try await registry.eventLoop.flatSubmit { registry.relay(event) }.get()
+        } catch {
+            return RemoteCommandOutcome(.noSession, "the receiver is stopping")
+        }
+    }
+
+    /// What the current session says is playing; nil when there is no session.
+    public func nowPlaying() async -> NowPlayingSnapshot? {
+        let registry = self.registry
+        return try? await registry.eventLoop.submit { registry.active?.snapshot() }.get()
     }
 }

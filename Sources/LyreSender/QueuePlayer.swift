@@ -1,4 +1,6 @@
+import Foundation
 import LyreAudio
+import LyreWire
 import NIOConcurrencyHelpers
 
 /// Where audio comes from: a file (anything libsndfile reads) or raw PCM on a file descriptor.
@@ -18,6 +20,9 @@ public enum AudioSource: Sendable, Equatable, CustomStringConvertible {
         if case .file = self { _ = try open() }
     }
 
+    /// A file can seek; a stream cannot.
+    public var isSeekable: Bool { if case .file = self { true } else { false } }
+
     func open() throws -> AudioFileReader {
         switch self {
         case .file(let path): try AudioFileReader(path: path)
@@ -26,27 +31,124 @@ public enum AudioSource: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// Plays a queue of sources through a `StreamSession`: decodes, makes stereo, resamples to 48 kHz with
-/// libsoxr and hands the audio to the session, which paces it. `play()` blocks until the queue ends, the
-/// player is stopped, or the route goes away.
+/// What is known about an item before it plays: its tags, or what the app says instead.
+public struct TrackMetadata: Sendable, Equatable {
+    public var title: String?
+    public var artist: String?
+    public var album: String?
+    public var albumArtist: String?
+    public var genre: String?
+    public var trackNumber: Int?
+    public var trackCount: Int?
+
+    public init(title: String? = nil, artist: String? = nil, album: String? = nil, albumArtist: String? = nil,
+                genre: String? = nil, trackNumber: Int? = nil, trackCount: Int? = nil) {
+        self.title = title
+        self.artist = artist
+        self.album = album
+        self.albumArtist = albumArtist
+        self.genre = genre
+        self.trackNumber = trackNumber
+        self.trackCount = trackCount
+    }
+
+    /// From a file's string tags (libsndfile); a track number like "3/12" gives the count too.
+    public init(tagsOf source: AudioSource) {
+        self.init()
+        guard case .file = source, let reader = try? source.open() else { return }
+        let tags = reader.tags.filter { !$0.value.trimmingCharacters(in: .whitespaces).isEmpty }
+        title = tags["title"]
+        artist = tags["artist"]
+        album = tags["album"]
+        genre = tags["genre"]
+        if let number = tags["tracknumber"] {
+            let parts = number.split(separator: "/").map { Int($0.trimmingCharacters(in: .whitespaces)) }
+            trackNumber = parts.first ?? nil
+            trackCount = parts.count > 1 ? parts[1] : nil
+        }
+    }
+}
+
+/// One entry of a play queue.
+public struct QueueItem: Sendable {
+    public var source: AudioSource
+    public var metadata: TrackMetadata
+    public var artwork: Artwork?
+
+    public init(source: AudioSource, metadata: TrackMetadata = TrackMetadata(), artwork: Artwork? = nil) {
+        self.source = source
+        self.metadata = metadata
+        self.artwork = artwork
+    }
+}
+
+/// Plays a queue through a `StreamSession`: decodes, makes stereo, resamples to 48 kHz with libsoxr and
+/// hands the audio to the session, which paces it. It describes what plays to the receiver
+/// (`NowPlayingInfo`, artwork) and handles the receiver's commands: play, pause, toggle, stop, next,
+/// previous, seek and skip. `play()` blocks until the queue ends, the player is stopped, or the route goes away.
+///
+/// `@unchecked Sendable`: state is in `state` (locked); session calls that change what plays, and the
+/// now-playing updates that describe them, are serialised by `control`.
 public final class QueuePlayer: @unchecked Sendable {
     public struct Progress: Sendable {
         public var index: Int
         public var title: String
-        /// Seconds sent to the receiver for this item.
+        public var artist: String?
+        /// Seconds into the item that is playing.
         public var elapsed: Double
         public var duration: Double?
         public var paused: Bool
     }
 
-    private let session: StreamSession
-    private let items: [AudioSource]
-    private let state = NIOLockedValueBox<(stopped: Bool, paused: Bool, sentFrames: Int, index: Int, interruption: OutputRouteChangeReason?)>(
-        (false, false, 0, 0, nil))
+    /// How `play()` ended.
+    public enum Outcome: Sendable, Equatable {
+        case finished
+        case stopped
+        case interrupted(OutputRouteChangeReason)
+    }
 
-    public init(items: [AudioSource], session: StreamSession) {
+    /// Where an item's audio starts among the frames enqueued in the session.
+    struct Boundary: Equatable {
+        var id: Int
+        var frame: UInt64
+        var position: Double
+        var index: Int
+        var duration: Double?
+    }
+
+    /// What to play next, and why.
+    struct Target: Equatable {
+        enum Kind: Equatable { case start, natural, jump(resume: Bool) }
+        var index: Int
+        var position: Double
+        var kind: Kind
+    }
+
+    struct State {
+        var stopped = false
+        var paused = false
+        var interruption: OutputRouteChangeReason?
+        var jump: Target?
+        var boundaries: [Boundary] = []
+        var nextBoundaryID = 0
+        var shown: Boundary?
+        var artworkIndex: Int?
+        /// Audio is being queued before `session.start()`: item changes are not shown until it starts.
+        var awaitingStart = true
+    }
+
+    private let session: StreamSession
+    private let items: [QueueItem]
+    private let state = NIOLockedValueBox(State())
+    private let control = NIOLock()
+
+    public init(items: [QueueItem], session: StreamSession) {
         self.items = items
         self.session = session
+    }
+
+    public convenience init(items: [AudioSource], session: StreamSession) {
+        self.init(items: items.map { QueueItem(source: $0) }, session: session)
     }
 
     public func stop() { state.withLockedValue { $0.stopped = true } }
@@ -57,76 +159,242 @@ public final class QueuePlayer: @unchecked Sendable {
         state.withLockedValue { $0.paused = true; $0.stopped = true; $0.interruption = reason }
     }
 
-    /// How `play()` ended.
-    public enum Outcome: Sendable, Equatable {
-        case finished
-        case stopped
-        case interrupted(OutputRouteChangeReason)
-    }
+    public var isPaused: Bool { state.withLockedValue { $0.paused } }
 
-    /// Pauses at once; `resume()` carries on where it stopped.
+    /// Pauses at once (FLUSH); `resume()` carries on where it stopped.
     public func pause() throws {
-        let already = state.withLockedValue { s in defer { s.paused = true }; return s.paused }
-        if !already { try session.pause() }
+        try control.withLock {
+            guard !state.withLockedValue({ $0.paused || $0.stopped }) else { return }
+            if state.withLockedValue({ $0.jump == nil }) { try session.pause() }
+            state.withLockedValue { s in
+                s.paused = true
+                if case .jump = s.jump?.kind { s.jump?.kind = .jump(resume: false) }
+            }
+            publishNowPlaying(force: true)
+        }
     }
 
     public func resume() throws {
-        let paused = state.withLockedValue { s in defer { s.paused = false }; return s.paused }
-        if paused { try session.start() }
+        try control.withLock {
+            let (wasPaused, jumping) = state.withLockedValue { s in
+                defer {
+                    s.paused = false
+                    if case .jump = s.jump?.kind { s.jump?.kind = .jump(resume: true) }
+                }
+                return (s.paused, s.jump != nil)
+            }
+            guard wasPaused, !jumping else { return }  // a pending jump starts when its audio is queued
+            try session.start()
+            publishNowPlaying(force: true)
+        }
     }
 
-    public var isPaused: Bool { state.withLockedValue { $0.paused } }
+    /// Moves to `position` seconds into item `index`; what was queued is dropped.
+    func jump(to index: Int, position: Double) -> RemoteCommandStatus {
+        control.withLock {
+            let paused = state.withLockedValue { $0.paused }
+            if !paused, state.withLockedValue({ $0.jump == nil }) {
+                do { try session.pause() } catch { return .commandFailed }
+            }
+            state.withLockedValue { $0.jump = Target(index: index, position: max(0, position), kind: .jump(resume: !paused)) }
+            return .success
+        }
+    }
+
+    /// Seconds into the item that is playing (or paused), and that item.
+    func currentPosition() -> (Boundary, Double)? {
+        guard let shown = state.withLockedValue({ $0.shown }) else { return nil }
+        let played = session.playedFrames()
+        var position = shown.position + Double(Int64(played) - Int64(shown.frame)) / 48000
+        if let duration = shown.duration { position = min(position, duration) }
+        return (shown, max(0, position))
+    }
+
+    // MARK: remote commands
+
+    private static let handled: [RemoteCommand] = [
+        .play, .pause, .togglePlayPause, .stop, .nextTrack, .previousTrack, .skipForward, .skipBackward, .changePlaybackPosition,
+    ]
+
+    private func installCommands() {
+        for command in Self.handled {
+            session.remoteCommands.addHandler(command) { [weak self] event in self?.handle(event) ?? .commandFailed }
+        }
+    }
+
+    func handle(_ event: RemoteCommandEvent) -> RemoteCommandStatus {
+        switch event.command {
+        case .play: return (try? resume()) != nil ? .success : .commandFailed
+        case .pause: return (try? pause()) != nil ? .success : .commandFailed
+        case .togglePlayPause: return (try? (isPaused ? resume() : pause())) != nil ? .success : .commandFailed
+        case .stop:
+            stop()
+            return .success
+        default: break
+        }
+        guard let (shown, position) = currentPosition() else { return .noSuchContent }
+        switch event.command {
+        case .nextTrack:
+            return shown.index + 1 < items.count ? jump(to: shown.index + 1, position: 0) : .noSuchContent
+        case .previousTrack:
+            // As media players do: restart the item unless it has only just begun.
+            return jump(to: position > 3 || shown.index == 0 ? shown.index : shown.index - 1, position: 0)
+        case .skipForward, .skipBackward, .changePlaybackPosition:
+            guard items[shown.index].source.isSeekable else { return .commandFailed }
+            let target: Double =
+                switch event.command {
+                case .skipForward: position + (event.interval ?? 15)
+                case .skipBackward: max(0, position - (event.interval ?? 15))
+                default: event.position ?? 0
+                }
+            if let duration = shown.duration, target >= duration {
+                guard event.command == .skipForward else { return .commandFailed }
+                return shown.index + 1 < items.count ? jump(to: shown.index + 1, position: 0) : .noSuchContent
+            }
+            return jump(to: shown.index, position: target)
+        default:
+            return .commandFailed
+        }
+    }
+
+    // MARK: now playing
+
+    /// Sends the now-playing info when the item that plays has changed (or always, with `force`).
+    /// Call with `control` held.
+    private func publishNowPlaying(force: Bool = false) {
+        let played = session.playedFrames()
+        let (boundary, changed, sendArtwork) = state.withLockedValue { s -> (Boundary?, Bool, Bool) in
+            guard let boundary = s.boundaries.last(where: { $0.frame <= played }) ?? s.boundaries.first else { return (nil, false, false) }
+            let changed = boundary.id != s.shown?.id
+            s.shown = boundary
+            let sendArtwork = s.artworkIndex != boundary.index
+            if sendArtwork { s.artworkIndex = boundary.index }
+            return (boundary, changed, sendArtwork)
+        }
+        guard let boundary, changed || force else { return }
+        let item = items[boundary.index]
+        if sendArtwork {
+            let previous = boundary.index > 0 ? items[boundary.index - 1].artwork : nil
+            if boundary.index == 0 || item.artwork != previous { try? session.setArtwork(item.artwork) }
+            session.remoteCommands.setEnabled([
+                .nextTrack: boundary.index + 1 < items.count,
+                .skipForward: item.source.isSeekable, .skipBackward: item.source.isSeekable,
+                .changePlaybackPosition: item.source.isSeekable,
+            ])
+        }
+        let metadata = item.metadata
+        var info = NowPlayingInfo(
+            title: metadata.title ?? item.source.description, artist: metadata.artist, album: metadata.album,
+            albumArtist: metadata.albumArtist, genre: metadata.genre, trackNumber: metadata.trackNumber,
+            trackCount: metadata.trackCount, duration: boundary.duration, queueIndex: boundary.index, queueCount: items.count)
+        if !isPaused, let start = session.playTime(ofFrame: boundary.frame) {
+            info.elapsed = boundary.position
+            info.anchor = start
+            info.rate = 1
+        } else {
+            var position = boundary.position + Double(Int64(played) - Int64(boundary.frame)) / 48000
+            if let duration = boundary.duration { position = min(position, duration) }
+            info.elapsed = max(0, position)
+            info.anchor = HostClock.now()
+            info.rate = 0
+        }
+        try? session.setNowPlaying(info)
+    }
+
+    private func checkTransition() {
+        guard !state.withLockedValue({ $0.awaitingStart }) else { return }
+        control.withLock { publishNowPlaying() }
+    }
+
+    // MARK: playing
 
     /// Plays the queue; `progress` is called about 5 times a second from this thread.
     @discardableResult
     public func play(progress: (Progress) -> Void = { _ in }) throws -> Outcome {
-        try session.start()
-        for (index, item) in items.enumerated() {
-            if state.withLockedValue({ $0.stopped }) { break }
-            let reader = try item.open()
+        installCommands()
+        var target = Target(index: 0, position: 0, kind: .start)
+        var lastReport: UInt64 = 0
+        func report() {
+            let now = HostClock.now()
+            guard now - lastReport > 200_000_000, let (shown, position) = currentPosition() else { return }
+            lastReport = now
+            let item = items[shown.index]
+            progress(Progress(index: shown.index, title: item.metadata.title ?? item.source.description, artist: item.metadata.artist,
+                              elapsed: position, duration: shown.duration, paused: isPaused))
+        }
+        /// Waits until `done` holds, watching for item changes; false when a jump or stop came first.
+        func wait(until done: () -> Bool) -> Bool {
+            while true {
+                if state.withLockedValue({ $0.stopped || $0.jump != nil }) { return false }
+                if done() { return true }
+                checkTransition()
+                report()
+                usleep(5000)
+            }
+        }
+
+        queue: while !state.withLockedValue({ $0.stopped }) {
+            if case .jump(let resume) = target.kind {
+                session.dropQueued()
+                state.withLockedValue { $0.awaitingStart = resume }
+            }
+            guard target.index < items.count else {
+                // The end of the queue: wait until everything has played (a command may still move back).
+                if wait(until: { !isPaused && session.playedFrames() >= session.enqueuedFrames }) { break queue }
+                if let jump = takeJump() { target = jump; continue queue }
+                break queue
+            }
+            let item = items[target.index]
+            let reader = try item.source.open()
+            var position = target.position
+            if position > 0, !reader.seek(toFrame: Int(position * Double(reader.sampleRate))) { position = 0 }
             var resampler = reader.sampleRate == 48000 ? nil : try Resampler(from: reader.sampleRate, channels: 2)
             let duration = reader.frames.map { Double($0) / Double(reader.sampleRate) }
-            state.withLockedValue { $0.sentFrames = 0; $0.index = index }
+            state.withLockedValue { s in
+                s.boundaries.append(Boundary(id: s.nextBoundaryID, frame: session.enqueuedFrames, position: position,
+                                             index: target.index, duration: duration))
+                s.nextBoundaryID += 1
+                if s.boundaries.count > 16 { s.boundaries.removeFirst() }
+            }
+            if case .jump(resume: false) = target.kind { control.withLock { publishNowPlaying(force: true) } }
             var buffer: [Float] = []
-            var lastReport: UInt64 = 0
-            while !state.withLockedValue({ $0.stopped }) {
+            while true {
+                if let jump = takeJump() { target = jump; continue queue }
+                if state.withLockedValue({ $0.stopped }) { break queue }
+                guard wait(until: { session.queuedFrames < 48000 }) else { continue }
                 let got = reader.read(frames: 4800, into: &buffer)
                 var stereo = Self.stereo(buffer, channels: reader.channels)
                 if resampler != nil { stereo = resampler!.process(stereo, end: got == 0) }
                 if !stereo.isEmpty {
-                    guard session.enqueue(stereo) else { return outcome() }
-                    state.withLockedValue { $0.sentFrames += stereo.count / 2 }
+                    guard session.enqueue(stereo) else { break queue }
                 }
-                let now = HostClock.now()
-                if now - lastReport > 200_000_000 {
-                    lastReport = now
-                    progress(report(index: index, item: item, duration: duration))
+                if !stereo.isEmpty, state.withLockedValue({ $0.awaitingStart }) {
+                    try control.withLock {
+                        guard state.withLockedValue({ $0.jump == nil && !$0.paused }) else { return }
+                        try session.start()
+                        state.withLockedValue { $0.awaitingStart = false }
+                        publishNowPlaying(force: true)
+                    }
                 }
-                if got == 0 {
-                    if resampler == nil || stereo.isEmpty { break }
-                }
+                report()
+                if got == 0, resampler == nil || stereo.isEmpty { break }
             }
             resampler = nil
+            target = Target(index: target.index + 1, position: 0, kind: .natural)
         }
-        guard !state.withLockedValue({ $0.stopped }) else {
-            session.close()
-            return outcome()
-        }
-        session.finish()
-        return outcome()
-    }
-
-    private func outcome() -> Outcome {
-        state.withLockedValue { s in
+        let outcome = state.withLockedValue { s -> Outcome in
             if let reason = s.interruption { return .interrupted(reason) }
             return s.stopped ? .stopped : .finished
         }
+        if outcome == .finished { session.finish() } else { session.close() }
+        return outcome
     }
 
-    private func report(index: Int, item: AudioSource, duration: Double?) -> Progress {
-        let (sent, paused) = state.withLockedValue { ($0.sentFrames, $0.paused) }
-        let elapsed = max(0, Double(sent - session.queuedFrames) / 48000)
-        return Progress(index: index, title: item.description, elapsed: elapsed, duration: duration, paused: paused)
+    private func takeJump() -> Target? {
+        state.withLockedValue { s in
+            defer { s.jump = nil }
+            return s.jump
+        }
     }
 
     /// Interleaved stereo from any channel count: mono is doubled, more than two keep the first two.

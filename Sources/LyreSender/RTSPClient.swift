@@ -8,7 +8,8 @@ import Glibc
 #endif
 
 /// The sender's end of an RTSP connection (streaming.md §1): blocking requests, and a reader thread that
-/// matches responses by `CSeq` and passes the receiver's own requests (session-end notices) to a handler.
+/// matches responses by `CSeq` and passes the receiver's own requests (session-end notices, remote commands)
+/// to a handler, which answers them through `reply`, at once or later from any thread.
 ///
 /// `@unchecked Sendable`: mutable state is behind `lock`; the socket is written only with `lock` held.
 final class RTSPClient: @unchecked Sendable {
@@ -22,10 +23,13 @@ final class RTSPClient: @unchecked Sendable {
     private var waiting: [Int: Waiter] = [:]
     private var nextCSeq = 1
     private var closed = false
-    private let onRequest: @Sendable (RTSPMessage) -> Void
+    /// A reply to one of the receiver's requests: status and headers.
+    typealias Reply = @Sendable (Int, [(String, String)]) -> Void
+    private let onRequest: @Sendable (RTSPMessage, @escaping Reply) -> Void
     private let onClose: @Sendable () -> Void
 
-    init(host: String, port: UInt16, onRequest: @escaping @Sendable (RTSPMessage) -> Void, onClose: @escaping @Sendable () -> Void)
+    init(host: String, port: UInt16, onRequest: @escaping @Sendable (RTSPMessage, @escaping Reply) -> Void,
+         onClose: @escaping @Sendable () -> Void)
         throws(SocketError)
     {
         fd = try IPv4.connectTCP(host: host, port: port)
@@ -112,8 +116,10 @@ final class RTSPClient: @unchecked Sendable {
                         }
                         waiter?.semaphore.signal()
                     } else {
-                        write(RTSPMessage.response(200, cseq: message.cseq).serialized())
-                        onRequest(message)
+                        let cseq = message.cseq
+                        onRequest(message) { [self] status, headers in
+                            write(RTSPMessage.response(status, cseq: cseq, headers: headers).serialized())
+                        }
                     }
                 }
             } catch {

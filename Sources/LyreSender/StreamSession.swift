@@ -42,6 +42,18 @@ public final class StreamSession: @unchecked Sendable {
     public let configuration: StreamConfiguration
     /// The receiver's output latency, ms, from its RECORD answer.
     public private(set) var outputLatencyMilliseconds: Double = 0
+    /// The commands this sender accepts from the receiver (now-playing.md §4). Volume up and down are
+    /// handled by the session, which owns the volume, unless replaced or disabled.
+    public let remoteCommands = RemoteCommandCenter()
+    private let commandQueue = DispatchQueue(label: "lyre-remote-commands")
+    private var volumeDB: Double = 0
+    // Content accounting: frames of queued audio, as opposed to silent slots, so that players can map a
+    // position in what they enqueued to the time it plays.
+    private var contentEnqueued: UInt64 = 0
+    private var contentAtAnchor: UInt64 = 0
+    private var contentSentSinceAnchor: UInt64 = 0
+    private var silenceSinceAnchor: UInt64 = 0
+    private var pendingSilence: UInt64 = 0
 
     private let client: RTSPClient
     private let timing: TimingResponder
@@ -84,7 +96,9 @@ public final class StreamSession: @unchecked Sendable {
         let box = NIOLockedValueBox<StreamSession?>(nil)
         client = try RTSPClient(
             host: host, port: port,
-            onRequest: { request in box.withLockedValue { $0 }?.receiverRequest(request) },
+            onRequest: { request, reply in
+                if let session = box.withLockedValue({ $0 }) { session.receiverRequest(request, reply: reply) } else { reply(503, []) }
+            },
             onClose: { box.withLockedValue { $0 }?.routeChanged(.oldDeviceUnavailable) })
         let local = IPv4.localAddress(client.fd).0
         timing = try TimingResponder(host: local, peer: host)
@@ -110,6 +124,10 @@ public final class StreamSession: @unchecked Sendable {
             sessionID = session
             let destination = try IPv4.address(host, port: server.0)
             guard IPv4.withSockaddr(destination, { connect(media, $0, $1) }) == 0 else { throw SocketError.errno("connect UDP") }
+            // The sender owns the volume (as in AirPlay): start from what the receiver has now.
+            let volumeReply = try client.request("GET_PARAMETER", headers: [("Session", session), ("Content-Type", "text/parameters")],
+                                                 body: Array("volume\r\n".utf8))
+            if volumeReply.status == 200, let db = TextParameters(parsing: volumeReply.bodyText)["volume"].flatMap(Double.init) { volumeDB = db }
         } catch {
             client.close()
             timing.close()
@@ -117,6 +135,10 @@ public final class StreamSession: @unchecked Sendable {
             throw error
         }
         box.withLockedValue { $0 = self }
+        remoteCommands.addHandler(.volumeUp) { [weak self] _ in self?.stepVolume(up: true) ?? .commandFailed }
+        remoteCommands.addHandler(.volumeDown) { [weak self] _ in self?.stepVolume(up: false) ?? .commandFailed }
+        remoteCommands.onChange = { [weak self] enabled in self?.sendEnabledCommands(enabled) }
+        remoteCommands.publish()
         let thread = Thread { [self] in pace() }
         thread.name = "lyre-pacer"
         pacer = thread
@@ -142,6 +164,10 @@ public final class StreamSession: @unchecked Sendable {
             framesSinceAnchor = 0
             history.removeAll()
             anchorClock = HostClock.now() + startDelay
+            contentAtAnchor = contentEnqueued - UInt64(queue.count / 2)
+            contentSentSinceAnchor = 0
+            silenceSinceAnchor = 0
+            pendingSilence = 0
             return (anchorClock, anchorRTP, sequence)
         }
         let reply = try Self.check(
@@ -170,11 +196,79 @@ public final class StreamSession: @unchecked Sendable {
     }
 
     /// Drops queued audio (for a seek: pause, drop, enqueue from the new position, start).
-    public func dropQueued() { lock.withLock { queue.removeAll() } }
+    public func dropQueued() {
+        lock.withLock {
+            contentEnqueued -= UInt64(queue.count / 2)
+            queue.removeAll()
+        }
+    }
+
+    /// The volume the receiver plays at, dB (RAOP scale: −30…0, −144 = mute).
+    public var volume: Double { lock.withLock { volumeDB } }
 
     public func setVolume(_ db: Double) throws {
         try Self.check(request("SET_PARAMETER", headers: [("Session", sessionID), ("Content-Type", "text/parameters")],
                                body: Array("volume: \(db)\r\n".utf8)), "SET_PARAMETER")
+        lock.withLock { volumeDB = db }
+    }
+
+    /// One step up or down, 1/16 of the range as iOS volume buttons; below −30 dB is mute.
+    private func stepVolume(up: Bool) -> RemoteCommandStatus {
+        let current = volume
+        let step = 30.0 / 16
+        let next = up ? (current <= -144 ? -30 : min(0, current + step)) : (current - step < -30 ? -144 : current - step)
+        do {
+            try setVolume(next)
+            return .success
+        } catch {
+            return .commandFailed
+        }
+    }
+
+    // MARK: now playing
+
+    /// Describes what plays (`MPNowPlayingInfoCenter.nowPlayingInfo`). Send it when the rate changes, on a
+    /// seek and on a track change; the receiver extrapolates the position in between.
+    public func setNowPlaying(_ info: NowPlayingInfo) throws {
+        try info.validate()
+        try Self.check(request("SET_PARAMETER", headers: [("Session", sessionID), ("Content-Type", "application/json")],
+                               body: info.serialized()), "now-playing SET_PARAMETER")
+    }
+
+    /// Sets the cover art shown with the now-playing info; nil clears it.
+    public func setArtwork(_ artwork: Artwork?) throws {
+        try Self.check(request("SET_PARAMETER", headers: [("Session", sessionID), ("Content-Type", artwork?.type.rawValue ?? "image/jpeg")],
+                               body: artwork?.bytes ?? []), "artwork SET_PARAMETER")
+    }
+
+    private func sendEnabledCommands(_ enabled: EnabledCommands) {
+        guard !lock.withLock({ ended }) else { return }
+        _ = try? request("SET_PARAMETER", headers: [("Session", sessionID), ("Content-Type", "text/parameters")],
+                         body: Array(enabled.parameters.serialized.utf8))
+    }
+
+    // MARK: content positions
+
+    /// Frames (48 kHz) enqueued so far, less what `dropQueued` dropped: the index the next enqueued frame gets.
+    public var enqueuedFrames: UInt64 { lock.withLock { contentEnqueued } }
+
+    /// How many enqueued frames have played by sender-clock time `now`.
+    public func playedFrames(at now: UInt64 = HostClock.now()) -> UInt64 {
+        lock.withLock {
+            guard running else { return contentEnqueued - UInt64(queue.count / 2) }
+            let start = anchorClock + latency
+            let elapsed = now > start ? (now - start) * 48 / 1_000_000 : 0
+            return contentAtAnchor + min(contentSentSinceAnchor, elapsed > silenceSinceAnchor ? elapsed - silenceSinceAnchor : 0)
+        }
+    }
+
+    /// Sender-clock time at which enqueued frame `frame` plays, while playing; nil while paused.
+    public func playTime(ofFrame frame: UInt64) -> UInt64? {
+        lock.withLock {
+            guard running else { return nil }
+            let offset = Int64(frame) - Int64(contentAtAnchor) + Int64(silenceSinceAnchor)
+            return UInt64(Int64(anchorClock + latency) + offset * 1_000_000 / 48)
+        }
     }
 
     /// Queues audio: 48 kHz interleaved stereo float. Blocks while more than a second is queued; returns
@@ -187,7 +281,10 @@ public final class StreamSession: @unchecked Sendable {
             if queued < 96000 { break }
             usleep(5000)
         }
-        lock.withLock { queue += pcm }
+        lock.withLock {
+            queue += pcm
+            contentEnqueued += UInt64(pcm.count / 2)
+        }
         return true
     }
 
@@ -228,9 +325,38 @@ public final class StreamSession: @unchecked Sendable {
 
     // MARK: receiver events
 
-    private func receiverRequest(_ request: RTSPMessage) {
-        guard request.method == "SET_PARAMETER", let end = TextParameters(parsing: request.bodyText)["session-end"] else { return }
-        routeChanged(end == "taken-over" ? .takenOver(by: request.headers["Lyre-Taken-Over-By"]) : .oldDeviceUnavailable)
+    private func receiverRequest(_ request: RTSPMessage, reply: @escaping RTSPClient.Reply) {
+        guard request.method == "SET_PARAMETER" else {
+            reply(request.method == "OPTIONS" || request.method == "GET_PARAMETER" ? 200 : 501, [])
+            return
+        }
+        let parameters = TextParameters(parsing: request.bodyText)
+        if let end = parameters["session-end"] {
+            reply(200, [])
+            routeChanged(end == "taken-over" ? .takenOver(by: request.headers["Lyre-Taken-Over-By"]) : .oldDeviceUnavailable)
+            return
+        }
+        guard parameters["remote-command"] != nil else {
+            reply(451, [("Lyre-Error", "a sender takes session-end and remote-command")])
+            return
+        }
+        // Only this session's receiver may command it: the request came over the session's own connection,
+        // and it must name the session.
+        guard request.headers["Session"]?.split(separator: ";").first.map(String.init) == sessionID else {
+            reply(454, [("Lyre-Error", "not this session")])
+            return
+        }
+        let event: RemoteCommandEvent
+        do {
+            event = try RemoteCommandEvent(parsing: parameters)
+        } catch {
+            reply(451, [("Lyre-Error", error.description)])
+            return
+        }
+        commandQueue.async { [remoteCommands] in
+            let status = remoteCommands.handle(event)
+            reply(status.rtspStatus, [("Lyre-Command-Status", status.rawValue)])
+        }
     }
 
     private func routeChanged(_ reason: OutputRouteChangeReason) {
@@ -280,6 +406,9 @@ public final class StreamSession: @unchecked Sendable {
                 if queue.count >= samplesPerFrame || (finishing && !queue.isEmpty) {
                     var pcm = ArraySlice(queue.prefix(samplesPerFrame))
                     queue.removeFirst(pcm.count)
+                    contentSentSinceAnchor += UInt64(pcm.count / 2)
+                    silenceSinceAnchor += pendingSilence
+                    pendingSilence = 0
                     if pcm.count < samplesPerFrame { pcm.append(contentsOf: repeatElement(0, count: samplesPerFrame - pcm.count)) }
                     history.append((index, pcm))
                     let keep = Int((latency + lead) / frameNanoseconds) + 4
@@ -287,6 +416,7 @@ public final class StreamSession: @unchecked Sendable {
                     defer { sequence &+= 1 }
                     return (pcm, index, sequence, rtp)
                 }
+                pendingSilence += UInt64(frameSamples)
                 return (nil, index, sequence, rtp)  // nothing queued: the slot passes in silence
             }
             guard let frame, let pcm = frame.pcm else { continue }

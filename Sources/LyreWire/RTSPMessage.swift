@@ -79,6 +79,11 @@ public struct RTSPMessage: Sendable, Equatable {
     /// The body as UTF-8 text (invalid sequences repaired).
     public var bodyText: String { String(decoding: body, as: UTF8.self) }
 
+    /// The media type of `Content-Type`, lowercased, without parameters; nil when there is none.
+    public var contentType: String? {
+        headers["Content-Type"]?.lowercased().split(separator: ";").first.map { String($0).trimmingSpaces }
+    }
+
     /// The wire form: start line, headers, empty line (all CRLF), body.
     public func serialized() -> [UInt8] {
         var text: String

@@ -5,6 +5,9 @@ public enum RTSPFrame: Sendable, Equatable {
     case interleaved(channel: UInt8, payload: [UInt8])
     /// An interleaved frame over the size limit: its bytes were skipped, the connection stays usable.
     case oversizedInterleaved(channel: UInt8, length: Int)
+    /// A message whose body is over `Limits.body` but within `Limits.skippableBody`: its head, without the
+    /// body, which is skipped as it arrives. Answer 413; the connection stays usable.
+    case oversizedMessage(RTSPMessage, length: Int)
 }
 
 /// Why input could not be framed. After any of these the connection's framing is lost: answer with
@@ -53,6 +56,8 @@ public struct RTSPParser: Sendable {
         public var headerSection = 16 * 1024
         public var headerLines = 64
         public var body = 2 * 1024 * 1024
+        /// Bodies up to this size are skipped, keeping the connection; larger ones end it.
+        public var skippableBody = 64 * 1024 * 1024
         public var interleavedFrame = 8192
         public init() {}
     }
@@ -60,6 +65,8 @@ public struct RTSPParser: Sendable {
     public let limits: Limits
     /// Bytes of an oversized interleaved frame still to skip, and its channel.
     private var skipping: (channel: UInt8, length: Int, remaining: Int)?
+    /// Bytes of an oversized message body still to skip.
+    private var skippingBody = 0
     /// A parsed head waiting for its body.
     private var pendingHead: (startLine: RTSPMessage.StartLine, headers: RTSPHeaders, length: Int)?
 
@@ -83,6 +90,11 @@ public struct RTSPParser: Sendable {
             if skip.remaining > 0 { skipping = skip; return (nil, take, false) }
             skipping = nil
             return (.oversizedInterleaved(channel: skip.channel, length: skip.length), take, false)
+        }
+        if skippingBody > 0 {
+            let take = min(skippingBody, bytes.count)
+            skippingBody -= take
+            return (nil, take, skippingBody == 0)
         }
         if let head = pendingHead {
             guard bytes.count >= head.length else { return (nil, 0, false) }
@@ -121,8 +133,12 @@ public struct RTSPParser: Sendable {
         var length = 0
         if let text = headers["Content-Length"] {
             guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { throw .invalidContentLength }
-            guard text.utf8.count <= 9, let value = Int(text), value <= limits.body else {
+            guard text.utf8.count <= 18, let value = Int(text), value <= limits.skippableBody else {
                 throw .bodyTooLarge(text.utf8.count <= 18 ? Int(text) ?? Int.max : Int.max)
+            }
+            if value > limits.body {
+                skippingBody = value
+                return (.oversizedMessage(RTSPMessage(startLine: startLine, headers: headers), length: value), headEnd, false)
             }
             length = value
         }

@@ -15,6 +15,8 @@ struct Play: AsyncParsableCommand {
             Files are anything libsndfile reads (WAV, FLAC, Ogg Vorbis/Opus, MP3), played in order; '-' reads raw \
             PCM from stdin as --format says. Without --to, lyre plays to the saved preferred output, or to the \
             only receiver on the network. Ctrl-C stops and tears the session down.
+
+            What plays is described to the receiver from each file's tags (or --title, --artist, --album), with             cover art embedded in a FLAC file or in cover.jpg/folder.jpg beside it (or --artwork). The receiver's             controls (lyre remote, MPRIS, media keys) drive the queue: play, pause, toggle, next, previous, seek,             skip, stop, and volume up/down.
             """)
 
     @Argument(help: "Files to play in order, or '-' for raw PCM on stdin.")
@@ -41,6 +43,18 @@ struct Play: AsyncParsableCommand {
     @Option(help: "Name the receiver shows while playing (default: user@host).")
     var name: String?
 
+    @Option(help: "Title to show instead of the tags'.")
+    var title: String?
+
+    @Option(help: "Artist to show instead of the tags'.")
+    var artist: String?
+
+    @Option(help: "Album to show instead of the tags'.")
+    var album: String?
+
+    @Option(help: ArgumentHelp("Cover art (JPEG or PNG, at most 1 MiB) instead of what the files have.", valueName: "IMAGE"))
+    var artwork: String?
+
     @Option(help: "Seconds to look for receivers.")
     var timeout: Double = 3
 
@@ -59,6 +73,11 @@ struct Play: AsyncParsableCommand {
         for file in files where file != "-" {
             guard FileManager.default.isReadableFile(atPath: file) else { throw ValidationError("cannot read '\(file)'") }
         }
+        for (name, value) in [("--title", title), ("--artist", artist), ("--album", album)] {
+            if let value, value.utf8.count > NowPlayingInfo.maximumTextBytes {
+                throw ValidationError("\(name) is over \(NowPlayingInfo.maximumTextBytes) bytes")
+            }
+        }
     }
 
     func run() async throws {
@@ -69,11 +88,12 @@ struct Play: AsyncParsableCommand {
         configuration.bitrate = bitrate * 1000
         configuration.frameMilliseconds = frame
         configuration.senderName = name ?? Self.defaultSenderName()
-        let items: [AudioSource] = files.map {
+        let sources: [AudioSource] = files.map {
             $0 == "-" ? .raw(fileDescriptor: 0, format: RawPCMFormat(format)!) : .file(path: $0)
         }
         // Check every file opens before anything plays.
-        for item in items { if case .file = item { do { _ = try item.openCheck() } catch { throw CommandFailure("\(error)") } } }
+        for source in sources { do { try source.openCheck() } catch { throw CommandFailure("\(error)") } }
+        let items = try queueItems(sources)
 
         let playerBox = PlayerBox()
         let session: StreamSession
@@ -98,7 +118,11 @@ struct Play: AsyncParsableCommand {
                     try player.play { progress in
                         guard terminal else { return }
                         let total = progress.duration.map { " / " + Self.clock($0) } ?? ""
-                        FileHandle.standardError.write(Data("\r\u{1B}[K▶ \(progress.title)  \(Self.clock(progress.elapsed))\(total)".utf8))
+                        let by = progress.artist.map { " — \($0)" } ?? ""
+                        let place = items.count > 1 ? "  [\(progress.index + 1)/\(items.count)]" : ""
+                        let volume = session.volume <= -144 ? "  muted" : session.volume < 0 ? "  \(Int(session.volume.rounded())) dB" : ""
+                        FileHandle.standardError.write(Data(
+                            "\r\u{1B}[K\(progress.paused ? "⏸" : "▶") \(progress.title)\(by)  \(Self.clock(progress.elapsed))\(total)\(place)\(volume)".utf8))
                     }
                 })
             }
@@ -115,6 +139,24 @@ struct Play: AsyncParsableCommand {
         case .failure(let error):
             session.close()
             throw CommandFailure("\(error)")
+        }
+    }
+
+    /// The queue with what each item says about itself, and the overrides.
+    private func queueItems(_ sources: [AudioSource]) throws -> [QueueItem] {
+        var cover: Artwork?
+        if let artwork {
+            guard let data = FileManager.default.contents(atPath: artwork) else { throw CommandFailure("cannot read --artwork '\(artwork)'") }
+            do { cover = try Artwork(bytes: Array(data)) } catch { throw CommandFailure("--artwork '\(artwork)': \(error)") }
+        }
+        return sources.map { source in
+            var metadata = TrackMetadata(tagsOf: source)
+            if let title { metadata.title = title }
+            if let artist { metadata.artist = artist }
+            if let album { metadata.album = album }
+            var art = cover
+            if art == nil, case .file(let path) = source { art = CoverArt.find(for: path) }
+            return QueueItem(source: source, metadata: metadata, artwork: art)
         }
     }
 

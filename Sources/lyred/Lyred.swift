@@ -1,8 +1,10 @@
 import ArgumentParser
+import Foundation
 import Logging
 import LyreAudio
 import LyreCommandLine
 import LyreDiscovery
+import LyreMPRIS
 import LyreReceiver
 import LyreWire
 import NIOCore
@@ -48,6 +50,12 @@ struct Lyred: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Address to listen on.", valueName: "ADDRESS"))
     var listen: String = "0.0.0.0"
 
+    @Option(help: ArgumentHelp("Unix socket for 'lyre remote' and now-playing queries, this user only; 'off' for none (default: \(ControlSocketPath.default)).", valueName: "PATH"))
+    var controlSocket: String?
+
+    @Option(help: "MPRIS on D-Bus: session, system, off, or auto (the session bus when DBUS_SESSION_BUS_ADDRESS is set).")
+    var mpris: MPRISMode = .auto
+
     @Option(help: "Output kind to advertise when ALSA cannot tell: speaker, headphones, line, hdmi or usb.")
     var outputKind: OutputKind = .speaker
 
@@ -83,10 +91,25 @@ struct Lyred: AsyncParsableCommand {
         configuration.defaultLatencyMilliseconds = latency
         configuration.presentationLogPath = presentationLog
         configuration.statisticsInterval = statsInterval
-        let streaming = Receiver(configuration: configuration, logger: logger)
+        let socketPath = controlSocket == "off" ? nil : controlSocket ?? ControlSocketPath.default
+        configuration.controlSocketPath = socketPath
+        configuration.artworkDirectory = Self.artworkDirectory(controlSocket: socketPath)
+        var streaming = Receiver(configuration: configuration, logger: logger)
         let boundPort: Int
         do {
-            boundPort = try await streaming.start()
+            do {
+                boundPort = try await streaming.start()
+            } catch ControlSocketError.inUse(let path) where controlSocket == nil {
+                // Several receivers on one host: only the first gets the default socket.
+                logger.warning("control socket \(path) belongs to another lyred; running without one (pass --control-socket PATH)")
+                await streaming.stop()
+                configuration.controlSocketPath = nil
+                streaming = Receiver(configuration: configuration, logger: logger)
+                boundPort = try await streaming.start()
+            }
+        } catch let error as ControlSocketError {
+            await streaming.stop()
+            throw CommandFailure("\(error)")
         } catch let error as IOError where error.errnoCode == EADDRINUSE {
             await streaming.stop()
             throw CommandFailure("port \(port) is already in use; pick another with --port (0 picks a free one)")
@@ -111,14 +134,33 @@ struct Lyred: AsyncParsableCommand {
             "lyred \(id) on port \(boundPort) via \(backend.mode.rawValue) mDNS, output \(output) (\(receiver.outputKind!.rawValue)\(detected == nil ? ", configured" : ", from ALSA"))"
         )
 
+        var bridge: MPRISBridge?
+        if let bus = mpris.bus {
+            do {
+                bridge = try MPRISBridge(bus: bus, identity: "Lyre receiver \(name ?? Self.hostName())", receiver: streaming, logger: logger)
+                logger.info("MPRIS on the \(bus.rawValue) bus as \(bridge!.busName)")
+            } catch {
+                await streaming.stop()
+                throw CommandFailure("\(error) (or pass --mpris off)")
+            }
+        } else if mpris == .auto {
+            logger.info("MPRIS off: no D-Bus session bus (DBUS_SESSION_BUS_ADDRESS is not set)")
+        }
+        if let path = configuration.controlSocketPath { logger.info("control socket \(path)") }
+
+        let receiverService = StreamingService(receiver: streaming, advertiser: advertiser, mpris: bridge, logger: logger)
         let group = ServiceGroup(
-            services: [
-                AdvertisingService(advertiser: advertiser, logger: logger),
-                StreamingService(receiver: streaming, advertiser: advertiser, logger: logger),
-            ],
+            services: [AdvertisingService(advertiser: advertiser, logger: logger), receiverService],
             gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         try await group.run()
+        bridge?.close()
         logger.info("withdrawn; exiting")
+    }
+
+    /// Artwork for MPRIS goes beside the control socket, in a directory of this process's own.
+    static func artworkDirectory(controlSocket: String?) -> String {
+        let base = ((controlSocket ?? ControlSocketPath.default) as NSString).deletingLastPathComponent
+        return "\(base)/artwork-\(getpid())"
     }
 
     /// The host name without its domain.
@@ -127,6 +169,20 @@ struct Lyred: AsyncParsableCommand {
         guard gethostname(&buffer, buffer.count) == 0 else { return "Lyre" }
         let full = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         return ServiceName.sanitized(String(full.split(separator: ".").first ?? "Lyre"))
+    }
+}
+
+/// `--mpris`: which D-Bus bus to show the MPRIS player on.
+enum MPRISMode: String, ExpressibleByArgument, CaseIterable {
+    case auto, session, system, off
+
+    var bus: MPRISBus? {
+        switch self {
+        case .session: .session
+        case .system: .system
+        case .off: nil
+        case .auto: (ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"] ?? "").isEmpty ? nil : .session
+        }
     }
 }
 
@@ -140,6 +196,7 @@ enum ReceiverCapabilities {
 struct StreamingService: Service {
     let receiver: Receiver
     let advertiser: ReceiverAdvertiser
+    let mpris: MPRISBridge?
     let logger: Logger
 
     func run() async throws {
@@ -148,7 +205,10 @@ struct StreamingService: Service {
                 do {
                     switch event {
                     case .status(let status): try advertiser.setStatus(status)
-                    case .volume(let db): try advertiser.setVolume(db)
+                    case .volume(let db):
+                        mpris?.volumeChanged(db)
+                        try advertiser.setVolume(db)
+                    case .nowPlaying(let snapshot): mpris?.show(snapshot)
                     }
                 } catch {
                     logger.warning("cannot update the advertisement: \(error)")

@@ -46,7 +46,7 @@ struct StreamingWireTests {
             do { _ = try parser.next(&buffer); return nil } catch { return error }
         }
         #expect(error("OPTIONS * RTSP/1.0\r\nCSeq: 1\r\nContent-Length: 99999999999\r\n\r\n")?.status == 413)
-        #expect(error("OPTIONS * RTSP/1.0\r\nCSeq: 1\r\nContent-Length: 2097153\r\n\r\n")?.status == 413)
+        #expect(error("OPTIONS * RTSP/1.0\r\nCSeq: 1\r\nContent-Length: 67108865\r\n\r\n")?.status == 413)
         #expect(error("OPTIONS * RTSP/1.0\r\nContent-Length: -1\r\n\r\n")?.status == 400)
         #expect(error("OPTIONS " + String(repeating: "a", count: 2000))?.status == 400)
         #expect(error("OPTIONS * RTSP/1.0\r\n" + String(repeating: "X-A: b\r\n", count: 70) + "\r\n")?.status == 431)
@@ -54,6 +54,27 @@ struct StreamingWireTests {
         #expect(error("OPTIONS * RTSP/2.0\r\n\r\n")?.status == 505)
         #expect(error("\u{1}\u{2}garbage\r\n\r\n")?.status == 400)
         #expect(error("M-SEARCH * RTSP/1.0\r\nCSeq: 4000000000\r\n\r\n") == nil)
+    }
+
+    @Test func oversizedBodiesAreSkippedAndTheConnectionStaysUsable() throws {
+        var parser = RTSPParser()
+        let body = [UInt8](repeating: 0x41, count: 10 * 1024 * 1024)
+        var buffer = Array("SET_PARAMETER rtsp://h/ RTSP/1.0\r\nCSeq: 7\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n".utf8)
+        let head = try parser.next(&buffer)
+        guard case .oversizedMessage(let message, let length) = head else {
+            Issue.record("expected the head of an oversized message, got \(String(describing: head))")
+            return
+        }
+        #expect(message.cseq == 7 && length == body.count && message.body.isEmpty)
+        // The body arrives in pieces and is skipped; the next request parses.
+        var frames: [RTSPFrame] = []
+        for start in stride(from: 0, to: body.count, by: 65536) {
+            buffer += body[start..<min(start + 65536, body.count)]
+            while let frame = try parser.next(&buffer) { frames.append(frame) }
+        }
+        #expect(frames.isEmpty && buffer.isEmpty)
+        buffer += Array("OPTIONS * RTSP/1.0\r\nCSeq: 8\r\n\r\n".utf8)
+        if case .message(let options) = try parser.next(&buffer) { #expect(options.cseq == 8) } else { Issue.record("no OPTIONS after the skipped body") }
     }
 
     @Test func oversizedInterleavedFramesAreSkipped() throws {

@@ -234,6 +234,32 @@ def cmd_presentation(a):
     return 0
 
 
+def cmd_heard(a):
+    """When the session's audio frame F was heard: the first block with audio gives the RTP time of the
+    first audio frame (R0 = rtp_time + 240 - audio_frames, audio fills the block's end); the block holding
+    R0 + F gives its presentation time."""
+    try:
+        with open(a.log, newline="") as f:
+            rows = [(int(r["rtp_time"]), int(r["presented_ns"]), int(r["audio_frames"])) for r in csv.DictReader(f)]
+    except (OSError, KeyError, ValueError, TypeError) as e:
+        print(f"audio.py heard: cannot read {a.log}: {e}", file=sys.stderr)
+        return 2
+    first = next((r for r in rows if r[2] > 0), None)
+    if first is None:
+        print(f"audio.py heard: no audio in {a.log}", file=sys.stderr)
+        return 2
+    block = 240
+    r0 = (first[0] + block - first[2]) % 2**32
+    target = (r0 + a.frame) % 2**32
+    for rtp, presented, _ in rows:
+        into = (target - rtp) % 2**32
+        if into < block:
+            print(json.dumps({"frame": a.frame, "rtp": target, "presented_ns": presented + round(into * 1e9 / 48000)}))
+            return 0
+    print(f"audio.py heard: frame {a.frame} was not presented", file=sys.stderr)
+    return 1
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -251,10 +277,13 @@ def main():
     c.add_argument("--max-lag-seconds", type=float, default=10.0)
     p = sub.add_parser("presentation", help="summarise a receiver presentation log")
     p.add_argument("log", metavar="LOG.csv")
+    h = sub.add_parser("heard", help="when audio frame F of the session was presented")
+    h.add_argument("log", metavar="LOG.csv")
+    h.add_argument("--frame", type=int, required=True)
     a = ap.parse_args()
     if a.cmd == "sweep" and (a.seconds <= 0.02 or a.rate <= 0 or a.channels < 1 or a.lead_silence < 0):
         ap.error("need --seconds > 0.02, --rate > 0, --channels >= 1, --lead-silence >= 0")
-    return {"sweep": cmd_sweep, "compare": cmd_compare, "presentation": cmd_presentation}[a.cmd](a)
+    return {"sweep": cmd_sweep, "compare": cmd_compare, "presentation": cmd_presentation, "heard": cmd_heard}[a.cmd](a)
 
 
 if __name__ == "__main__":

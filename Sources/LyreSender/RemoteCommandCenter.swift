@@ -1,0 +1,94 @@
+import LyreWire
+import NIOConcurrencyHelpers
+
+/// The commands a sender accepts from its receiver, as `MPRemoteCommandCenter` on iOS: a command is enabled
+/// when it has a handler and is not disabled. The receiver is told the enabled set whenever it changes,
+/// and refuses the others itself (now-playing.md §4).
+///
+/// Handlers run one at a time on the session's command thread, never on its network reader.
+///
+/// `@unchecked Sendable`: all state is behind `lock`; handlers are called without it held.
+public final class RemoteCommandCenter: @unchecked Sendable {
+    public typealias Handler = @Sendable (RemoteCommandEvent) -> RemoteCommandStatus
+
+    private let lock = NIOLock()
+    private var handlers: [RemoteCommand: Handler] = [:]
+    private var disabled: Set<RemoteCommand> = []
+    private var skipInterval: Double = 15
+    private var lastPublished: EnabledCommands?
+    /// Called with the new enabled set when it changes (the session sends it to the receiver).
+    var onChange: (@Sendable (EnabledCommands) -> Void)?
+
+    init() {}
+
+    /// Adds (or replaces) the handler for `command`, which enables it unless it was disabled.
+    public func addHandler(_ command: RemoteCommand, _ handler: @escaping Handler) {
+        lock.withLock { handlers[command] = handler }
+        changed()
+    }
+
+    public func removeHandler(_ command: RemoteCommand) {
+        _ = lock.withLock { handlers.removeValue(forKey: command) }
+        changed()
+    }
+
+    /// Enables or disables a command without removing its handler (`MPRemoteCommand.isEnabled`).
+    public func setEnabled(_ command: RemoteCommand, _ enabled: Bool) {
+        lock.withLock { if enabled { disabled.remove(command) } else { disabled.insert(command) } }
+        changed()
+    }
+
+    /// Sets several commands' enabled state at once, so the receiver hears one update.
+    public func setEnabled(_ states: [RemoteCommand: Bool]) {
+        lock.withLock {
+            for (command, enabled) in states { if enabled { disabled.remove(command) } else { disabled.insert(command) } }
+        }
+        changed()
+    }
+
+    public func isEnabled(_ command: RemoteCommand) -> Bool {
+        lock.withLock { handlers[command] != nil && !disabled.contains(command) }
+    }
+
+    /// The interval offered for `skipForward` / `skipBackward`, seconds (`preferredIntervals` on iOS).
+    public var preferredSkipInterval: Double {
+        get { lock.withLock { skipInterval } }
+        set {
+            lock.withLock { skipInterval = newValue }
+            changed()
+        }
+    }
+
+    public var enabledCommands: EnabledCommands {
+        lock.withLock {
+            EnabledCommands(Set(handlers.keys).subtracting(disabled), skipInterval: skipInterval)
+        }
+    }
+
+    /// Runs the command's handler; `.disabled` when it has none or is disabled.
+    func handle(_ event: RemoteCommandEvent) -> RemoteCommandStatus {
+        let handler: Handler? = lock.withLock { disabled.contains(event.command) ? nil : handlers[event.command] }
+        return handler?(event) ?? .disabled
+    }
+
+    /// Tells the session when the enabled set really changed.
+    private func changed() {
+        let (current, notify): (EnabledCommands, (@Sendable (EnabledCommands) -> Void)?) = lock.withLock {
+            let current = EnabledCommands(Set(handlers.keys).subtracting(disabled), skipInterval: skipInterval)
+            guard current != lastPublished, let onChange else { return (current, nil) }
+            lastPublished = current
+            return (current, onChange)
+        }
+        notify?(current)
+    }
+
+    /// Sends the current set even if unchanged (when the session starts).
+    func publish() {
+        let (current, notify) = lock.withLock {
+            let current = EnabledCommands(Set(handlers.keys).subtracting(disabled), skipInterval: skipInterval)
+            lastPublished = current
+            return (current, onChange)
+        }
+        notify?(current)
+    }
+}

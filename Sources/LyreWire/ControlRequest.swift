@@ -1,0 +1,76 @@
+/// One request on a receiver's control socket (now-playing.md §5): a line of text, answered by one line,
+/// `ok[ PAYLOAD]` or `error KIND: MESSAGE`. `lyre remote` speaks it; so can `socat`.
+public enum ControlRequest: Sendable, Equatable {
+    case nowPlaying
+    case stats
+    case command(RemoteCommandEvent)
+
+    /// Longest request line, bytes.
+    public static let maximumLineBytes = 1024
+
+    /// The words `lyre remote` takes, for help and error text.
+    public static let usage =
+        "play, pause, toggle, next, previous, stop, seek SECONDS, skip ±SECONDS, rate R, volume up|down, "
+        + "seek-forward begin|end, seek-backward begin|end, repeat off|one|all, shuffle off|items|collection, now-playing, stats"
+
+    /// Parses `words` (the line split on spaces). The error is one line that says what to send instead.
+    public init(words: [String]) throws(RemoteCommandError) {
+        guard let verb = words.first?.lowercased() else { throw .malformed("empty request; send one of: \(Self.usage)") }
+        let argument = words.count > 1 ? words[1] : nil
+        func noArgument() throws(RemoteCommandError) {
+            guard words.count == 1 else { throw .malformed("'\(verb)' takes no argument") }
+        }
+        func seconds(_ what: String) throws(RemoteCommandError) -> Double {
+            guard words.count == 2, let text = argument, let value = Double(text), value.isFinite else {
+                throw .malformed("'\(verb)' needs \(what)")
+            }
+            return value
+        }
+        func choice<T: RawRepresentable>(_ type: T.Type, _ options: String) throws(RemoteCommandError) -> T where T.RawValue == String {
+            guard words.count == 2, let text = argument, let value = T(rawValue: text.lowercased()) else {
+                throw .malformed("'\(verb)' needs one of \(options)")
+            }
+            return value
+        }
+        let event: RemoteCommandEvent
+        switch verb {
+        case "now-playing", "status":
+            try noArgument()
+            self = .nowPlaying
+            return
+        case "stats":
+            try noArgument()
+            self = .stats
+            return
+        case "play": try noArgument(); event = RemoteCommandEvent(.play)
+        case "pause": try noArgument(); event = RemoteCommandEvent(.pause)
+        case "toggle": try noArgument(); event = RemoteCommandEvent(.togglePlayPause)
+        case "next": try noArgument(); event = RemoteCommandEvent(.nextTrack)
+        case "previous": try noArgument(); event = RemoteCommandEvent(.previousTrack)
+        case "stop": try noArgument(); event = RemoteCommandEvent(.stop)
+        case "seek": event = RemoteCommandEvent(.changePlaybackPosition, position: try seconds("a position in seconds, e.g. seek 90"))
+        case "skip":
+            let interval = try seconds("a signed number of seconds, e.g. skip +15 or skip -15")
+            guard interval != 0 else { throw .malformed("'skip' needs a non-zero number of seconds") }
+            event = RemoteCommandEvent(interval > 0 ? .skipForward : .skipBackward, interval: abs(interval))
+        case "rate": event = RemoteCommandEvent(.changePlaybackRate, rate: try seconds("a rate, e.g. rate 1.5"))
+        case "volume":
+            let direction = words.count == 2 ? argument!.lowercased() : ""
+            guard direction == "up" || direction == "down" else { throw .malformed("'volume' needs up or down") }
+            event = RemoteCommandEvent(direction == "up" ? .volumeUp : .volumeDown)
+        case "seek-forward", "seek-backward":
+            event = RemoteCommandEvent(verb == "seek-forward" ? .seekForward : .seekBackward,
+                                       phase: try choice(SeekPhase.self, "begin or end"))
+        case "repeat": event = RemoteCommandEvent(.changeRepeatMode, repeatMode: try choice(RepeatMode.self, "off, one or all"))
+        case "shuffle": event = RemoteCommandEvent(.changeShuffleMode, shuffleMode: try choice(ShuffleMode.self, "off, items or collection"))
+        default:
+            throw .unknownCommand(verb)
+        }
+        try event.validate()
+        self = .command(event)
+    }
+
+    public init(line: String) throws(RemoteCommandError) {
+        try self.init(words: line.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init))
+    }
+}

@@ -1,0 +1,100 @@
+import ArgumentParser
+import Foundation
+import LyreCommandLine
+import LyreWire
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `lyre remote`: a remote control at the receiver. Sends one command through lyred's control socket; lyred
+/// relays it to the sender that is playing, whose answer decides the exit status.
+struct Remote: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Control what a local lyred is playing, through its control socket.",
+        discussion: """
+            Commands: \(ControlRequest.usage).
+            The receiver relays the command to the sender that is playing; lyre exits non-zero when the sender \
+            refuses or has the command disabled. 'now-playing' prints what plays (--json for the receiver's JSON).
+            """)
+
+    @Argument(parsing: .allUnrecognized, help: ArgumentHelp("The command and its argument, e.g. 'skip -15'.", valueName: "COMMAND"))
+    var words: [String] = []
+
+    @Option(help: ArgumentHelp("lyred's control socket (default: \(ControlSocketPath.default)).", valueName: "PATH"))
+    var socket: String?
+
+    @Flag(help: "Print now-playing as JSON.")
+    var json = false
+
+    func validate() throws {
+        guard !words.isEmpty else { throw ValidationError("name a command: \(ControlRequest.usage)") }
+        do { _ = try ControlRequest(words: words) } catch { throw ValidationError("\(error)") }
+    }
+
+    func run() throws {
+        let request = try ControlRequest(words: words)
+        let path = socket ?? ControlSocketPath.default
+        let answer = try Self.exchange(words.joined(separator: " "), path: path)
+        if answer == "ok" { return }
+        if answer.hasPrefix("ok ") {
+            let payload = String(answer.dropFirst(3))
+            if request == .nowPlaying, !json { print(Self.describe(payload)) } else { print(payload) }
+            return
+        }
+        let message = answer.hasPrefix("error ") ? String(answer.dropFirst(6)) : "unexpected answer from lyred: \(answer)"
+        throw CommandFailure(message)
+    }
+
+    /// Sends one line and reads the one-line answer (at most 10 s).
+    static func exchange(_ line: String, path: String) throws -> String {
+        let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw CommandFailure("cannot make a socket: \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { throw CommandFailure("--socket path is too long") }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in for (i, byte) in bytes.enumerated() { raw[i] = byte } }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard connected == 0 else {
+            let why = errno == EACCES ? "permission denied (it belongs to another user)" : String(cString: strerror(errno))
+            throw CommandFailure("cannot reach lyred at \(path): \(why); is lyred running? (pass --socket PATH)")
+        }
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let request = Array((line + "\n").utf8)
+        guard send(fd, request, request.count, Int32(MSG_NOSIGNAL)) == request.count else {
+            throw CommandFailure("lyred closed its control socket")
+        }
+        var answer: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while !answer.contains(UInt8(ascii: "\n")) {
+            let n = recv(fd, &chunk, chunk.count, 0)
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else {
+                throw CommandFailure(n == 0 ? "lyred closed its control socket without answering" : "no answer from lyred within 10 s")
+            }
+            answer += chunk[0..<n]
+        }
+        return String(decoding: answer.prefix { $0 != UInt8(ascii: "\n") }, as: UTF8.self)
+    }
+
+    /// One readable line from the now-playing JSON.
+    static func describe(_ json: String) -> String {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any] else { return json }
+        let state = object["state"] as? String ?? "idle"
+        guard state != "idle" else { return "nothing is playing" }
+        var line = "\(state == "playing" ? "▶" : state == "paused" ? "⏸" : "■") \(object["title"] as? String ?? "untitled")"
+        if let artist = object["artist"] as? String { line += " — \(artist)" }
+        if let album = object["album"] as? String { line += " (\(album))" }
+        if let position = object["position"] as? Double {
+            line += "  \(Play.clock(position))"
+            if let duration = object["duration"] as? Double { line += " / \(Play.clock(duration))" }
+        }
+        if let sender = object["sender"] as? String { line += "  from \(sender)" }
+        return line
+    }
+}

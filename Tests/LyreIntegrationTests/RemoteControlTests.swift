@@ -1,0 +1,307 @@
+import Foundation
+import Testing
+
+/// Now playing and remote control end to end (Protocol/now-playing.md), with real clients: `lyre play` as
+/// the sender, lyred with its control socket and MPRIS on the test network's own D-Bus session bus,
+/// `lyre remote`, playerctl and dbus-send at the receiver's side, and a raw RTSP peer for bad input.
+@Suite(.serialized)
+struct RemoteControlTests {
+    static let audioTool = TestNetwork.tools + "/peers/audio.py"
+
+    struct Rig {
+        let network: TestNetwork
+        let lyred: Spawned
+        let presentationLog: String
+
+        init() async throws {
+            for tool in ["playerctl", "dbus-send", "ffmpeg"] where TestNetwork.which(tool) == nil {
+                throw TestNetworkError("\(tool) is missing: run Tools/test, which installs everything the tests need")
+            }
+            network = try TestNetwork()
+            presentationLog = network.scratch.appendingPathComponent("presentation.csv").path
+            let wav = network.scratch.appendingPathComponent("out.wav").path
+            lyred = try network.spawn(
+                [TestNetwork.binaries + "/lyred", "--name", "Speaker", "--port", "7730", "--state-dir", "/run/lyred",
+                 "--output", "wav:\(wav)", "--presentation-log", presentationLog, "--mpris", "session", "--log-level", "info"],
+                name: "lyred")
+            let up = await eventually { lyred.stderr.contains("advertised as") && lyred.stderr.contains("MPRIS on the session bus") }
+            #expect(up, "lyred did not come up with MPRIS: \(lyred.stderr)")
+        }
+
+        /// `lyre remote WORDS...`.
+        func remote(_ words: String...) async throws -> Spawned {
+            try await network.run(["lyre", "remote"] + words, timeout: 15)
+        }
+
+        /// The receiver's now-playing JSON.
+        func nowPlaying() async throws -> [String: Any] {
+            let result = try await remote("now-playing", "--json")
+            let json = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
+            return try #require(json, "now-playing: \(result.stdout) \(result.stderr)")
+        }
+
+        func waitForNowPlaying(timeout: Double = 10, _ condition: ([String: Any]) -> Bool) async -> [String: Any]? {
+            var last: [String: Any]?
+            let held = await eventually(timeout: timeout) {
+                last = try? await nowPlaying()
+                return last.map(condition) ?? false
+            }
+            return held ? last : nil
+        }
+
+        func playerctl(_ arguments: String...) async throws -> Spawned {
+            try await network.run(["playerctl", "-p", "lyred"] + arguments, timeout: 15)
+        }
+
+        /// An MPRIS property, as dbus-send prints it.
+        func mprisProperty(_ name: String) async throws -> String {
+            let result = try await network.run([
+                "dbus-send", "--session", "--print-reply", "--dest=org.mpris.MediaPlayer2.lyred", "/org/mpris/MediaPlayer2",
+                "org.freedesktop.DBus.Properties.Get", "string:org.mpris.MediaPlayer2.Player", "string:\(name)",
+            ])
+            return result.stdout.split(separator: "\n").dropFirst().joined(separator: " ").trimmingCharacters(in: .whitespaces)
+        }
+    }
+
+    /// Tagged FLAC tracks of a tone, 44.1 kHz (so resampling is on the path); the first with a PNG cover
+    /// embedded. Returns the files and the cover.
+    static func makeTracks(_ network: TestNetwork, seconds: [Int]) async throws -> (files: [String], cover: String) {
+        let dir = network.scratch.path
+        let cover = dir + "/cover.png"
+        var script = "set -e; cd '\(dir)'; ffmpeg -v error -y -f lavfi -i color=c=red:s=48x48 -frames:v 1 cover.png\n"
+        let names = ["One", "Two", "Three", "Four"]
+        for (i, length) in seconds.enumerated() {
+            script += """
+                ffmpeg -v error -y -f lavfi -i sine=frequency=\(330 + 110 * i):duration=\(length):sample_rate=44100 -ac 2 \
+                -metadata title=\(names[i]) -metadata artist=Ann -metadata album=Tests -metadata tracknumber=\(i + 1)/\(seconds.count) t\(i).flac
+
+                """
+        }
+        script += "ffmpeg -v error -y -i t0.flac -i cover.png -map 0:a -map 1:v -c copy -disposition:v attached_pic t0c.flac && mv t0c.flac t0.flac\n"
+        let made = try await network.shell(script, timeout: 60)
+        #expect(made.status == 0, "ffmpeg: \(made.stderr)")
+        return ((0..<seconds.count).map { "\(dir)/t\($0).flac" }, cover)
+    }
+
+    static func position(_ nowPlaying: [String: Any]?) -> Double { nowPlaying?["position"] as? Double ?? -1 }
+
+    @Test func nowPlayingArrivesWithExactArtworkAndAPositionThatNeedsNoUpdates() async throws {
+        let rig = try await Rig()
+        defer { rig.network.close() }
+        let (files, cover) = try await Self.makeTracks(rig.network, seconds: [14, 4])
+        let play = try rig.network.spawn(["lyre", "play"] + files + ["--to", "Speaker", "--latency", "100"], name: "lyre-play")
+
+        let first = await rig.waitForNowPlaying { $0["title"] as? String == "One" }
+        #expect(first != nil, "no now-playing at the receiver: \(rig.lyred.stderr)")
+        #expect(first?["artist"] as? String == "Ann" && first?["album"] as? String == "Tests", "\(first ?? [:])")
+        #expect(first?["queueCount"] as? Int == 2 && first?["state"] as? String == "playing", "\(first ?? [:])")
+        #expect(rig.lyred.stderr.contains("now playing: 'One' by Ann"), "the log shows what plays")
+
+        // MPRIS, read by playerctl: tags, length, and the artwork file, byte for byte.
+        let metadata = try await rig.playerctl("metadata", "--format", "{{title}}|{{artist}}|{{album}}|{{mpris:length}}|{{mpris:artUrl}}")
+        let fields = metadata.stdout.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "|", omittingEmptySubsequences: false).map(String.init)
+        #expect(fields.count == 5 && Array(fields.prefix(4)) == ["One", "Ann", "Tests", "14000000"], "playerctl: \(metadata.stdout) \(metadata.stderr)")
+        let artURL = fields.count == 5 ? fields[4] : ""
+        #expect(artURL.hasPrefix("file://"), "mpris:artUrl: \(artURL)")
+        let same = try await rig.network.run(["cmp", cover, String(artURL.dropFirst("file://".count))])
+        #expect(same.status == 0, "the artwork lyred wrote differs from the cover: \(same.stdout) \(same.stderr)")
+        let status = try await rig.playerctl("status")
+        #expect(status.stdout.hasPrefix("Playing"), "playerctl status: \(status.stdout) \(status.stderr)")
+
+        // After 10 s, the extrapolated position matches what was heard: the receiver's position at the
+        // moment frame 10 s × 48000 was presented is within 50 ms of 10 s, from the one update sent at start.
+        let late = await rig.waitForNowPlaying(timeout: 20) { Self.position($0) >= 10.6 }
+        let sample = try #require(late, "the position never passed 10 s")
+        let heardRun = try await rig.network.run(["python3", Self.audioTool, "heard", rig.presentationLog, "--frame", "480000"])
+        let heard = try #require((try? JSONSerialization.jsonObject(with: Data(heardRun.stdout.utf8))) as? [String: Any], "audio.py heard: \(heardRun.stderr)")
+        let heardAt = try #require(heard["presented_ns"] as? Int)
+        let at = try #require(sample["at"] as? Int)
+        let estimate = Self.position(sample) - Double(at - heardAt) / 1e9
+        #expect(abs(estimate - 10) < 0.05, "position at the moment 10.000 s was heard: \(estimate) s")
+        #expect(sample["updates"] as? Int == 1, "the progress bar needed updates: \(sample)")
+
+        // The next item is shown when it starts to play, with its own tags.
+        let second = await rig.waitForNowPlaying(timeout: 10) { $0["title"] as? String == "Two" }
+        #expect(second?["queueIndex"] as? Int == 1 && Self.position(second) < 3, "\(second ?? [:])")
+        try await play.waitForExit(timeout: 20)
+        #expect(play.status == 0, "lyre play: \(play.stderr)")
+        let idle = await rig.waitForNowPlaying { $0["state"] as? String == "idle" }
+        #expect(idle != nil, "the receiver still shows a session")
+    }
+
+    @Test func pauseSetsRateZeroAndFreezesThePosition() async throws {
+        let rig = try await Rig()
+        defer { rig.network.close() }
+        let (files, _) = try await Self.makeTracks(rig.network, seconds: [30])
+        let play = try rig.network.spawn(["lyre", "play"] + files + ["--to", "Speaker"], name: "lyre-play")
+        #expect(await rig.waitForNowPlaying { Self.position($0) > 1.5 } != nil, "not playing: \(play.stderr)")
+
+        let pause = try await rig.remote("pause")
+        #expect(pause.status == 0, "lyre remote pause: \(pause.stderr)")
+        let paused = await rig.waitForNowPlaying { $0["state"] as? String == "paused" }
+        #expect(paused?["rate"] as? Double == 0, "\(paused ?? [:])")
+        let frozen = Self.position(paused)
+        let statsBefore = try await rig.remote("stats")
+        try await Task.sleep(for: .seconds(1.5))
+        let later = try await rig.nowPlaying()
+        #expect(abs(Self.position(later) - frozen) < 0.001, "the position moved while paused: \(frozen) → \(Self.position(later))")
+        #expect(try await rig.playerctl("status").stdout.hasPrefix("Paused"))
+        let mprisPosition = try await rig.playerctl("position")
+        #expect(abs((Double(mprisPosition.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1) - frozen) < 0.01,
+                "MPRIS Position \(mprisPosition.stdout) vs \(frozen)")
+        // No audio flows while paused.
+        let statsAfter = try await rig.remote("stats")
+        #expect(Self.received(statsBefore.stdout) == Self.received(statsAfter.stdout), "\(statsBefore.stdout) → \(statsAfter.stdout)")
+
+        #expect(try await rig.remote("play").status == 0)
+        let resumed = await rig.waitForNowPlaying { $0["state"] as? String == "playing" && Self.position($0) > frozen + 0.5 }
+        #expect(resumed?["rate"] as? Double == 1, "did not resume: \(resumed ?? [:])")
+        #expect(abs(Self.position(resumed) - frozen) < 3, "resumed elsewhere: \(frozen) → \(Self.position(resumed))")
+        #expect(try await rig.remote("stop").status == 0)
+        try await play.waitForExit(timeout: 10)
+        #expect(play.status == 0, "lyre play after stop: \(play.stderr)")
+    }
+
+    static func received(_ stats: String) -> Int? {
+        stats.split(separator: " ").first { $0.hasPrefix("received=") }.flatMap { Int($0.dropFirst(9).trimmingCharacters(in: CharacterSet(charactersIn: ";,"))) }
+    }
+
+    @Test func everyCommandFromLyreRemoteReachesTheSender() async throws {
+        let rig = try await Rig()
+        defer { rig.network.close() }
+        let (files, _) = try await Self.makeTracks(rig.network, seconds: [40, 40, 40])
+        let play = try rig.network.spawn(["lyre", "play"] + files + ["--to", "Speaker"], name: "lyre-play")
+        #expect(await rig.waitForNowPlaying { $0["title"] as? String == "One" && Self.position($0) > 0.5 } != nil, "\(play.stderr)")
+
+        func expectOK(_ words: String..., sourceLocation: SourceLocation = #_sourceLocation) async throws {
+            let result = try await rig.network.run(["lyre", "remote"] + words, timeout: 15)
+            #expect(result.status == 0, "lyre remote \(words.joined(separator: " ")): \(result.stderr)", sourceLocation: sourceLocation)
+        }
+        try await expectOK("next")
+        #expect(await rig.waitForNowPlaying { $0["title"] as? String == "Two" } != nil, "next did not move on")
+        try await expectOK("previous")  // at the start of an item: the one before
+        #expect(await rig.waitForNowPlaying { $0["title"] as? String == "One" } != nil, "previous did not go back")
+        try await expectOK("seek", "20")
+        #expect(await rig.waitForNowPlaying { abs(Self.position($0) - 20) < 1 } != nil, "seek 20")
+        try await expectOK("skip", "+5")
+        #expect(await rig.waitForNowPlaying { abs(Self.position($0) - 25) < 1.5 } != nil, "skip +5")
+        try await expectOK("skip", "-10")
+        #expect(await rig.waitForNowPlaying { abs(Self.position($0) - 15) < 1.5 } != nil, "skip -10")
+        try await expectOK("toggle")
+        #expect(await rig.waitForNowPlaying { $0["state"] as? String == "paused" } != nil, "toggle to pause")
+        try await expectOK("toggle")
+        #expect(await rig.waitForNowPlaying { $0["state"] as? String == "playing" } != nil, "toggle to play")
+        try await expectOK("volume", "down")
+        #expect(await rig.waitForNowPlaying { $0["volume"] as? Double == -1.875 } != nil, "volume down: the sender sets the volume")
+        try await expectOK("volume", "up")
+        #expect(await rig.waitForNowPlaying { $0["volume"] as? Double == 0 } != nil, "volume up")
+
+        // Refused: a command the sender has disabled (lyre play cannot change the rate) and a bad argument.
+        let rate = try await rig.remote("rate", "1.5")
+        #expect(rate.status != 0 && rate.stderr.contains("does not accept changePlaybackRate"), "rate: \(rate.stderr)")
+        let seekPast = try await rig.remote("seek", "500")
+        #expect(seekPast.status != 0 && seekPast.stderr.contains("commandFailed"), "seek past the end: \(seekPast.stderr)")
+        let unknown = try await rig.remote("frobnicate")
+        #expect(unknown.status != 0 && unknown.stderr.contains("unknown command 'frobnicate'"), "\(unknown.stderr)")
+
+        // On the last item there is no next: the sender withdraws it, and the receiver refuses it.
+        try await expectOK("next")
+        try await expectOK("next")
+        #expect(await rig.waitForNowPlaying { $0["title"] as? String == "Three" } != nil)
+        #expect(await eventually { (try? await rig.mprisProperty("CanGoNext"))?.contains("boolean false") ?? false }, "CanGoNext stays true")
+        let noNext = try await rig.remote("next")
+        #expect(noNext.status != 0 && noNext.stderr.contains("does not accept nextTrack"), "\(noNext.stderr)")
+
+        try await expectOK("stop")
+        try await play.waitForExit(timeout: 10)
+        #expect(play.status == 0, "lyre play after stop: \(play.stderr)")
+        #expect(await rig.waitForNowPlaying { $0["state"] as? String == "idle" } != nil)
+    }
+
+    @Test func mprisClientsDriveTheSender() async throws {
+        let rig = try await Rig()
+        defer { rig.network.close() }
+        let (files, _) = try await Self.makeTracks(rig.network, seconds: [40, 40])
+        let play = try rig.network.spawn(["lyre", "play"] + files + ["--to", "Speaker"], name: "lyre-play")
+        #expect(await rig.waitForNowPlaying { $0["title"] as? String == "One" && Self.position($0) > 0.5 } != nil, "\(play.stderr)")
+        #expect(try await rig.mprisProperty("CanGoNext").contains("boolean true"))
+        #expect(try await rig.mprisProperty("CanSeek").contains("boolean true"))
+
+        func expectOK(_ arguments: String..., sourceLocation: SourceLocation = #_sourceLocation) async throws {
+            let result = try await rig.network.run(["playerctl", "-p", "lyred"] + arguments, timeout: 15)
+            #expect(result.status == 0, "playerctl \(arguments.joined(separator: " ")): \(result.stderr)", sourceLocation: sourceLocation)
+        }
+        try await expectOK("next")
+        #expect(await rig.waitForNowPlaying { $0["title"] as? String == "Two" } != nil, "Next")
+        #expect(await eventually { (try? await rig.playerctl("metadata", "title"))?.stdout.hasPrefix("Two") ?? false }, "MPRIS metadata after Next")
+        try await expectOK("previous")
+        #expect(await rig.waitForNowPlaying { $0["title"] as? String == "One" } != nil, "Previous")
+        try await expectOK("pause")
+        #expect(await rig.waitForNowPlaying { $0["state"] as? String == "paused" } != nil, "Pause")
+        try await expectOK("play")
+        #expect(await rig.waitForNowPlaying { $0["state"] as? String == "playing" } != nil, "Play")
+        try await expectOK("play-pause")
+        #expect(await rig.waitForNowPlaying { $0["state"] as? String == "paused" } != nil, "PlayPause")
+        try await expectOK("play-pause")
+        #expect(await rig.waitForNowPlaying { $0["state"] as? String == "playing" } != nil, "PlayPause again")
+        try await expectOK("position", "20")  // SetPosition
+        #expect(await rig.waitForNowPlaying { abs(Self.position($0) - 20) < 1 } != nil, "SetPosition 20")
+        try await expectOK("position", "5-")  // Seek −5 s
+        #expect(await rig.waitForNowPlaying { abs(Self.position($0) - 15) < 1.5 } != nil, "Seek -5")
+        let seek = try await rig.network.run([
+            "dbus-send", "--session", "--print-reply", "--dest=org.mpris.MediaPlayer2.lyred", "/org/mpris/MediaPlayer2",
+            "org.mpris.MediaPlayer2.Player.Seek", "int64:10000000",
+        ])
+        #expect(seek.status == 0, "dbus-send Seek: \(seek.stderr)")
+        #expect(await rig.waitForNowPlaying { abs(Self.position($0) - 25) < 1.5 } != nil, "Seek +10")
+
+        // A refused command is a D-Bus error: Next on the last item, which the sender has disabled.
+        try await expectOK("next")
+        #expect(await eventually { (try? await rig.mprisProperty("CanGoNext"))?.contains("boolean false") ?? false }, "CanGoNext on the last item")
+        let refused = try await rig.network.run([
+            "dbus-send", "--session", "--print-reply", "--dest=org.mpris.MediaPlayer2.lyred", "/org/mpris/MediaPlayer2",
+            "org.mpris.MediaPlayer2.Player.Next",
+        ])
+        #expect(refused.status != 0 && refused.stderr.contains("org.mpris.MediaPlayer2.Lyre.CommandDisabled"), "Next: \(refused.stderr)")
+
+        try await expectOK("stop")
+        try await play.waitForExit(timeout: 10)
+        #expect(play.status == 0, "lyre play after Stop: \(play.stderr)")
+    }
+
+    @Test func badInputIsRefusedAndTheStreamGoesOn() async throws {
+        let rig = try await Rig()
+        defer { rig.network.close() }
+        // Only lyred's user may use its control socket.
+        let mode = try await rig.network.run(["stat", "-c", "%a %F", "/run/lyred/control.sock"])
+        #expect(mode.stdout.hasPrefix("600 socket"), "control socket: \(mode.stdout) \(mode.stderr)")
+
+        let abuse = try await rig.network.run(["python3", TestNetwork.tools + "/peers/now-playing-abuse.py", "127.0.0.1", "7730"], timeout: 60)
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(abuse.stdout.utf8)) as? [String: Any], "\(abuse.stderr)")
+        let results = try #require(report["results"] as? [String: [String: Any]])
+        let expected = ["artwork_over_cap": 413, "artwork_not_image": 415, "invalid_utf8": 400, "huge_body": 413, "not_json": 400,
+                        "missing_rate": 400, "unknown_command": 451, "command_to_receiver": 403, "good": 200]
+        for (name, status) in expected {
+            #expect(results[name]?["status"] as? Int == status, "\(name): \(results[name] ?? [:])")
+            let reason = results[name]?["reason"] as? String ?? ""
+            if status != 200 { #expect(reason.count > 0, "\(name) has no Lyre-Error") }
+        }
+        #expect(report["connection_alive"] as? Bool == true, "\(report)")
+        #expect(rig.lyred.stderr.contains("now playing: 'Still here'"), "the good update after the bad ones was not taken")
+        // The stream was unaffected: everything sent was received, nothing late or lost.
+        let stats = rig.lyred.stderr.split(separator: "\n").last { $0.contains("session from 'abuser' stats") }.map(String.init) ?? ""
+        let sent = report["packets_sent"] as? Int ?? 0
+        #expect(sent > 100 && stats.contains("received=\(sent)") && stats.contains("late=0") && stats.contains("lost=0"),
+                "sent \(sent); \(stats)")
+
+        // The sender refuses artwork over the cap before sending anything.
+        let sound = rig.network.scratch.appendingPathComponent("short.wav").path
+        #expect(try await rig.network.run(["python3", Self.audioTool, "sweep", sound, "--seconds", "1"]).status == 0)
+        let big = rig.network.scratch.appendingPathComponent("big.png").path
+        var png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
+        png += [UInt8](repeating: 0, count: 1_200_000)
+        try Data(png).write(to: URL(fileURLWithPath: big))
+        let refused = try await rig.network.run(["lyre", "play", sound, "--artwork", big, "--to", "Speaker"])
+        #expect(refused.status != 0 && refused.stderr.contains("over the limit of 1048576"), "\(refused.stderr)")
+    }
+}
