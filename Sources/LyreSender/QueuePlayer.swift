@@ -368,7 +368,10 @@ public final class QueuePlayer: @unchecked Sendable {
                 if !stereo.isEmpty {
                     guard session.enqueue(stereo) else { break queue }
                 }
-                if !stereo.isEmpty, state.withLockedValue({ $0.awaitingStart }) {
+                // Start once enough is queued that the first frames, sent `lead` early, do not outrun the
+                // decoder while the RECORD and now-playing requests are answered.
+                let queuedEnough = session.queuedFrames >= Self.startQueue || got == 0
+                if queuedEnough, session.queuedFrames > 0, state.withLockedValue({ $0.awaitingStart }) {
                     try control.withLock {
                         guard state.withLockedValue({ $0.jump == nil && !$0.paused }) else { return }
                         try session.start()
@@ -389,6 +392,9 @@ public final class QueuePlayer: @unchecked Sendable {
         if outcome == .finished { session.finish() } else { session.close() }
         return outcome
     }
+
+    /// Frames queued before `start()`: 300 ms.
+    static let startQueue = 14_400
 
     private func takeJump() -> Target? {
         state.withLockedValue { s in

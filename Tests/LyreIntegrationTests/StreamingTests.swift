@@ -107,6 +107,25 @@ struct StreamingTests {
         Self.expectSameAudio(try await Self.compare(rig.network, reference: sweep, output: rig.output))
     }
 
+    /// What `lyre play` sends is standard RTP: ffmpeg decodes it from the SDP the sender announced, given
+    /// only the port (Tools/peers/rtsp-sink.py answers the RTSP and runs ffmpeg). ffmpeg's libopus decoder is
+    /// used: its native Opus decoder mangles the 20–60 Hz start of the sweep (3.7 dB) for any encoder's stream.
+    @Test func sendersRTPDecodesInFFmpegFromItsSDP() async throws {
+        let network = try TestNetwork(avahi: false)
+        defer { network.close() }
+        let sweep = try await Self.sweep(network, rate: 44100)
+        let out = network.scratch.appendingPathComponent("ffmpeg.wav").path
+        let sink = try network.spawn(["python3", TestNetwork.tools + "/peers/rtsp-sink.py", "7750", out], name: "rtsp-sink")
+        #expect(await eventually { sink.stdout.contains("listening") }, "rtsp-sink: \(sink.stderr)")
+        let play = try await network.run(["lyre", "play", sweep, "--host", "127.0.0.1:7750"])
+        #expect(play.status == 0, "lyre play: \(play.stderr)")
+        try await sink.waitForExit(timeout: 20)
+        let report = sink.jsonLines.last ?? [:]
+        #expect((report["sdp"] as? String)?.contains("a=rtpmap:96 opus/48000/2") == true, "\(sink.stdout) \(sink.stderr)")
+        #expect(report["ffmpeg_status"] as? Int == 0, "ffmpeg: \(report)")
+        Self.expectSameAudio(try await Self.compare(network, reference: sweep, output: out))
+    }
+
     @Test func secondSenderTakesOver() async throws {
         let rig = try await Rig()
         defer { rig.network.close() }
