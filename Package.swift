@@ -99,6 +99,9 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),
 
+        // An app that embeds LyreSender: its music is streamed, its system sounds stay local.
+        .executableTarget(name: "lyre-example-player", dependencies: ["LyreSender"], path: "Examples/ExamplePlayer"),
+
         .testTarget(name: "LyreWireTests", dependencies: ["LyreWire"]),
         .testTarget(name: "LyreDiscoveryTests", dependencies: ["LyreDiscovery", "LyreWire"]),
         .testTarget(name: "LyreIntegrationTests", dependencies: ["LyreWire"]),

@@ -89,6 +89,31 @@ struct StreamingTests {
         Self.expectSameAudio(try await Self.compare(rig.network, reference: sweep, output: raw, format: "raw:s16le:48000:2"))
     }
 
+    /// App audio versus system sounds (AudioSession): an app with category `.playback` streams its song to
+    /// the receiver, and a system sound it plays meanwhile comes out of the local ALSA output (the file
+    /// plugin here) and never reaches the receiver, whose output still matches the song alone.
+    @Test func systemSoundsStayLocalWhileTheAppStreams() async throws {
+        let rig = try await Rig()
+        defer { rig.network.close() }
+        let raw = rig.network.scratch.appendingPathComponent("local.raw").path
+        let config = rig.network.scratch.appendingPathComponent("asound.conf").path
+        try """
+            </usr/share/alsa/alsa.conf>
+            pcm.lyrefile { type file slave.pcm "null" file "\(raw)" format "raw" }
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+        let song = try await Self.sweep(rig.network, rate: 48000, seconds: 3)
+        let alert = rig.network.scratch.appendingPathComponent("alert.wav").path
+        let made = try await rig.network.run(["python3", Self.audioTool, "sweep", alert, "--rate", "44100", "--seconds", "0.6", "--level-db", "-3"])
+        #expect(made.status == 0, "\(made.stderr)")
+        let app = try await rig.network.run(
+            ["env", "ALSA_CONFIG_PATH=\(config)", "LYRE_LOCAL_OUTPUT=lyrefile", TestNetwork.binaries + "/lyre-example-player", song,
+             "--host", "127.0.0.1:\(rig.port)", "--alert", alert, "--alert-at", "1"])
+        #expect(app.status == 0, "example app: \(app.stderr)")
+        try await rig.stop()
+        Self.expectSameAudio(try await Self.compare(rig.network, reference: alert, output: raw, format: "raw:s16le:48000:2"))
+        Self.expectSameAudio(try await Self.compare(rig.network, reference: song, output: rig.output))
+    }
+
     @Test(arguments: ["udp", "tcp"])
     func ffmpegPublisherIsHeard(transport: String) async throws {
         guard TestNetwork.which("ffmpeg") != nil else { throw TestNetworkError("ffmpeg is missing: run Tools/test, which installs it") }

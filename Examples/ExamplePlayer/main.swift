@@ -1,0 +1,67 @@
+// An app that embeds LyreSender, as an iOS app uses AVAudioSession: its music goes to a Lyre receiver
+// (category .playback), while its interface sounds (SystemSound) stay on this machine's own output.
+//
+//   lyre-example-player SONG --host HOST:PORT [--alert SOUND --alert-at SECONDS]
+//
+// The local output is ALSA `default`, or what LYRE_LOCAL_OUTPUT names. Tests use it to show that a system
+// sound played while streaming is heard locally and never reaches the receiver.
+import Foundation
+import LyreSender
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("lyre-example-player: \(message)\n".utf8))
+    exit(1)
+}
+
+/// Takes `name VALUE` out of `arguments`.
+func option(_ name: String, from arguments: inout [String]) -> String? {
+    guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
+    defer { arguments.removeSubrange(index...(index + 1)) }
+    return arguments[index + 1]
+}
+var arguments = Array(CommandLine.arguments.dropFirst())
+guard let host = option("--host", from: &arguments) else { fail("usage: lyre-example-player SONG --host HOST:PORT [--alert SOUND --alert-at SECONDS]") }
+let alert = option("--alert", from: &arguments)
+let alertAt = option("--alert-at", from: &arguments).flatMap(Double.init) ?? 1
+guard let song = arguments.first else { fail("name a song to play") }
+let parts = host.split(separator: ":")
+guard parts.count == 2, let port = UInt16(parts[1]) else { fail("--host must be HOST:PORT") }
+
+let audioSession = AudioSession.shared
+audioSession.setCategory(.playback)
+
+var configuration = StreamConfiguration()
+configuration.senderName = "Example Player"
+let box = PlayerReference()
+let session: StreamSession
+do {
+    session = try StreamSession(host: String(parts[0]), port: port, configuration: configuration) { reason in
+        box.player?.routeChanged(reason)
+    }
+} catch {
+    fail("cannot play on \(host): \(error)")
+}
+let player = QueuePlayer(items: [QueueItem(source: .file(path: song), metadata: TrackMetadata(title: "Example"))], session: session)
+box.player = player
+
+if let alert {
+    // A notification arrives while the song plays: its sound is the machine's, not the stream's.
+    let thread = Thread {
+        Thread.sleep(forTimeInterval: alertAt)
+        do { try SystemSound.play(path: alert) } catch { fail("system sound: \(error)") }
+    }
+    thread.start()
+}
+do {
+    let outcome = try player.play()
+    if outcome != .finished { fail("playback ended: \(outcome)") }
+} catch {
+    fail("\(error)")
+}
+Thread.sleep(forTimeInterval: 0.5)  // the alert thread, if it is still playing
+
+/// Lets the route-change callback reach the player made after the session.
+final class PlayerReference: @unchecked Sendable {
+    // Set once before playback starts; read from the session's reader thread afterwards.
+    var player: QueuePlayer?
+}
