@@ -139,6 +139,27 @@ struct RemoteControlTests {
         #expect(idle != nil, "the receiver still shows a session")
     }
 
+    /// An MP3's cover (ID3v2 APIC) is sent byte for byte, and --title / --artist override its tags.
+    @Test func mp3CoverArtAndOverrides() async throws {
+        let rig = try await Rig()
+        defer { rig.network.close() }
+        let dir = rig.network.scratch.path
+        let made = try await rig.network.shell("""
+            set -e; cd '\(dir)'
+            ffmpeg -v error -y -f lavfi -i color=c=blue:s=40x40 -frames:v 1 picture.jpg
+            ffmpeg -v error -y -f lavfi -i sine=frequency=500:duration=6:sample_rate=44100 -i picture.jpg -map 0:a -map 1:v \
+              -c:a libmp3lame -c:v copy -id3v2_version 3 -disposition:v attached_pic -metadata title=Tagged song.mp3
+            """, timeout: 60)
+        #expect(made.status == 0, "ffmpeg: \(made.stderr)")
+        let play = try rig.network.spawn(["lyre", "play", dir + "/song.mp3", "--to", "Speaker", "--title", "Given", "--artist", "Someone"], name: "lyre-play")
+        let shown = await rig.waitForNowPlaying { $0["title"] as? String == "Given" && $0["artwork"] != nil }
+        #expect(shown?["artist"] as? String == "Someone", "\(shown ?? [:]) \(play.stderr)")
+        #expect(shown?["artworkType"] as? String == "image/jpeg")
+        let same = try await rig.network.run(["cmp", dir + "/picture.jpg", shown?["artwork"] as? String ?? "/nonexistent"])
+        #expect(same.status == 0, "the MP3's cover differs from what lyred wrote: \(same.stdout) \(same.stderr)")
+        try await play.waitForExit(timeout: 20)
+    }
+
     @Test func pauseSetsRateZeroAndFreezesThePosition() async throws {
         let rig = try await Rig()
         defer { rig.network.close() }
