@@ -322,7 +322,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         if let commands {
             enabled = commands
             logger.info("'\(senderName)' accepts: \(RemoteCommand.allCases.filter(commands.commands.contains).map(\.rawValue).joined(separator: ", "))")
-            registry.nowPlayingChanged(self)
+            registry.nowPlayingChanged(self, logged: false)
         }
         send(.response(200, cseq: cseq))
     }

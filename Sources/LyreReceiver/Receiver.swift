@@ -98,11 +98,12 @@ final class SessionRegistry: @unchecked Sendable {
     }
 
     /// The active session's now-playing state changed.
-    func nowPlayingChanged(_ handler: RTSPConnectionHandler) {
+    /// `logged`: the info itself changed (not just the enabled commands), so the log shows it.
+    func nowPlayingChanged(_ handler: RTSPConnectionHandler, logged: Bool = true) {
         eventLoop.assertInEventLoop()
         guard active === handler else { return }
         let snapshot = handler.snapshot()
-        if snapshot.info != nil { logger.info("now playing: \(snapshot.summary)") }
+        if logged, snapshot.info != nil { logger.info("now playing: \(snapshot.summary)") }
         events.yield(.nowPlaying(snapshot))
     }
 

@@ -52,6 +52,20 @@ step "Streaming: lyre play Tools/samples/chime.flac --to 'Living Room' (44.1 kHz
 lyre play "$LYRE_SAMPLES/chime.flac" --to "Living Room" --name "Demo sender"
 grep -E "session from|stats" /run/demo/living.log | sed 's/^.*\[LyreReceiver\] /   /'
 
+step "Now playing and remote control: the receiver shows what plays, and its controls drive the sender"
+lyre play "$LYRE_SAMPLES/chime.flac" "$LYRE_SAMPLES/chime.flac" --to "Living Room" --name "Demo sender" \
+  --title "Chime" --artist "Lyre" --album "Samples" &
+player=$!
+for _ in $(seq 100); do [[ $(lyre remote now-playing 2>/dev/null) == "▶"* ]] && break; sleep 0.1; done
+echo "   lyre remote now-playing:";   lyre remote now-playing | sed 's/^/   /'
+echo "   playerctl -p lyred metadata (MPRIS, as desktop media keys see it):"
+playerctl -p lyred metadata --format '{{title}} — {{artist}} ({{album}}), {{duration(position)}} / {{duration(mpris:length)}}' 2>&1 | sed 's/^/   /' || true
+echo "   lyre remote next:";          lyre remote next && lyre remote now-playing | sed 's/^/   /'
+echo "   lyre remote rate 2 (lyre play has it disabled, so the receiver refuses it):"
+lyre remote rate 2 2>&1 | sed 's/^/   /' || true
+wait "$player"
+grep -E "now playing:|relaying" /run/demo/living.log | tail -4 | sed 's/^.*\[LyreReceiver\] /   /'
+
 step "The same receiver plays a standard RTSP publisher: ffmpeg -f rtsp"
 port=$(sed -n 's/.* on port \([0-9]*\) .*/\1/p' /run/demo/living.log | head -1)
 ffmpeg -loglevel error -re -i "$LYRE_SAMPLES/chime.flac" -c:a libopus -f rtsp "rtsp://127.0.0.1:$port/"
