@@ -308,9 +308,36 @@ public final class QueuePlayer: @unchecked Sendable {
 
     // MARK: playing
 
-    /// Plays the queue; `progress` is called about 5 times a second from this thread.
+    /// Plays the queue; `progress` is called about 5 times a second from this thread. A request that fails
+    /// because the receiver went away ends it as `.interrupted`, not as an error.
     @discardableResult
     public func play(progress: (Progress) -> Void = { _ in }) throws -> Outcome {
+        do {
+            return try playQueue(progress: progress)
+        } catch {
+            if let reason = awaitInterruption() {
+                session.close()
+                return .interrupted(reason)
+            }
+            throw error
+        }
+    }
+
+    /// The route change that ended the session, if one did: the session's reader reports it as the
+    /// connection drops, which can be a moment after a request fails or `enqueue` refuses.
+    private func awaitInterruption() -> OutputRouteChangeReason? {
+        let deadline = HostClock.now() + 500_000_000
+        while true {
+            if let reason = state.withLockedValue({ $0.interruption }) ?? session.routeChangeReason {
+                routeChanged(reason)
+                return reason
+            }
+            if HostClock.now() > deadline { return nil }
+            usleep(10_000)
+        }
+    }
+
+    private func playQueue(progress: (Progress) -> Void) throws -> Outcome {
         installCommands()
         var target = Target(index: 0, position: 0, kind: .start)
         var lastReport: UInt64 = 0
@@ -385,6 +412,7 @@ public final class QueuePlayer: @unchecked Sendable {
             resampler = nil
             target = Target(index: target.index + 1, position: 0, kind: .natural)
         }
+        if session.hasEnded, !state.withLockedValue({ $0.stopped }) { _ = awaitInterruption() }
         let outcome = state.withLockedValue { s -> Outcome in
             if let reason = s.interruption { return .interrupted(reason) }
             return s.stopped ? .stopped : .finished

@@ -130,8 +130,9 @@ final class RTSPClient: @unchecked Sendable {
             closed = true
             return Array(waiting.values)
         }
+        // The owner hears of the loss before any waiting request fails, so it can tell why it failed.
+        onClose()
         for waiter in abandoned { waiter.semaphore.signal() }
         Glibc.close(fd)
-        onClose()
     }
 }

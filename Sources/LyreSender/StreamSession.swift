@@ -76,6 +76,7 @@ public final class StreamSession: @unchecked Sendable {
     private var history: [(index: UInt64, pcm: ArraySlice<Float>)] = []
     private var routeChangeHandler: (@Sendable (OutputRouteChangeReason) -> Void)?
     private var routeChangeSent = false
+    private var lostRoute: OutputRouteChangeReason?
     private var pacer: Thread?
     private var lastRequest = HostClock.now()
 
@@ -291,6 +292,12 @@ public final class StreamSession: @unchecked Sendable {
     /// Frames (48 kHz) queued and not yet sent.
     public var queuedFrames: Int { lock.withLock { queue.count / 2 } }
 
+    /// The session is over: closed, or the receiver went away or was taken over.
+    public var hasEnded: Bool { lock.withLock { ended } }
+
+    /// Why the route went away, once it has (what `onRouteChange` was told).
+    public var routeChangeReason: OutputRouteChangeReason? { lock.withLock { lostRoute } }
+
     /// Sender-clock time at which what has been sent so far will have played.
     public var sentUntil: UInt64 {
         lock.withLock { anchorClock + framesSinceAnchor * frameNanoseconds + latency }
@@ -365,6 +372,7 @@ public final class StreamSession: @unchecked Sendable {
             ended = true
             guard !routeChangeSent else { return nil }
             routeChangeSent = true
+            lostRoute = reason
             return routeChangeHandler
         }
         handler?(reason)
