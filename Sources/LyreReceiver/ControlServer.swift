@@ -9,7 +9,10 @@ import NIOPosix
 enum ControlServer {
     static func bind(path: String, registry: SessionRegistry) async throws -> Channel {
         if FileManager.default.fileExists(atPath: path) {
-            guard !Self.isListening(path) else { throw ControlSocketError.inUse(path) }
+            if let other = try? await ClientBootstrap(group: registry.eventLoop).connect(unixDomainSocketPath: path).get() {
+                try? await other.close()
+                throw ControlSocketError.inUse(path)
+            }
             unlink(path)  // left behind by a receiver that did not stop cleanly
         }
         let directory = (path as NSString).deletingLastPathComponent
@@ -34,23 +37,6 @@ enum ControlServer {
         }
         chmod(path, 0o600)
         return channel
-    }
-
-    /// Whether something accepts connections on `path` (another receiver).
-    static func isListening(_ path: String) -> Bool {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return false }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (i, byte) in bytes.enumerated() { raw[i] = byte }
-        }
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) == 0 }
-        }
     }
 }
 

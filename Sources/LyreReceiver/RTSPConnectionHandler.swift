@@ -299,7 +299,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         for (name, value) in parameters.entries {
             switch name {
             case "volume":
-                guard let db = Double(value), db.isFinite, db == -144 || (-30...0).contains(db) else {
+                guard let db = Double(value).flatMap(ReceiverTXT.validVolume) else {
                     return refuse(451, cseq: cseq, "volume must be -30 to 0 dB, or -144 for mute")
                 }
                 registry.setVolume(db)
@@ -322,7 +322,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         if let commands {
             enabled = commands
             logger.info("'\(senderName)' accepts: \(RemoteCommand.allCases.filter(commands.commands.contains).map(\.rawValue).joined(separator: ", "))")
-            registry.nowPlayingChanged(self, logged: false)
+            registry.nowPlayingChanged(self)
         }
         send(.response(200, cseq: cseq))
     }

@@ -22,6 +22,8 @@ public struct ReceiverConfiguration: Sendable {
     public var artworkDirectory: String?
     /// The local control socket (now-playing.md §5); nil for none.
     public var controlSocketPath: String?
+    /// When false, a control socket another receiver holds is a warning, and this one runs without one.
+    public var controlSocketRequired = true
 
     public init() {}
 }
@@ -58,6 +60,8 @@ final class SessionRegistry: @unchecked Sendable {
     private var outputAvailable = true
     private var lastStatus: ReceiverStatus?
     let artwork: ArtworkStore?
+    /// The now-playing info last written to the log, so each change is logged once.
+    private var loggedInfo: NowPlayingInfo?
 
     init(eventLoop: EventLoop, configuration: ReceiverConfiguration, output: OutputEngine, logger: Logger,
          events: AsyncStream<ReceiverEvent>.Continuation) {
@@ -91,6 +95,7 @@ final class SessionRegistry: @unchecked Sendable {
         eventLoop.assertInEventLoop()
         if active === handler {
             active = nil
+            loggedInfo = nil
             artwork?.remove()
             events.yield(.nowPlaying(nil))
         }
@@ -98,12 +103,14 @@ final class SessionRegistry: @unchecked Sendable {
     }
 
     /// The active session's now-playing state changed.
-    /// `logged`: the info itself changed (not just the enabled commands), so the log shows it.
-    func nowPlayingChanged(_ handler: RTSPConnectionHandler, logged: Bool = true) {
+    func nowPlayingChanged(_ handler: RTSPConnectionHandler) {
         eventLoop.assertInEventLoop()
         guard active === handler else { return }
         let snapshot = handler.snapshot()
-        if logged, snapshot.info != nil { logger.info("now playing: \(snapshot.summary)") }
+        if let info = snapshot.info, info != loggedInfo {
+            loggedInfo = info
+            logger.info("now playing: \(snapshot.summary)")
+        }
         events.yield(.nowPlaying(snapshot))
     }
 
@@ -199,6 +206,9 @@ public final class Receiver: Sendable {
             do {
                 let socket = try await ControlServer.bind(path: path, registry: registry)
                 control.withLockedValue { $0 = socket }
+                logger.info("control socket \(path)")
+            } catch ControlSocketError.inUse where !configuration.controlSocketRequired {
+                logger.warning("control socket \(path) belongs to another lyred; running without one (pass --control-socket PATH)")
             } catch {
                 try? await channel.close()
                 throw error

@@ -93,20 +93,13 @@ struct Lyred: AsyncParsableCommand {
         configuration.statisticsInterval = statsInterval
         let socketPath = controlSocket == "off" ? nil : controlSocket ?? ControlSocketPath.default
         configuration.controlSocketPath = socketPath
+        // Several receivers on one host: only the first gets the default socket.
+        configuration.controlSocketRequired = controlSocket != nil
         configuration.artworkDirectory = Self.artworkDirectory(controlSocket: socketPath)
-        var streaming = Receiver(configuration: configuration, logger: logger)
+        let streaming = Receiver(configuration: configuration, logger: logger)
         let boundPort: Int
         do {
-            do {
-                boundPort = try await streaming.start()
-            } catch ControlSocketError.inUse(let path) where controlSocket == nil {
-                // Several receivers on one host: only the first gets the default socket.
-                logger.warning("control socket \(path) belongs to another lyred; running without one (pass --control-socket PATH)")
-                await streaming.stop()
-                configuration.controlSocketPath = nil
-                streaming = Receiver(configuration: configuration, logger: logger)
-                boundPort = try await streaming.start()
-            }
+            boundPort = try await streaming.start()
         } catch let error as ControlSocketError {
             await streaming.stop()
             throw CommandFailure("\(error)")
@@ -146,7 +139,6 @@ struct Lyred: AsyncParsableCommand {
         } else if mpris == .auto {
             logger.info("MPRIS off: no D-Bus session bus (DBUS_SESSION_BUS_ADDRESS is not set)")
         }
-        if let path = configuration.controlSocketPath { logger.info("control socket \(path)") }
 
         let receiverService = StreamingService(receiver: streaming, advertiser: advertiser, mpris: bridge, logger: logger)
         let group = ServiceGroup(
