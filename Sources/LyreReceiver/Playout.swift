@@ -207,9 +207,11 @@ public struct Playout: ~Copyable {
                 staged.append(contentsOf: scratch.dropFirst(overlap * 2))
                 continue
             }
-            var decoded: [Int16] = []
-            decode(head.packet, into: &decoded)
-            staged += decoded
+            // Decoded straight onto the end of `staged` (moved out and back: no copy, no scratch buffer).
+            var target: [Int16] = []
+            swap(&target, &staged)
+            decode(head.packet, into: &target)
+            swap(&target, &staged)
         }
         // Samples before the cursor are stale (the cursor jumped ahead): they are dropped by `render`.
     }
