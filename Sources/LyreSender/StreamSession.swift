@@ -63,7 +63,7 @@ public final class StreamSession: @unchecked Sendable {
     private let frameNanoseconds: UInt64
     private let lead: UInt64
     private let lock = NIOLock()
-    private var queue: [Float] = []
+    private var queue = SampleQueue()
     private var finishing = false
     private var running = false
     private var ended = false
@@ -74,7 +74,7 @@ public final class StreamSession: @unchecked Sendable {
     private let ssrc: UInt32
     /// Recently sent frames, by index since the anchor, to take back on pause.
     private var history: [(index: UInt64, pcm: ArraySlice<Float>)] = []
-    private var routeChangeHandler: (@Sendable (OutputRouteChangeReason) -> Void)?
+    private var routeChangeHandlers: [@Sendable (OutputRouteChangeReason) -> Void] = []
     private var routeChangeSent = false
     private var lostRoute: OutputRouteChangeReason?
     private var pacer: Thread?
@@ -83,7 +83,7 @@ public final class StreamSession: @unchecked Sendable {
     /// Connects and sets the stream up (OPTIONS, ANNOUNCE, SETUP). `onRouteChange` is called once, from a
     /// background thread, if the receiver goes away or another sender takes it over.
     public init(host: String, port: UInt16, configuration: StreamConfiguration,
-                onRouteChange: @escaping @Sendable (OutputRouteChangeReason) -> Void) throws {
+                onRouteChange: (@Sendable (OutputRouteChangeReason) -> Void)? = nil) throws {
         precondition([10, 20].contains(configuration.frameMilliseconds), "frames are 10 or 20 ms")
         self.configuration = configuration
         frameSamples = 48 * configuration.frameMilliseconds
@@ -92,7 +92,7 @@ public final class StreamSession: @unchecked Sendable {
         anchorRTP = UInt32.random(in: 0...UInt32.max)
         sequence = UInt16.random(in: 0...UInt16.max)
         ssrc = UInt32.random(in: 1...UInt32.max)
-        routeChangeHandler = onRouteChange
+        if let onRouteChange { routeChangeHandlers.append(onRouteChange) }
 
         let box = NIOLockedValueBox<StreamSession?>(nil)
         client = try RTSPClient(
@@ -187,7 +187,7 @@ public final class StreamSession: @unchecked Sendable {
             let now = HostClock.now()
             let played = now > anchorClock + latency ? (now - anchorClock - latency) / frameNanoseconds : 0
             let unplayed = history.filter { $0.index >= played }
-            queue.insert(contentsOf: unplayed.flatMap { $0.pcm }, at: 0)
+            queue.prepend(unplayed.flatMap { $0.pcm })
             let rewind = UInt64(unplayed.count)
             framesSinceAnchor -= min(rewind, framesSinceAnchor)
             history.removeAll()
@@ -283,7 +283,7 @@ public final class StreamSession: @unchecked Sendable {
             usleep(5000)
         }
         lock.withLock {
-            queue += pcm
+            queue.append(contentsOf: pcm)
             contentEnqueued += UInt64(pcm.count / 2)
         }
         return true
@@ -366,16 +366,25 @@ public final class StreamSession: @unchecked Sendable {
         }
     }
 
+    /// Adds a route-change handler (a `QueuePlayer` adds its own). Called at once if the route is already gone.
+    func observeRouteChange(_ handler: @escaping @Sendable (OutputRouteChangeReason) -> Void) {
+        let lost: OutputRouteChangeReason? = lock.withLock {
+            if lostRoute == nil { routeChangeHandlers.append(handler) }
+            return lostRoute
+        }
+        if let lost { handler(lost) }
+    }
+
     private func routeChanged(_ reason: OutputRouteChangeReason) {
-        let handler: (@Sendable (OutputRouteChangeReason) -> Void)? = lock.withLock {
+        let handlers: [@Sendable (OutputRouteChangeReason) -> Void] = lock.withLock {
             running = false
             ended = true
-            guard !routeChangeSent else { return nil }
+            guard !routeChangeSent else { return [] }
             routeChangeSent = true
             lostRoute = reason
-            return routeChangeHandler
+            return routeChangeHandlers
         }
-        handler?(reason)
+        for handler in handlers { handler(reason) }
     }
 
     // MARK: pacing
@@ -412,8 +421,7 @@ public final class StreamSession: @unchecked Sendable {
                 let rtp = anchorRTP &+ UInt32(truncatingIfNeeded: index * UInt64(frameSamples))
                 framesSinceAnchor += 1
                 if queue.count >= samplesPerFrame || (finishing && !queue.isEmpty) {
-                    var pcm = ArraySlice(queue.prefix(samplesPerFrame))
-                    queue.removeFirst(pcm.count)
+                    var pcm = queue.take(samplesPerFrame)
                     contentSentSinceAnchor += UInt64(pcm.count / 2)
                     silenceSinceAnchor += pendingSilence
                     pendingSilence = 0
@@ -433,5 +441,40 @@ public final class StreamSession: @unchecked Sendable {
             let bytes = packet.serialized()
             _ = bytes.withUnsafeBytes { send(media, $0.baseAddress, $0.count, 0) }
         }
+    }
+}
+
+/// The samples waiting to be sent. The pacing thread takes a frame from the front every 10–20 ms; taking
+/// moves a read index instead of shifting the whole queue, which is compacted now and then.
+private struct SampleQueue {
+    private var storage: [Float] = []
+    private var head = 0
+
+    var count: Int { storage.count - head }
+    var isEmpty: Bool { count == 0 }
+
+    mutating func append(contentsOf samples: [Float]) { storage += samples }
+
+    /// Puts samples back at the front (audio taken back on pause).
+    mutating func prepend(_ samples: [Float]) {
+        storage = samples + storage[head...]
+        head = 0
+    }
+
+    /// Up to `n` samples from the front.
+    mutating func take(_ n: Int) -> ArraySlice<Float> {
+        let end = min(head + n, storage.count)
+        let taken = ArraySlice(storage[head..<end])
+        head = end
+        if head >= 48_000, head * 2 >= storage.count {
+            storage.removeFirst(head)
+            head = 0
+        }
+        return taken
+    }
+
+    mutating func removeAll() {
+        storage.removeAll(keepingCapacity: true)
+        head = 0
     }
 }
