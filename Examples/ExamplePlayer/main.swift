@@ -32,17 +32,14 @@ audioSession.setCategory(.playback)
 
 var configuration = StreamConfiguration()
 configuration.senderName = "Example Player"
-let box = PlayerReference()
 let session: StreamSession
 do {
-    session = try StreamSession(host: String(parts[0]), port: port, configuration: configuration) { reason in
-        box.player?.routeChanged(reason)
-    }
+    session = try StreamSession(host: String(parts[0]), port: port, configuration: configuration)
 } catch {
     fail("cannot play on \(host): \(error)")
 }
+// The player pauses by itself if the receiver goes away, as an iOS app does when headphones are pulled.
 let player = QueuePlayer(items: [QueueItem(source: .file(path: song), metadata: TrackMetadata(title: "Example"))], session: session)
-box.player = player
 
 if let alert {
     // A notification arrives while the song plays: its sound is the machine's, not the stream's.
@@ -59,9 +56,3 @@ do {
     fail("\(error)")
 }
 Thread.sleep(forTimeInterval: 0.5)  // the alert thread, if it is still playing
-
-/// Lets the route-change callback reach the player made after the session.
-final class PlayerReference: @unchecked Sendable {
-    // Set once before playback starts; read from the session's reader thread afterwards.
-    var player: QueuePlayer?
-}

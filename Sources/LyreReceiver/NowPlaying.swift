@@ -47,16 +47,10 @@ public struct NowPlayingSnapshot: Sendable, Equatable {
         var text = "'\(info.title ?? "untitled")'"
         if let artist = info.artist { text += " by \(artist)" }
         if let album = info.album { text += " from '\(album)'" }
-        let position = Self.clock(self.position() ?? 0)
-        text += " (\(position)\(info.duration.map { " / " + Self.clock($0) } ?? ""), \(state.rawValue), rate \(info.rate))"
+        let position = NowPlayingInfo.clockText(self.position() ?? 0)
+        text += " (\(position)\(info.duration.map { " / " + NowPlayingInfo.clockText($0) } ?? ""), \(state.rawValue), rate \(info.rate))"
         if let index = info.queueIndex, let count = info.queueCount { text += ", item \(index + 1) of \(count)" }
         return text
-    }
-
-    static func clock(_ seconds: Double) -> String {
-        let s = Int(seconds.rounded(.down))
-        let tens = (s % 60) < 10 ? "0" : ""
-        return "\(s / 60):\(tens)\(s % 60)"
     }
 }
 

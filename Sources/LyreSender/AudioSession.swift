@@ -55,22 +55,17 @@ public final class AudioSession: @unchecked Sendable {
 public enum SystemSound {
     /// Plays a sound file (anything libsndfile reads) on the local output; returns when it has played.
     public static func play(path: String, session: AudioSession = .shared) throws {
-        let reader = try AudioFileReader(path: path)
-        var resampler = reader.sampleRate == 48000 ? nil : try Resampler(from: reader.sampleRate, channels: 2)
+        var source = try StereoReader(AudioFileReader(path: path))
         let sink = try session.localOutput.open()
         defer {
             sink.stop()
             sink.close()
         }
         var pending: [Float] = []
-        var buffer: [Float] = []
         var finished = false
         while !finished {
-            let got = reader.read(frames: 4800, into: &buffer)
-            var stereo = QueuePlayer.stereo(buffer, channels: reader.channels)
-            if resampler != nil { stereo = resampler!.process(stereo, end: got == 0) }
-            pending += stereo
-            finished = got == 0
+            pending += source.read()
+            finished = source.isAtEnd
             let block = sink.blockFrames * 2
             while pending.count >= block || (finished && !pending.isEmpty) {
                 var samples = pending.prefix(block).map { Int16(clamping: Int(($0 * 32767).rounded())) }
@@ -80,7 +75,6 @@ public enum SystemSound {
                 try sink.write(samples)
             }
         }
-        resampler = nil
         // Let the device play out what it holds.
         HostClock.sleep(until: HostClock.now() + sink.outputLatency)
     }

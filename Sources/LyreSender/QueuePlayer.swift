@@ -114,6 +114,13 @@ public final class QueuePlayer: @unchecked Sendable {
         var position: Double
         var index: Int
         var duration: Double?
+
+        /// Seconds into the item once `played` frames have played, within 0…duration.
+        func position(played: UInt64) -> Double {
+            var seconds = position + Double(Int64(played) - Int64(frame)) / 48000
+            if let duration { seconds = min(seconds, duration) }
+            return max(0, seconds)
+        }
     }
 
     /// What to play next, and why.
@@ -142,9 +149,11 @@ public final class QueuePlayer: @unchecked Sendable {
     private let state = NIOLockedValueBox(State())
     private let control = NIOLock()
 
+    /// The player pauses by itself when the session's route goes away (`routeChanged`).
     public init(items: [QueueItem], session: StreamSession) {
         self.items = items
         self.session = session
+        session.observeRouteChange { [weak self] reason in self?.routeChanged(reason) }
     }
 
     public convenience init(items: [AudioSource], session: StreamSession) {
@@ -204,10 +213,7 @@ public final class QueuePlayer: @unchecked Sendable {
     /// Seconds into the item that is playing (or paused), and that item.
     func currentPosition() -> (Boundary, Double)? {
         guard let shown = state.withLockedValue({ $0.shown }) else { return nil }
-        let played = session.playedFrames()
-        var position = shown.position + Double(Int64(played) - Int64(shown.frame)) / 48000
-        if let duration = shown.duration { position = min(position, duration) }
-        return (shown, max(0, position))
+        return (shown, shown.position(played: session.playedFrames()))
     }
 
     // MARK: remote commands
@@ -292,9 +298,7 @@ public final class QueuePlayer: @unchecked Sendable {
             info.anchor = start
             info.rate = 1
         } else {
-            var position = boundary.position + Double(Int64(played) - Int64(boundary.frame)) / 48000
-            if let duration = boundary.duration { position = min(position, duration) }
-            info.elapsed = max(0, position)
+            info.elapsed = boundary.position(played: played)
             info.anchor = HostClock.now()
             info.rate = 0
         }
@@ -328,10 +332,7 @@ public final class QueuePlayer: @unchecked Sendable {
     private func awaitInterruption() -> OutputRouteChangeReason? {
         let deadline = HostClock.now() + 500_000_000
         while true {
-            if let reason = state.withLockedValue({ $0.interruption }) ?? session.routeChangeReason {
-                routeChanged(reason)
-                return reason
-            }
+            if let reason = state.withLockedValue({ $0.interruption }) { return reason }
             if HostClock.now() > deadline { return nil }
             usleep(10_000)
         }
@@ -372,11 +373,10 @@ public final class QueuePlayer: @unchecked Sendable {
                 break queue
             }
             let item = items[target.index]
-            let reader = try item.source.open()
+            var source = try StereoReader(item.source.open())
             var position = target.position
-            if position > 0, !reader.seek(toFrame: Int(position * Double(reader.sampleRate))) { position = 0 }
-            var resampler = reader.sampleRate == 48000 ? nil : try Resampler(from: reader.sampleRate, channels: 2)
-            let duration = reader.frames.map { Double($0) / Double(reader.sampleRate) }
+            if position > 0, !source.seek(toSeconds: position) { position = 0 }
+            let duration = source.duration
             state.withLockedValue { s in
                 s.boundaries.append(Boundary(id: s.nextBoundaryID, frame: session.enqueuedFrames, position: position,
                                              index: target.index, duration: duration))
@@ -384,20 +384,17 @@ public final class QueuePlayer: @unchecked Sendable {
                 if s.boundaries.count > 16 { s.boundaries.removeFirst() }
             }
             if case .jump(resume: false) = target.kind { control.withLock { publishNowPlaying(force: true) } }
-            var buffer: [Float] = []
             while true {
                 if let jump = takeJump() { target = jump; continue queue }
                 if state.withLockedValue({ $0.stopped }) { break queue }
                 guard wait(until: { session.queuedFrames < 48000 }) else { continue }
-                let got = reader.read(frames: 4800, into: &buffer)
-                var stereo = Self.stereo(buffer, channels: reader.channels)
-                if resampler != nil { stereo = resampler!.process(stereo, end: got == 0) }
+                let stereo = source.read()
                 if !stereo.isEmpty {
                     guard session.enqueue(stereo) else { break queue }
                 }
                 // Start once enough is queued that the first frames, sent `lead` early, do not outrun the
                 // decoder while the RECORD and now-playing requests are answered.
-                let queuedEnough = session.queuedFrames >= Self.startQueue || got == 0
+                let queuedEnough = session.queuedFrames >= Self.startQueue || source.sourceEnded
                 if queuedEnough, session.queuedFrames > 0, state.withLockedValue({ $0.awaitingStart }) {
                     try control.withLock {
                         guard state.withLockedValue({ $0.jump == nil && !$0.paused }) else { return }
@@ -407,9 +404,8 @@ public final class QueuePlayer: @unchecked Sendable {
                     }
                 }
                 report()
-                if got == 0, resampler == nil || stereo.isEmpty { break }
+                if source.isAtEnd { break }
             }
-            resampler = nil
             target = Target(index: target.index + 1, position: 0, kind: .natural)
         }
         if session.hasEnded, !state.withLockedValue({ $0.stopped }) { _ = awaitInterruption() }
@@ -429,17 +425,5 @@ public final class QueuePlayer: @unchecked Sendable {
             defer { s.jump = nil }
             return s.jump
         }
-    }
-
-    /// Interleaved stereo from any channel count: mono is doubled, more than two keep the first two.
-    static func stereo(_ pcm: [Float], channels: Int) -> [Float] {
-        if channels == 2 { return pcm }
-        let frames = pcm.count / channels
-        var out = [Float](repeating: 0, count: frames * 2)
-        for f in 0..<frames {
-            out[2 * f] = pcm[f * channels]
-            out[2 * f + 1] = channels == 1 ? pcm[f] : pcm[f * channels + 1]
-        }
-        return out
     }
 }

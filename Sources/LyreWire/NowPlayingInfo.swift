@@ -59,6 +59,13 @@ public struct NowPlayingInfo: Sendable, Equatable, Codable {
         return max(0, position)
     }
 
+    /// A position or duration as a player shows it: `m:ss`.
+    public static func clockText(_ seconds: Double) -> String {
+        let s = Int(max(0, seconds).rounded(.down))
+        let tens = (s % 60) < 10 ? "0" : ""
+        return "\(s / 60):\(tens)\(s % 60)"
+    }
+
     /// The JSON body.
     public func serialized() -> [UInt8] {
         let encoder = JSONEncoder()

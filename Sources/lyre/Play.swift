@@ -95,17 +95,13 @@ struct Play: AsyncParsableCommand {
         for source in sources { do { try source.openCheck() } catch { throw CommandFailure("\(error)") } }
         let items = try queueItems(sources)
 
-        let playerBox = PlayerBox()
         let session: StreamSession
         do {
-            session = try StreamSession(host: address, port: port, configuration: configuration) { reason in
-                playerBox.player?.routeChanged(reason)
-            }
+            session = try StreamSession(host: address, port: port, configuration: configuration)
         } catch {
             throw CommandFailure("cannot play on \(label): \(error)")
         }
         let player = QueuePlayer(items: items, session: session)
-        playerBox.player = player
 
         signal(SIGINT, SIG_IGN)
         let interrupt = DispatchSource.makeSignalSource(signal: SIGINT)
@@ -117,12 +113,12 @@ struct Play: AsyncParsableCommand {
                 continuation.resume(returning: Result {
                     try player.play { progress in
                         guard terminal else { return }
-                        let total = progress.duration.map { " / " + Self.clock($0) } ?? ""
+                        let total = progress.duration.map { " / " + NowPlayingInfo.clockText($0) } ?? ""
                         let by = progress.artist.map { " — \($0)" } ?? ""
                         let place = items.count > 1 ? "  [\(progress.index + 1)/\(items.count)]" : ""
                         let volume = session.volume <= -144 ? "  muted" : session.volume < 0 ? "  \(Int(session.volume.rounded())) dB" : ""
                         FileHandle.standardError.write(Data(
-                            "\r\u{1B}[K\(progress.paused ? "⏸" : "▶") \(progress.title)\(by)  \(Self.clock(progress.elapsed))\(total)\(place)\(volume)".utf8))
+                            "\r\u{1B}[K\(progress.paused ? "⏸" : "▶") \(progress.title)\(by)  \(NowPlayingInfo.clockText(progress.elapsed))\(total)\(place)\(volume)".utf8))
                     }
                 })
             }
@@ -201,22 +197,11 @@ struct Play: AsyncParsableCommand {
         return (address, device.port, "'\(device.name)'")
     }
 
-    static func clock(_ seconds: Double) -> String {
-        let s = Int(seconds.rounded(.down))
-        return "\(s / 60):\(String(format: "%02d", s % 60))"
-    }
-
     static func defaultSenderName() -> String {
         let user = ProcessInfo.processInfo.environment["USER"] ?? "lyre"
         let host = ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "host"
         return "\(user)@\(host)"
     }
-}
-
-/// Lets the route-change callback reach a player created after the session.
-final class PlayerBox: @unchecked Sendable {
-    // Set once before playback starts, read from the session's reader thread afterwards.
-    var player: QueuePlayer?
 }
 
 /// The output chosen last with `--to`, by id (`setPreferredOutput` on iOS): `$XDG_CONFIG_HOME/lyre/preferred-output`.

@@ -91,8 +91,8 @@ struct Remote: ParsableCommand {
         if let artist = object["artist"] as? String { line += " — \(artist)" }
         if let album = object["album"] as? String { line += " (\(album))" }
         if let position = object["position"] as? Double {
-            line += "  \(Play.clock(position))"
-            if let duration = object["duration"] as? Double { line += " / \(Play.clock(duration))" }
+            line += "  \(NowPlayingInfo.clockText(position))"
+            if let duration = object["duration"] as? Double { line += " / \(NowPlayingInfo.clockText(duration))" }
         }
         if let sender = object["sender"] as? String { line += "  from \(sender)" }
         return line
