@@ -104,7 +104,7 @@ struct MethodCall {
     private func set(interface: String, property: String, to value: DBusValue?) -> Answer {
         guard let properties = properties(of: interface) else { return unknownInterface(interface) }
         guard properties.contains(where: { $0.key == property }) else { return unknownProperty(property, interface) }
-        guard property == "Rate", interface != MPRISName.root else {
+        guard MPRISProperties.writablePlayerProperties.contains(property), interface != MPRISName.root else {
             return error(DBusErrorName.propertyReadOnly, "\(property) is read-only on \(identity)")
         }
         guard case .double(let rate) = value else { return error(DBusErrorName.invalidArgs, "Rate is a double (d)") }

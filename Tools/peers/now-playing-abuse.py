@@ -52,7 +52,10 @@ class RTSP:
         headers = {k.strip().lower(): v.strip() for k, v in (l.split(":", 1) for l in lines[1:] if ":" in l)}
         length = int(headers.get("content-length", "0"))
         while len(self.buf) < length:
-            self.buf += self.sock.recv(65536)
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("closed")
+            self.buf += chunk
         self.buf = self.buf[length:]
         return int(lines[0].split()[1]), headers
 
