@@ -36,19 +36,24 @@ let package = Package(
         .systemLibrary(name: "CSndfile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
         .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
         .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
+        // Kernel receive timestamps (SCM_TIMESTAMPNS and the CMSG macros): see Sources/CSocketShim/include/CSocketShim.h.
+        .target(name: "CSocketShim"),
 
         // Wire: pure codecs, no I/O.
         .target(name: "LyreWire"),
 
+        // Clock: the host clock, and the sockets of the timing exchange with kernel receive timestamps.
+        .target(name: "LyreClock", dependencies: ["CSocketShim"]),
+
         // Media: ALSA and WAV output, file decoding (libsndfile), resampling (libsoxr); Opus.
-        .target(name: "LyreAudio", dependencies: ["CALSA", "CSndfile", "CSoxr", "LyreWire"]),
+        .target(name: "LyreAudio", dependencies: ["CALSA", "CSndfile", "CSoxr", "LyreWire", "LyreClock"]),
         .target(name: "LyreCodec", dependencies: ["COpus", "COpusShim"]),
 
         // Engines.
         .target(
             name: "LyreReceiver",
             dependencies: [
-                "LyreWire", "LyreAudio", "LyreCodec",
+                "LyreWire", "LyreAudio", "LyreCodec", "LyreClock",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -57,7 +62,7 @@ let package = Package(
         .target(
             name: "LyreSender",
             dependencies: [
-                "LyreWire", "LyreAudio", "LyreCodec", "LyreDiscovery",
+                "LyreWire", "LyreAudio", "LyreCodec", "LyreClock", "LyreDiscovery",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]),
@@ -92,7 +97,7 @@ let package = Package(
         .executableTarget(
             name: "lyred",
             dependencies: [
-                "LyreDiscovery", "LyreWire", "LyreAudio", "LyreCommandLine", "LyreReceiver", "LyreMPRIS",
+                "LyreDiscovery", "LyreWire", "LyreAudio", "LyreClock", "LyreCommandLine", "LyreReceiver", "LyreMPRIS",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

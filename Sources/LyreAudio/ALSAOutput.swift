@@ -1,3 +1,4 @@
+import LyreClock
 import CALSA
 
 #if canImport(Glibc)

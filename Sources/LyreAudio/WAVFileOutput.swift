@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import LyreClock
 import Glibc
 #endif
 

@@ -64,6 +64,9 @@ public struct Playout: ~Copyable {
     private var stagedStart: Int64 = 0
     /// Next output position in extended RTP time.
     private var cursor: Int64?
+    /// True once this recording has put audio out: until then the cursor follows the clock estimate
+    /// exactly, because moving through silence cannot be heard.
+    private var audible = false
     /// Extended RTP time: RTP timestamps unwrapped around the anchor.
     private var lastExtended: Int64?
 
@@ -85,6 +88,7 @@ public struct Playout: ~Copyable {
         buffer.flush(nextSequence: nextSequence)
         staged.removeAll()
         cursor = nil
+        audible = false
         anchor = nil
         recording = false
     }
@@ -127,7 +131,7 @@ public struct Playout: ~Copyable {
         let anchorExtended = extended(anchor.rtp)
         let sinceAnchor = Int64(bitPattern: presentation) &+ offset &- Int64(bitPattern: anchor.senderClock &+ latency)
         let due = anchorExtended + Int64((Double(sinceAnchor) * 48e-6).rounded())  // ns × 48000 / 1e9
-        if let current = cursor {
+        if let current = cursor, audible {
             let error = due - current
             if abs(error) > 240 {
                 // Far off (a stall, a clock step): jump.
@@ -153,6 +157,7 @@ public struct Playout: ~Copyable {
         let to = min(position + Int64(frames), stagedEnd)
         if from < to {
             record.audioFrames = Int(to - from)
+            audible = true
             let src = Int(from - stagedStart) * 2
             let dst = Int(from - position) * 2
             let count = Int(to - from) * 2

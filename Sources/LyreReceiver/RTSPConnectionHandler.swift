@@ -1,3 +1,4 @@
+import LyreClock
 import Logging
 import LyreAudio
 import LyreWire
@@ -42,16 +43,13 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     private var sessionID: String?
     private(set) var controller: PlayoutController?
     private var mediaChannels: [Channel] = []
-    private var timingChannel: Channel?
+    private var timing: TimingClient?
     private var timingPort: UInt16?
     private var interleaved: (rtp: UInt8, rtcp: UInt8)?
     private var lockedSSRC: UInt32?
     private var peerIP = ""
     private var lastActivity = HostClock.now()
-    private var timingSequence: UInt32 = 0
-    private var outstandingTiming: [UInt32: UInt64] = [:]
     private var timer: Scheduled<Void>?
-    private var ticks = 0
     private var serverCSeq = 0
     // Now playing and remote control (now-playing.md).
     private var nowPlaying: NowPlayingInfo?
@@ -228,11 +226,25 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
                 return TransportSpec(lower: .udp(client: nil, server: p), ssrc: transport.ssrc)
             }
         }
-        let timing: EventLoopFuture<Void> = timingPort == nil ? context.eventLoop.makeSucceededVoidFuture() : bindTiming(context: context)
-        reply.and(timing).whenComplete { result in
+        if let timingPort {
+            do {
+                let registry = registry
+                timing = try TimingClient(
+                    host: context.localAddress?.ipAddress ?? "127.0.0.1", peer: peerIP, peerPort: timingPort,
+                    onSample: { sample in
+                        controller.withPlayout { $0.addTimingSample(localTime: sample.localTime, offset: sample.offset, delay: sample.delay) }
+                    },
+                    onDropped: { registry.count(\.droppedTiming) })
+            } catch {
+                logger.error("SETUP failed: cannot open the timing socket: \(error)")
+                send(.response(500, cseq: cseq))
+                return
+            }
+        }
+        reply.whenComplete { result in
             let me = bound.value
             switch result {
-            case .success(let (spec, _)):
+            case .success(let spec):
                 me.state = .ready
                 me.registry.output.play(controller)
                 me.startTimer()
@@ -521,49 +533,9 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         }
     }
 
-    // MARK: timing
+    // MARK: idle timeout
 
-    private func bindTiming(context: ChannelHandlerContext) -> EventLoopFuture<Void> {
-        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        let local = context.localAddress?.ipAddress ?? "127.0.0.1"
-        return DatagramBootstrap(group: context.eventLoop)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(TimingHandler(owner: bound))
-                }
-            }
-            .bind(host: local, port: 0)
-            .map { bound.value.timingChannel = $0 }
-    }
-
-    private func sendTimingRequest() {
-        guard let timingChannel, let timingPort,
-            let address = try? SocketAddress(ipAddress: peerIP, port: Int(timingPort))
-        else { return }
-        timingSequence &+= 1
-        let t1 = HostClock.now()
-        outstandingTiming[timingSequence] = t1
-        if outstandingTiming.count > 16, let oldest = outstandingTiming.keys.min() { outstandingTiming[oldest] = nil }
-        let packet = TimingPacket(kind: .request, sequence: timingSequence, t1: t1)
-        let envelope = AddressedEnvelope(remoteAddress: address, data: ByteBuffer(bytes: packet.serialized()))
-        timingChannel.writeAndFlush(envelope, promise: nil)
-    }
-
-    fileprivate func timingResponse(_ envelope: AddressedEnvelope<ByteBuffer>) {
-        let t4 = HostClock.now()
-        var buffer = envelope.data
-        guard envelope.remoteAddress.ipAddress == peerIP, envelope.remoteAddress.port == timingPort.map(Int.init),
-            let packet = TimingPacket(parsing: buffer.readBytes(length: buffer.readableBytes) ?? []),
-            packet.kind == .response, let t1 = outstandingTiming.removeValue(forKey: packet.sequence), t1 == packet.t1
-        else {
-            registry.count(\.droppedTiming)
-            return
-        }
-        let (offset, delay) = packet.offsetAndDelay(t4: t4)
-        controller?.withPlayout { $0.addTimingSample(localTime: t4, offset: offset, delay: delay) }
-    }
-
-    /// 5 timing requests 20 ms apart, then one a second; the idle timeout is checked on the same tick.
+    /// Checks once a second that the sender is still there (the timing exchange has its own thread).
     private func startTimer() {
         guard timer == nil, let context else { return }
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
@@ -572,17 +544,15 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             bound.value.timer = loop.scheduleTask(in: delay) {
                 let me = bound.value
                 guard me.controller != nil else { return }
-                me.ticks += 1
-                me.sendTimingRequest()
                 if HostClock.now() - me.lastActivity > 10_000_000_000 {
                     me.logger.notice("session from '\(me.senderName)' timed out")
                     me.end(.timeout)
                     return
                 }
-                schedule(after: me.ticks < 5 ? .milliseconds(20) : .seconds(1))
+                schedule(after: .seconds(1))
             }
         }
-        schedule(after: .zero)
+        schedule(after: .seconds(1))
     }
 
     // MARK: ending
@@ -592,13 +562,11 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         timer = nil
         for channel in mediaChannels { channel.close(promise: nil) }
         mediaChannels = []
-        timingChannel?.close(promise: nil)
-        timingChannel = nil
+        timing?.close()
+        timing = nil
         timingPort = nil
         interleaved = nil
         lockedSSRC = nil
-        outstandingTiming = [:]
-        ticks = 0
         if let controller {
             logger.info("session from '\(senderName)' stats: \(controller.statistics.text)")
             registry.output.stopIfPlaying(
@@ -656,17 +624,5 @@ private final class MediaHandler: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         owner.value.datagram(unwrapInboundIn(data), rtcp: rtcp)
-    }
-}
-
-/// Passes timing responses to the connection handler that asked.
-private final class TimingHandler: ChannelInboundHandler {
-    typealias InboundIn = AddressedEnvelope<ByteBuffer>
-    let owner: NIOLoopBound<RTSPConnectionHandler>
-
-    init(owner: NIOLoopBound<RTSPConnectionHandler>) { self.owner = owner }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        owner.value.timingResponse(unwrapInboundIn(data))
     }
 }

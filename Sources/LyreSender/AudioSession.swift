@@ -1,3 +1,4 @@
+import LyreClock
 import Foundation
 import LyreAudio
 import NIOConcurrencyHelpers

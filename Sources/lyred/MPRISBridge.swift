@@ -1,3 +1,4 @@
+import LyreClock
 import Logging
 import LyreAudio
 import LyreMPRIS

@@ -6,14 +6,17 @@ import Glibc
 public struct SocketError: Error, CustomStringConvertible, Sendable {
     public let description: String
 
-    static func errno(_ what: String) -> SocketError {
+    public init(description: String) { self.description = description }
+
+    public static func errno(_ what: String) -> SocketError {
         SocketError(description: "\(what): \(String(cString: strerror(Glibc.errno)))")
     }
 }
 
-/// IPv4 socket helpers for the sender (it runs its own threads; no event loop).
-enum IPv4 {
-    static func address(_ host: String, port: UInt16) throws(SocketError) -> sockaddr_in {
+/// IPv4 socket helpers for code that runs its own threads rather than an event loop: the sender, and both
+/// ends of the timing exchange.
+public enum IPv4 {
+    public static func address(_ host: String, port: UInt16) throws(SocketError) -> sockaddr_in {
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_port = port.bigEndian
@@ -23,7 +26,7 @@ enum IPv4 {
         return addr
     }
 
-    static func withSockaddr<T>(_ addr: sockaddr_in, _ body: (UnsafePointer<sockaddr>, socklen_t) -> T) -> T {
+    public static func withSockaddr<T>(_ addr: sockaddr_in, _ body: (UnsafePointer<sockaddr>, socklen_t) -> T) -> T {
         var copy = addr
         return withUnsafePointer(to: &copy) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
@@ -31,7 +34,7 @@ enum IPv4 {
     }
 
     /// The address and port a socket is bound to.
-    static func localAddress(_ fd: Int32) -> (String, UInt16) {
+    public static func localAddress(_ fd: Int32) -> (String, UInt16) {
         var addr = sockaddr_in()
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &addr) {
@@ -41,7 +44,7 @@ enum IPv4 {
     }
 
     /// The dotted-quad text of an address (`inet_ntop`).
-    static func text(_ addr: sockaddr_in) -> String {
+    public static func text(_ addr: sockaddr_in) -> String {
         var address = addr.sin_addr
         var text = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
         inet_ntop(AF_INET, &address, &text, socklen_t(text.count))
@@ -49,7 +52,7 @@ enum IPv4 {
     }
 
     /// A TCP connection, with a timeout on connecting.
-    static func connectTCP(host: String, port: UInt16) throws(SocketError) -> Int32 {
+    public static func connectTCP(host: String, port: UInt16) throws(SocketError) -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw .errno("socket") }
         let addr = try address(host, port: port)
@@ -65,7 +68,7 @@ enum IPv4 {
     }
 
     /// A UDP socket bound to `host` on any port.
-    static func bindUDP(host: String, port: UInt16 = 0) throws(SocketError) -> Int32 {
+    public static func bindUDP(host: String, port: UInt16 = 0) throws(SocketError) -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw .errno("socket") }
         let addr = try address(host, port: port)

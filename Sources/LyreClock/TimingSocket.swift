@@ -1,0 +1,60 @@
+import CSocketShim
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One datagram and the time it arrived.
+public struct TimestampedDatagram: Sendable {
+    public var bytes: [UInt8]
+    public var host: String
+    public var port: UInt16
+    /// When the kernel received it, on `HostClock`; when the kernel gave no stamp, when it was read.
+    public var arrival: UInt64
+    public var kernelStamped: Bool
+}
+
+/// A UDP socket for the timing exchange (streaming.md §5), used by one thread.
+///
+/// Arrival times come from the kernel (`SO_TIMESTAMPNS`), not from whenever the thread got round to
+/// reading, so a busy machine delays the reading without skewing the timestamp. A late timestamp would
+/// look like network delay on one leg only, and move the clock offset by half of it.
+public struct TimingSocket: ~Copyable {
+    public let port: UInt16
+    private let fd: Int32
+
+    /// Binds on `host` (an IPv4 address) on any port.
+    public init(host: String) throws(SocketError) {
+        fd = try IPv4.bindUDP(host: host)
+        port = IPv4.localAddress(fd).1
+        // Without kernel stamps the socket still works, with the reading time instead.
+        _ = lyre_socket_enable_timestamps(fd)
+    }
+
+    deinit { Glibc.close(fd) }
+
+    /// The next datagram, or nil when none arrives within `timeoutMilliseconds` (or the read fails).
+    /// Datagrams longer than `maximumLength` are cut to it.
+    public func receive(timeoutMilliseconds: Int, maximumLength: Int = 256) -> TimestampedDatagram? {
+        var buffer = [UInt8](repeating: 0, count: maximumLength)
+        var from = sockaddr_in()
+        var arrival: UInt64 = 0
+        var stamped: Int32 = 0
+        let n = buffer.withUnsafeMutableBytes {
+            lyre_socket_receive(fd, $0.baseAddress, $0.count, &from, Int32(timeoutMilliseconds), &arrival, &stamped)
+        }
+        guard n > 0 else { return nil }
+        return TimestampedDatagram(
+            bytes: Array(buffer[0..<n]), host: IPv4.text(from), port: UInt16(bigEndian: from.sin_port), arrival: arrival,
+            kernelStamped: stamped != 0)
+    }
+
+    /// Sends `bytes` to `host`:`port`; false when the send failed.
+    @discardableResult
+    public func send(_ bytes: [UInt8], to host: String, port: UInt16) -> Bool {
+        guard let address = try? IPv4.address(host, port: port) else { return false }
+        return bytes.withUnsafeBytes { raw in
+            IPv4.withSockaddr(address) { sendto(fd, raw.baseAddress, raw.count, 0, $0, $1) } == raw.count
+        }
+    }
+}
