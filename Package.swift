@@ -29,6 +29,8 @@ let package = Package(
         .systemLibrary(
             name: "CALSA", pkgConfig: "alsa",
             providers: [.apt(["libasound2-dev"])]),
+        // libasound's error messages kept for our errors instead of printed: see Sources/CALSAShim/include/CALSAShim.h.
+        .target(name: "CALSAShim", dependencies: ["CALSA"]),
 
         .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
         // Fixed-signature wrappers for the variadic opus_*_ctl: see Sources/COpusShim/include/COpusShim.h.
@@ -46,7 +48,7 @@ let package = Package(
         .target(name: "LyreClock", dependencies: ["CSocketShim"]),
 
         // Media: ALSA and WAV output, file decoding (libsndfile), resampling (libsoxr); Opus.
-        .target(name: "LyreAudio", dependencies: ["CALSA", "CSndfile", "CSoxr", "LyreWire", "LyreClock"]),
+        .target(name: "LyreAudio", dependencies: ["CALSA", "CALSAShim", "CSndfile", "CSoxr", "LyreWire", "LyreClock"]),
         .target(name: "LyreCodec", dependencies: ["COpus", "COpusShim"]),
 
         // Engines.

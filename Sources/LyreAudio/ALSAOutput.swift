@@ -1,5 +1,6 @@
-import LyreClock
 import CALSA
+import CALSAShim
+import LyreClock
 
 #if canImport(Glibc)
 import Glibc
@@ -24,6 +25,8 @@ public final class ALSAOutput: PCMSink {
 
     /// `bufferMicroseconds` is the device buffer asked for; ALSA may round it.
     public init(pcm name: String, bufferMicroseconds: UInt32 = 20_000) throws(AudioOutputError) {
+        Self.captureErrors
+        lyre_alsa_clear_error()
         var handle: OpaquePointer?
         var rc = snd_pcm_open(&handle, name, SND_PCM_STREAM_PLAYBACK, 0)
         guard rc == 0, let handle else { throw Self.error("cannot open ALSA PCM \(name)", rc) }
@@ -41,8 +44,14 @@ public final class ALSAOutput: PCMSink {
         self.name = name
     }
 
+    /// libasound's own messages go into errors, not to stderr on every retry (see CALSAShim.h).
+    private static let captureErrors: Void = lyre_alsa_capture_errors()
+
+    /// The failure with `snd_strerror`'s text and what libasound said about it on this thread, if anything.
     static func error(_ what: String, _ rc: Int32) -> AudioOutputError {
-        AudioOutputError("\(what): \(String(cString: snd_strerror(rc)))")
+        let said = String(cString: lyre_alsa_last_error())
+        lyre_alsa_clear_error()
+        return AudioOutputError("\(what): \(String(cString: snd_strerror(rc)))\(said.isEmpty ? "" : " (\(said))")")
     }
 
     public func waitForRoom() throws(AudioOutputError) -> UInt64 {
