@@ -1,7 +1,8 @@
-import LyreClock
 import Foundation
 import LyreAudio
+import LyreClock
 import LyreWire
+import NIOCore
 
 /// What the current session says is playing, as the receiver shows it (now-playing.md §2–§4): the
 /// sender's `NowPlayingInfo`, its anchor on this host's clock, the artwork and the commands it accepts.
@@ -73,14 +74,32 @@ public struct RemoteCommandOutcome: Sendable, Equatable {
 }
 
 /// Writes the session's artwork to a file, for MPRIS `mpris:artUrl`: one file at a time, named by a hash
-/// of its bytes, readable by this user only; the old one is removed.
-final class ArtworkStore {
+/// of its bytes, readable by this user only; the old one is removed. Files are written on a queue of
+/// the store's own, never on an event loop (an image can be 1 MiB).
+///
+/// `@unchecked Sendable`: `current` and the files are touched only on `queue`, one write or removal at a
+/// time, in the order they were asked for.
+final class ArtworkStore: @unchecked Sendable {
     let directory: String
-    private(set) var current: String?
+    private var current: String?
+    private let queue = DispatchQueue(label: "lyred-artwork")
 
     init(directory: String) { self.directory = directory }
 
-    func write(_ artwork: Artwork) throws -> String {
+    /// Writes `artwork`; the future, on `loop`, gives its path.
+    func write(_ artwork: Artwork, on loop: any EventLoop) -> EventLoopFuture<String> {
+        let promise = loop.makePromise(of: String.self)
+        queue.async { promise.completeWith(Result { try self.writeNow(artwork) }) }
+        return promise.futureResult
+    }
+
+    /// Removes the current file, after any write already asked for.
+    func remove() { queue.async { self.removeNow() } }
+
+    /// Removes the current file and returns when it is gone.
+    func removed() async { await withCheckedContinuation { done in queue.async { self.removeNow(); done.resume() } } }
+
+    private func writeNow(_ artwork: Artwork) throws -> String {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325  // FNV-1a: names the file, so a changed image gets a new URL
@@ -91,13 +110,13 @@ final class ArtworkStore {
             guard FileManager.default.createFile(atPath: temporary, contents: Data(artwork.bytes), attributes: [.posixPermissions: 0o600]),
                 rename(temporary, path) == 0
             else { throw ArtworkStoreError(path: path) }
-            remove()
+            removeNow()
         }
         current = path
         return path
     }
 
-    func remove() {
+    private func removeNow() {
         if let current { try? FileManager.default.removeItem(atPath: current) }
         current = nil
     }

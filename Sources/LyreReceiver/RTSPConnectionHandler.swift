@@ -1,6 +1,6 @@
-import LyreClock
 import Logging
 import LyreAudio
+import LyreClock
 import LyreWire
 import NIOCore
 import NIOPosix
@@ -359,22 +359,39 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             artworkPath = nil
             artworkType = nil
             registry.artwork?.remove()
-        } else {
-            do {
-                let artwork = try Artwork(bytes: body, declared: type)
-                artworkType = artwork.type
-                artworkPath = try registry.artwork?.write(artwork)
-            } catch let error as NowPlayingError {
-                registry.count(\.badRequests)
-                logger.debug("artwork refused: \(error)")
-                return refuse(error.status, cseq: cseq, "artwork refused: \(error)")
-            } catch {
-                logger.warning("\(error)")
-                return refuse(500, cseq: cseq, "\(error)")
+            registry.nowPlayingChanged(self)
+            return send(.response(200, cseq: cseq))
+        }
+        let artwork: Artwork
+        do {
+            artwork = try Artwork(bytes: body, declared: type)
+        } catch {
+            registry.count(\.badRequests)
+            logger.debug("artwork refused: \(error)")
+            return refuse(error.status, cseq: cseq, "artwork refused: \(error)")
+        }
+        artworkType = artwork.type
+        guard let store = registry.artwork, let context else {
+            registry.nowPlayingChanged(self)
+            return send(.response(200, cseq: cseq))
+        }
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        store.write(artwork, on: context.eventLoop).whenComplete { result in
+            let me = bound.value
+            switch result {
+            case .success where me.registry.active !== me:
+                // The session ended while the file was written: it is nobody's artwork any more.
+                store.remove()
+                me.send(.response(200, cseq: cseq))
+            case .success(let path):
+                me.artworkPath = path
+                me.registry.nowPlayingChanged(me)
+                me.send(.response(200, cseq: cseq))
+            case .failure(let error):
+                me.logger.warning("\(error)")
+                me.refuse(500, cseq: cseq, "\(error)")
             }
         }
-        registry.nowPlayingChanged(self)
-        send(.response(200, cseq: cseq))
     }
 
     /// A 4xx/5xx with the reason in `Lyre-Error`, so a sender can say what went wrong.

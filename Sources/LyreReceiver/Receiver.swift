@@ -234,7 +234,7 @@ public final class Receiver: Sendable {
         try? await server.withLockedValue { $0 }?.close()
         try? await control.withLockedValue { $0 }?.close()
         if let path = configuration.controlSocketPath, control.withLockedValue({ $0 }) != nil { unlink(path) }
-        try? await registry.eventLoop.submit { registry.artwork?.remove() }.get()
+        await registry.artwork?.removed()
         output.stop()
         continuation.finish()
         try? await group.shutdownGracefully()
