@@ -1,6 +1,6 @@
-import LyreClock
 import Foundation
 import LyreAudio
+import LyreClock
 import LyreWire
 import NIOCore
 import NIOPosix

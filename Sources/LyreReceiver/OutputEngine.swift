@@ -1,7 +1,7 @@
-import LyreClock
 import Foundation
 import Logging
 import LyreAudio
+import LyreClock
 import NIOConcurrencyHelpers
 
 #if canImport(Glibc)

@@ -1,6 +1,6 @@
-import LyreClock
 import Foundation
 import LyreAudio
+import LyreClock
 import NIOConcurrencyHelpers
 
 /// The app's audio session, as `AVAudioSession` on iOS: its category says where the app's audio goes.

@@ -1,6 +1,6 @@
-import LyreClock
 import Logging
 import LyreAudio
+import LyreClock
 import LyreMPRIS
 import LyreReceiver
 import LyreWire
