@@ -12,6 +12,8 @@ import Glibc
 /// Presentation time is the write time plus the frames queued ahead (`snd_pcm_delay`).
 public final class ALSAOutput: PCMSink {
     public let blockFrames = 240
+    /// Self-paced plugins take 50 ms at once like the WAV sink; a device's 20 ms buffer takes one block.
+    public var longestBlockFrames: Int { selfPaced ? 2400 : blockFrames }
     public private(set) var outputLatency: UInt64 = 0
     public private(set) var recoveries = 0
     private let pcm: OpaquePointer

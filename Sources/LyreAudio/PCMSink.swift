@@ -4,15 +4,19 @@
 /// first frame will leave the output (its presentation time on `HostClock`). Implementations recover from
 /// underruns and suspends themselves and count them; they throw only when the device is unusable.
 public protocol PCMSink: AnyObject {
-    /// Frames per block.
+    /// Frames per block: the shortest block, for the shortest latencies.
     var blockFrames: Int { get }
+    /// The longest block the sink takes now (a multiple of `blockFrames`): a sink paced by the host clock
+    /// takes up to 50 ms at once, so that sessions with room to spare wake the audio thread 20 times a
+    /// second, not 200. A device with a short buffer takes `blockFrames`.
+    var longestBlockFrames: Int { get }
     /// How long a frame spends in the device after `write`, ns: the output latency reported to senders.
     var outputLatency: UInt64 { get }
     /// Underruns and suspends recovered so far.
     var recoveries: Int { get }
     /// Blocks until a block fits; returns the presentation time (`HostClock` ns) of the next frame written.
     func waitForRoom() throws(AudioOutputError) -> UInt64
-    /// Writes `blockFrames` interleaved stereo frames.
+    /// Writes interleaved stereo frames: `blockFrames`, or a multiple of it up to `longestBlockFrames`.
     func write(_ samples: [Int16]) throws(AudioOutputError)
     /// Stops the timeline (a session ended); the next `waitForRoom` starts a new one.
     func stop()

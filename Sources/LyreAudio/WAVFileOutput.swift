@@ -6,16 +6,19 @@ import Glibc
 /// A WAV file written in real time, as a DAC would play it: for headless hosts and tests.
 ///
 /// Frame n of a timeline is presented at `start + n / 48000 s`; the writer sleeps until a block is due
-/// `outputLatency` ahead of its presentation time. The header's sizes are kept current after every block,
-/// so the file is a valid WAV at any moment. Sessions append to the same file.
+/// `outputLatency` ahead of its presentation time. The header's sizes are brought up to date four times a
+/// second and when output stops or the file closes, so the file is a valid WAV at any moment (one being
+/// read while it grows may hold up to 250 ms more than its header says). Sessions append to the same file.
 public final class WAVFileOutput: PCMSink {
     public let blockFrames = 240
+    public let longestBlockFrames = 2400
     public let outputLatency: UInt64 = 10_000_000
     public var recoveries: Int { 0 }
     private let fd: Int32
     private var dataBytes: UInt32 = 0
     private var timelineStart: UInt64?
     private var framesInTimeline: UInt64 = 0
+    private var blocksSinceHeader = 0
 
     public init(path: String) throws(AudioOutputError) {
         fd = Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
@@ -44,15 +47,28 @@ public final class WAVFileOutput: PCMSink {
         }
         framesInTimeline += UInt64(samples.count / 2)
         dataBytes &+= UInt32(truncatingIfNeeded: samples.count * 2)
+        blocksSinceHeader += 1
+        if blocksSinceHeader >= 50 { updateHeader() }
+    }
+
+    public func stop() {
+        timelineStart = nil
+        updateHeader()
+    }
+
+    public func close() {
+        updateHeader()
+        _ = Glibc.close(fd)
+    }
+
+    /// Writes the current sizes into the RIFF and data chunk headers.
+    private func updateHeader() {
+        blocksSinceHeader = 0
         var riff = (36 + dataBytes).littleEndian
         var data = dataBytes.littleEndian
         _ = pwrite(fd, &riff, 4, 4)
         _ = pwrite(fd, &data, 4, 40)
     }
-
-    public func stop() { timelineStart = nil }
-
-    public func close() { _ = Glibc.close(fd) }
 
     private func writeAll(_ bytes: UnsafeRawBufferPointer) -> Bool {
         var offset = 0

@@ -27,13 +27,15 @@ final class OutputEngine: @unchecked Sendable {
     private let presentationLog: UnsafeMutablePointer<FILE>?
     private let availabilityChanged: @Sendable (Bool) -> Void
     private var thread: Thread?
+    /// Wakes the idle audio thread when there is something to play or it should stop.
+    private let wake = DispatchSemaphore(value: 0)
 
     init(target: OutputTarget, presentationLogPath: String?, logger: Logger, availabilityChanged: @escaping @Sendable (Bool) -> Void) {
         self.target = target
         self.logger = logger
         self.availabilityChanged = availabilityChanged
         presentationLog = presentationLogPath.flatMap { fopen($0, "w") }
-        if let presentationLog { fputs("rtp_time,scheduled_ns,presented_ns,audio_frames\n", presentationLog) }
+        if let presentationLog { fputs("rtp_time,scheduled_ns,presented_ns,audio_frames,frames\n", presentationLog) }
     }
 
     /// Output latency of the open sink, ns.
@@ -49,7 +51,10 @@ final class OutputEngine: @unchecked Sendable {
         if changed { availabilityChanged(value) }
     }
 
-    func play(_ controller: PlayoutController?) { lock.withLock { current = controller; drainDeadline = nil } }
+    func play(_ controller: PlayoutController?) {
+        lock.withLock { current = controller; drainDeadline = nil }
+        wake.signal()
+    }
 
     /// Stops output if `controller` is what plays (a session that was taken over has already been replaced).
     /// With `drain`, what is already buffered plays out first (a sender that ends its stream wants its last
@@ -76,12 +81,24 @@ final class OutputEngine: @unchecked Sendable {
         let deadline = HostClock.now() + 3_000_000_000
         while lock.withLock({ drainDeadline != nil && current != nil }), HostClock.now() < deadline { usleep(5000) }
         lock.withLock { running = false }
+        wake.signal()
         while thread?.isFinished == false { usleep(2000) }
         if let presentationLog { fclose(presentationLog) }
     }
 
+    /// Frames to render at once: one 5 ms block per 25 ms of the session's latency, from 1 (at
+    /// `--latency 20`) to 10 (50 ms, from 250 ms, the default), as far as the sink takes them. A block is
+    /// rendered 10 ms before it is due, and Lyre senders send each frame half the latency (at most 100 ms)
+    /// before the schedule, so at 20 ms a block's last frame is there 15 ms before the block is rendered.
+    /// Wake-ups are what the audio thread costs: on the 2-core test machine a thread that only sleeps
+    /// and wakes uses 1.2% of a core at 200 Hz and 0.3% at 50 Hz.
+    static func blockFrames(for sink: any PCMSink, latency: UInt64) -> Int {
+        let blocks = min(max(Int(latency / 25_000_000), 1), 10)
+        return min(sink.blockFrames * blocks, sink.longestBlockFrames)
+    }
+
     private func loop() {
-        var loggedRows = 0
+        var loggedFrames = 0
         var sink: (any PCMSink)?
         var wasPlaying = false
         var lastFailure: String?
@@ -116,22 +133,27 @@ final class OutputEngine: @unchecked Sendable {
             }
             guard let controller else {
                 if wasPlaying { out.stop(); wasPlaying = false; if let presentationLog { fflush(presentationLog) } }
-                usleep(5000)
+                // Idle: sleep until a session starts (no wake-ups while nothing plays).
+                _ = wake.wait(timeout: .now() + .seconds(1))
                 continue
             }
             wasPlaying = true
             do {
                 let presentation = try out.waitForRoom()
-                var (samples, record) = controller.withPlayout { $0.render(frames: out.blockFrames, presentation: presentation) }
+                let frames = Self.blockFrames(for: out, latency: controller.latency)
+                var (samples, record) = controller.withPlayout { $0.render(frames: frames, presentation: presentation) }
                 if gain != 1 {
                     for i in samples.indices { samples[i] = Int16(clamping: Int((Double(samples[i]) * gain).rounded())) }
                 }
                 try out.write(samples)
                 if let record, let presentationLog {
-                    fputs("\(record.rtpTime),\(record.scheduled),\(record.presented),\(record.audioFrames)\n", presentationLog)
-                    // Four times a second, so the log can be read while the session plays.
-                    loggedRows += 1
-                    if loggedRows % 50 == 0 { fflush(presentationLog) }
+                    fputs("\(record.rtpTime),\(record.scheduled),\(record.presented),\(record.audioFrames),\(frames)\n", presentationLog)
+                    // About four times a second, so the log can be read while the session plays.
+                    loggedFrames += frames
+                    if loggedFrames >= 12000 {
+                        loggedFrames = 0
+                        fflush(presentationLog)
+                    }
                 }
             } catch {
                 logger.error("output \(target) failed: \(error); reopening")

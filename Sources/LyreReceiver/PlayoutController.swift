@@ -10,8 +10,11 @@ final class PlayoutController: @unchecked Sendable {
     private let lock = NIOLock()
     private var playout: Playout
     let senderName: String
+    /// The session's target latency, ns.
+    let latency: UInt64
 
     init(playout: consuming Playout, senderName: String) {
+        latency = playout.latency
         self.playout = playout
         self.senderName = senderName
     }

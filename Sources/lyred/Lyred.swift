@@ -41,7 +41,7 @@ struct Lyred: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Latency for senders that ask for none, in ms (20 to 2000).", valueName: "MS"))
     var latency: Int = 250
 
-    @Option(help: ArgumentHelp("Write rtp_time,scheduled_ns,presented_ns for every output block to this CSV file.", valueName: "PATH"))
+    @Option(help: ArgumentHelp("Write rtp_time,scheduled_ns,presented_ns,audio_frames,frames for every output block to this CSV file.", valueName: "PATH"))
     var presentationLog: String?
 
     @Option(help: ArgumentHelp("Log session statistics every SECONDS.", valueName: "SECONDS"))

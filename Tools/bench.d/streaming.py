@@ -3,12 +3,13 @@
 
 Runs inside Tools/netns. Each run plays the same 48 kHz stereo sweep with --latency 20 into lyred's WAV
 sink (and once more into ALSA's null plugin), reads lyred's presentation log, and measures CPU and peak RSS
-of lyred and of `lyre play`; then Snapcast streams the same file for the same time. Medians over --runs.
+of lyred and of `lyre play`; once more at the default latency (250 ms), where lyred renders 50 ms blocks as
+snapclient's file player does; then Snapcast streams the same file for the same time. Medians over --runs.
 
 - first sample: `lyre play` started -> the first stream sample leaves the receiver's output.
 - end-to-end latency: a sample's presentation minus the sender-clock time it was due at the sender
   (its anchor time, before the target latency); target is --latency.
-- presentation error: |presented - scheduled| per 5 ms block (one host, one clock), p50 / p99.
+- presentation error: |presented - scheduled| per output block (one host, one clock), p50 / p99.
 """
 import argparse
 import csv
@@ -78,8 +79,7 @@ def run_lyre(work, sweep, latency, output, tag, env=None):
     rows = list(csv.DictReader(open(pres)))
     audio = [r for r in rows if int(r["audio_frames"]) > 0]
     first = audio[0]
-    block = 240
-    first_ns = int(first["presented_ns"]) + (block - int(first["audio_frames"])) * 1_000_000_000 // 48000
+    first_ns = int(first["presented_ns"]) + (int(first["frames"]) - int(first["audio_frames"])) * 1_000_000_000 // 48000
     errors = sorted(abs(int(r["presented_ns"]) - int(r["scheduled_ns"])) / 1000 for r in audio[10:])
     e2e = [(int(r["presented_ns"]) - int(r["scheduled_ns"])) / 1e6 + latency for r in audio[10:]]
     return {
@@ -105,11 +105,12 @@ def main():
     subprocess.run([sys.executable, os.path.join(TOOLS, "peers", "audio.py"), "sweep", sweep, "--seconds", str(a.seconds)],
                    check=True)
     alsa_conf = "/run/lyre-netns/asound-null.conf"  # written by Tools/netns: default PCM is ALSA's null plugin
-    lyre_runs, alsa_runs, snap_runs = [], [], []
+    lyre_runs, alsa_runs, default_runs, snap_runs = [], [], [], []
     for i in range(a.runs):
         print(f"run {i + 1}/{a.runs}", file=sys.stderr)
         lyre_runs.append(run_lyre(work, sweep, a.latency, "wav:" + os.path.join(work, "out.wav"), f"wav{i}"))
         alsa_runs.append(run_lyre(work, sweep, a.latency, "default", f"alsa{i}", env=dict(os.environ, ALSA_CONFIG_PATH=alsa_conf)))
+        default_runs.append(run_lyre(work, sweep, 250, "wav:" + os.path.join(work, "out.wav"), f"default{i}"))
         out = subprocess.run([sys.executable, os.path.join(HERE, "snapcast.py"), "--input", sweep, "--seconds", str(a.seconds)],
                              capture_output=True, text=True)
         if out.returncode != 0:
@@ -126,12 +127,14 @@ def main():
     print(f"  presentation error ALSA p50 / p99   {med(alsa_runs, 'p50_us'):8.1f} / {med(alsa_runs, 'p99_us'):.1f} us   (null plugin, self-paced)")
     peer = snap_runs[0]["peer"]
     rows = [
-        ("receiver CPU %", med(lyre_runs, "lyred_cpu_pct"), "snapclient", med(snap_runs, "client_cpu_percent")),
-        ("sender CPU %", med(lyre_runs, "sender_cpu_pct"), "snapserver", med(snap_runs, "server_cpu_percent")),
+        ("receiver CPU % (250 ms)", med(default_runs, "lyred_cpu_pct"), "snapclient", med(snap_runs, "client_cpu_percent")),
+        ("sender CPU % (250 ms)", med(default_runs, "sender_cpu_pct"), "snapserver", med(snap_runs, "server_cpu_percent")),
+        (f"receiver CPU % ({a.latency} ms)", med(lyre_runs, "lyred_cpu_pct"), "snapclient", med(snap_runs, "client_cpu_percent")),
+        (f"sender CPU % ({a.latency} ms)", med(lyre_runs, "sender_cpu_pct"), "snapserver", med(snap_runs, "server_cpu_percent")),
         ("receiver peak RSS KiB", med(lyre_runs, "lyred_rss_kib"), "snapclient", med(snap_runs, "client_rss_kib")),
         ("sender peak RSS KiB", med(lyre_runs, "sender_rss_kib"), "snapserver", med(snap_runs, "server_rss_kib")),
     ]
-    print(f"\nside by side with {peer}, same file, Opus both")
+    print(f"\nside by side with {peer}, same file, Opus both (Snapcast: 1000 ms buffer, file player writing 50 ms blocks)")
     print(f"  {'':24} {'lyre':>10} {'peer':>10}  ratio lyre/peer")
     for name, ours, who, theirs in rows:
         ratio = ours / theirs if theirs else float("nan")

@@ -236,11 +236,12 @@ def cmd_presentation(a):
 
 def cmd_heard(a):
     """When the session's audio frame F was heard: the first block with audio gives the RTP time of the
-    first audio frame (R0 = rtp_time + 240 - audio_frames, audio fills the block's end); the block holding
-    R0 + F gives its presentation time."""
+    first audio frame (R0 = rtp_time + frames - audio_frames, audio fills the block's end); the block holding
+    R0 + F gives its presentation time. Blocks are `frames` long (5 to 50 ms)."""
     try:
         with open(a.log, newline="") as f:
-            rows = [(int(r["rtp_time"]), int(r["presented_ns"]), int(r["audio_frames"])) for r in csv.DictReader(f)]
+            rows = [(int(r["rtp_time"]), int(r["presented_ns"]), int(r["audio_frames"]), int(r["frames"]))
+                    for r in csv.DictReader(f)]
     except (OSError, KeyError, ValueError, TypeError) as e:
         print(f"audio.py heard: cannot read {a.log}: {e}", file=sys.stderr)
         return 2
@@ -248,10 +249,9 @@ def cmd_heard(a):
     if first is None:
         print(f"audio.py heard: no audio in {a.log}", file=sys.stderr)
         return 2
-    block = 240
-    r0 = (first[0] + block - first[2]) % 2**32
+    r0 = (first[0] + first[3] - first[2]) % 2**32
     target = (r0 + a.frame) % 2**32
-    for rtp, presented, _ in rows:
+    for rtp, presented, _, block in rows:
         into = (target - rtp) % 2**32
         if into < block:
             print(json.dumps({"frame": a.frame, "rtp": target, "presented_ns": presented + round(into * 1e9 / 48000)}))
