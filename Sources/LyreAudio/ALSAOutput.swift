@@ -19,6 +19,7 @@ public final class ALSAOutput: PCMSink {
     private let pcm: OpaquePointer
     private let name: String
     private let bufferFrames: Int
+    private let mixer: ALSAMixer?
     /// Plugins such as `null` and `file` (over `null`) take any amount at once and never report a delay:
     /// detected after a few writes, and then paced here on the host clock, like `WAVFileOutput`.
     private var unpacedWrites = 0
@@ -44,7 +45,12 @@ public final class ALSAOutput: PCMSink {
         bufferFrames = Int(bufferSize)
         pcm = handle
         self.name = name
+        mixer = ALSAMixer(pcm: name)
     }
+
+    public var volumeControl: String? { mixer?.controlName }
+
+    public func setVolume(dB: Double) -> Bool { mixer?.setVolume(dB: dB) ?? false }
 
     /// libasound's own messages go into errors, not to stderr on every retry (see CALSAShim.h).
     private static let captureErrors: Void = lyre_alsa_capture_errors()

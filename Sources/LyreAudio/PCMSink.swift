@@ -12,6 +12,11 @@ public protocol PCMSink: AnyObject {
     var longestBlockFrames: Int { get }
     /// How long a frame spends in the device after `write`, ns: the output latency reported to senders.
     var outputLatency: UInt64 { get }
+    /// The mixer control that sets the volume (`setVolume(dB:)`), or nil when the sink has none.
+    var volumeControl: String? { get }
+    /// Sets the device's volume (dB, RAOP scale: 0 is full, −144 mutes); false when it has no mixer or the
+    /// mixer refused, and the caller then scales the samples itself.
+    func setVolume(dB: Double) -> Bool
     /// Underruns and suspends recovered so far.
     var recoveries: Int { get }
     /// Blocks until a block fits; returns the presentation time (`HostClock` ns) of the next frame written.

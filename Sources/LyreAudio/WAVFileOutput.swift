@@ -14,6 +14,8 @@ public final class WAVFileOutput: PCMSink {
     public let longestBlockFrames = 2400
     public let outputLatency: UInt64 = 10_000_000
     public var recoveries: Int { 0 }
+    public var volumeControl: String? { nil }
+    public func setVolume(dB: Double) -> Bool { false }
     private let fd: Int32
     private var dataBytes: UInt32 = 0
     private var timelineStart: UInt64?

@@ -20,7 +20,9 @@ final class OutputEngine: @unchecked Sendable {
     /// When set, `current` is draining: it stops when empty or at this time.
     private var drainDeadline: UInt64?
     private var running = true
-    private var gain: Double = 1
+    /// The volume asked for (dB, RAOP scale), and whether the audio thread has yet to apply it.
+    private var volume: Double = 0
+    private var volumeChanged = false
     /// Nil until the first attempt to open the output, so that the first answer is always reported.
     private var available: Bool?
     private var latency: UInt64 = 0
@@ -67,7 +69,14 @@ final class OutputEngine: @unchecked Sendable {
     }
 
     /// Volume in dB (RAOP scale): −144 mutes.
-    func setVolume(_ db: Double) { lock.withLock { gain = db <= -144 ? 0 : pow(10, db / 20) } }
+    /// Volume in dB (RAOP scale): set on the output's mixer when it has one, else applied to the samples.
+    func setVolume(_ db: Double) {
+        lock.withLock {
+            volume = db
+            volumeChanged = true
+        }
+        wake.signal()
+    }
 
     func start() {
         let thread = Thread { [self] in self.loop() }
@@ -102,14 +111,19 @@ final class OutputEngine: @unchecked Sendable {
         var sink: (any PCMSink)?
         var wasPlaying = false
         var lastFailure: String?
+        var gain = 1.0
         while lock.withLock({ running }) {
             if sink == nil {
                 do {
                     let opened = try target.open()
                     sink = opened
-                    lock.withLock { latency = opened.outputLatency }
+                    lock.withLock {
+                        latency = opened.outputLatency
+                        volumeChanged = true
+                    }
                     setAvailable(true)
-                    logger.info("output \(target) open, latency \(Double(opened.outputLatency) / 1e6) ms")
+                    let control = opened.volumeControl.map { "on mixer control '\($0)'" } ?? "as software gain"
+                    logger.info("output \(target) open, latency \(Double(opened.outputLatency) / 1e6) ms, volume \(control)")
                     lastFailure = nil
                 } catch {
                     if lastFailure != error.description {
@@ -122,14 +136,23 @@ final class OutputEngine: @unchecked Sendable {
                 }
             }
             guard let out = sink else { continue }
-            let (controller, gain) = lock.withLock {
+            let (controller, newVolume) = lock.withLock {
                 if let deadline = drainDeadline, let playing = current,
                     HostClock.now() > deadline || playing.withPlayout({ $0.isDrained })
                 {
                     current = nil
                     drainDeadline = nil
                 }
-                return (current, self.gain)
+                defer { volumeChanged = false }
+                return (current, volumeChanged ? volume : nil)
+            }
+            if let newVolume {
+                if out.setVolume(dB: newVolume) {
+                    gain = 1
+                } else {
+                    if out.volumeControl != nil { logger.warning("output \(target): the mixer refused \(newVolume) dB; applying it as software gain") }
+                    gain = newVolume <= -144 ? 0 : pow(10, newVolume / 20)
+                }
             }
             guard let controller else {
                 if wasPlaying { out.stop(); wasPlaying = false; if let presentationLog { fflush(presentationLog) } }

@@ -212,6 +212,47 @@ struct StreamingTests {
         #expect(play.stderr.contains("audio output is unavailable"), "\(play.stderr)")
     }
 
+    /// Volume goes to the output's mixer when it has one: here PulseAudio's, through ALSA's pulse PCM and
+    /// control. The sink's volume shows the step, and what leaves the sink is lowered once, not twice.
+    @Test func volumeIsSetOnTheMixerAndOnlyThere() async throws {
+        let network = try TestNetwork()
+        defer { network.close() }
+        let pulse = try network.spawn([TestNetwork.tools + "/peers/pulse-null.sh"], name: "pulseaudio")
+        let env = ["env", "PULSE_SERVER=unix:/run/lyre-pulse/native", "PULSE_CLIENTCONFIG=/run/lyre-pulse/client.conf",
+                   "ALSA_CONFIG_PATH=/usr/share/alsa/alsa.conf"]
+        #expect(try await eventually { try await network.run(["test", "-S", "/run/lyre-pulse/native"]).status == 0 }, "pulseaudio: \(pulse.stderr)")
+        #expect(try await network.run(env + ["pactl", "info"], timeout: 10).status == 0, "pulseaudio: \(pulse.stderr)")
+        let lyred = try network.spawn(
+            env + [TestNetwork.binaries + "/lyred", "--name", "Speaker", "--port", "7720", "--state-dir", "/run/lyred",
+                   "--output", "pulse", "--log-level", "info", "--control-socket", "/run/lyred.sock", "--mpris", "off"],
+            name: "lyred")
+        #expect(await eventually { lyred.stderr.contains("volume on mixer control 'Master'") }, "\(lyred.stderr)")
+        let sweep = try await Self.sweep(network, rate: 48000, seconds: 30)
+        let sender = try network.spawn(["lyre", "play", sweep, "--to", "Speaker"])
+        defer { sender.signal(SIGINT) }
+        #expect(await eventually { lyred.stderr.contains("now playing:") }, "\(lyred.stderr)")
+        for _ in 0..<2 {
+            let step = try await network.run(["lyre", "remote", "volume", "down", "--socket", "/run/lyred.sock"])
+            #expect(step.status == 0, "\(step.stderr)")
+        }
+        var sinkVolume = ""
+        #expect(try await eventually {
+            sinkVolume = try await network.run(env + ["timeout", "5", "pactl", "get-sink-volume", "lyre"]).stdout
+            return sinkVolume.contains("-3.75 dB")
+        }, "two steps of 1.875 dB on the sink: \(sinkVolume)")
+        // One second of what the sink plays: the sweep's -9.03 dBFS RMS (a -6 dBFS sine), 3.75 dB down.
+        let raw = network.scratch.appendingPathComponent("monitor.raw").path
+        let record = try await network.run(env + ["ffmpeg", "-nostdin", "-loglevel", "error", "-f", "pulse", "-i", "lyre.monitor",
+                                                  "-t", "1", "-f", "s16le", "-ar", "48000", "-ac", "2", raw])
+        #expect(record.status == 0, "ffmpeg recording the sink's monitor: \(record.stderr)")
+        let level = try await network.run(["python3", Self.audioTool, "level", raw, "--format", "raw:s16le:48000:2"])
+        let json = try JSONSerialization.jsonObject(with: Data(level.stdout.utf8)) as? [String: Any]
+        let rms = json?["rms_dbfs"] as? Double ?? 0
+        let seconds = json?["seconds"] as? Double ?? 0
+        #expect(seconds > 0.5, "parec recorded \(seconds) s: \(level.stderr)")
+        #expect(abs(rms - (-9.03 - 3.75)) < 1, "level \(rms) dBFS: the volume must be applied once")
+    }
+
     @Test func badInputIsRefusedAndLyredKeepsServing() async throws {
         let rig = try await Rig()
         defer { rig.network.close() }

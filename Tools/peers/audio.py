@@ -10,6 +10,8 @@
       worst_window_snr_db, ref_seconds, out_seconds, matched_seconds.
   audio.py presentation LOG.csv
       Print JSON percentiles of |presented_ns - scheduled_ns| in microseconds (first 10 blocks skipped).
+  audio.py level FILE [--format wav|raw:s16le:RATE:CHANNELS]
+      Print one JSON line: rms_dbfs (of the mono mix; a full-scale sine is -3.01) and seconds.
 
 Exit status 2 (one line on stderr) for unreadable input. Needs numpy only.
 """
@@ -214,6 +216,20 @@ def cmd_compare(a):
 
 # ---------------------------------------------------------------- presentation
 
+def cmd_level(a):
+    try:
+        x, rate = read_wav(a.file) if a.format is None else read_raw(a.file, *a.format)
+    except (OSError, InputError) as e:
+        print(f"audio.py level: cannot read {a.file}: {e}", file=sys.stderr)
+        return 2
+    if len(x) == 0:
+        print(f"audio.py level: no audio in {a.file}", file=sys.stderr)
+        return 2
+    rms = float(np.sqrt(np.mean(x * x)))
+    print(json.dumps({"rms_dbfs": round(20 * math.log10(max(rms, 1e-12)), 3), "seconds": round(len(x) / rate, 3)}))
+    return 0
+
+
 def cmd_presentation(a):
     try:
         with open(a.log, newline="") as f:
@@ -280,10 +296,14 @@ def main():
     h = sub.add_parser("heard", help="when audio frame F of the session was presented")
     h.add_argument("log", metavar="LOG.csv")
     h.add_argument("--frame", type=int, required=True)
+    v = sub.add_parser("level", help="RMS level of a recording")
+    v.add_argument("file", metavar="FILE")
+    v.add_argument("--format", type=out_format, default=None, metavar="wav|raw:s16le:RATE:CHANNELS")
     a = ap.parse_args()
     if a.cmd == "sweep" and (a.seconds <= 0.02 or a.rate <= 0 or a.channels < 1 or a.lead_silence < 0):
         ap.error("need --seconds > 0.02, --rate > 0, --channels >= 1, --lead-silence >= 0")
-    return {"sweep": cmd_sweep, "compare": cmd_compare, "presentation": cmd_presentation, "heard": cmd_heard}[a.cmd](a)
+    return {"sweep": cmd_sweep, "compare": cmd_compare, "presentation": cmd_presentation, "heard": cmd_heard,
+            "level": cmd_level}[a.cmd](a)
 
 
 if __name__ == "__main__":
