@@ -88,7 +88,9 @@ public struct OpusDecoder: ~Copyable {
     /// Decodes a packet into interleaved stereo samples appended to `output`; returns frames decoded.
     @discardableResult
     public func decode(_ packet: [UInt8], into output: inout [Int16]) throws(OpusError) -> Int {
-        try run(packet, frames: OpusFormat.maximumFrame, fec: false, into: &output)
+        // Room for exactly the packet's frames (it says how many), not for the longest possible packet:
+        // before, 120 ms of zeros were appended and cut again for every 20 ms packet.
+        try run(packet, frames: min(Self.frames(in: packet) ?? OpusFormat.maximumFrame, OpusFormat.maximumFrame), fec: false, into: &output)
     }
 
     /// Rebuilds the frame *before* `packet` from the in-band FEC data it carries (`frames` long).
