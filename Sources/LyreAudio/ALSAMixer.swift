@@ -77,5 +77,4 @@ public final class ALSAMixer {
         let value = raw.min + Int((Double(raw.max - raw.min) * fraction).rounded())
         return snd_mixer_selem_set_playback_volume_all(element, value) == 0
     }
-
 }

@@ -13,7 +13,7 @@ import Glibc
 public final class ALSAOutput: PCMSink {
     public let blockFrames = 240
     /// Self-paced plugins take 50 ms at once like the WAV sink; a device's 20 ms buffer takes one block.
-    public var longestBlockFrames: Int { selfPaced ? 2400 : blockFrames }
+    public var longestBlockFrames: Int { selfPaced ? ClockPacedTimeline.longestBlockFrames : blockFrames }
     public private(set) var outputLatency: UInt64 = 0
     public private(set) var recoveries = 0
     private let pcm: OpaquePointer
@@ -24,7 +24,7 @@ public final class ALSAOutput: PCMSink {
     /// detected after a few writes, and then paced here on the host clock, like `WAVFileOutput`.
     private var unpacedWrites = 0
     private var selfPaced = false
-    private var timeline: (start: UInt64, frames: UInt64)?
+    private var timeline = ClockPacedTimeline()
 
     /// `bufferMicroseconds` is the device buffer asked for; ALSA may round it.
     public init(pcm name: String, bufferMicroseconds: UInt32 = 20_000) throws(AudioOutputError) {
@@ -63,13 +63,7 @@ public final class ALSAOutput: PCMSink {
     }
 
     public func waitForRoom() throws(AudioOutputError) -> UInt64 {
-        if selfPaced {
-            let t = timeline ?? (HostClock.now() + outputLatency, 0)
-            timeline = t
-            let presentation = t.start + t.frames * 1_000_000_000 / 48000
-            HostClock.sleep(until: presentation - outputLatency)
-            return presentation
-        }
+        if selfPaced { return timeline.waitForRoom(lead: outputLatency) }
         while true {
             let avail = snd_pcm_avail_update(pcm)
             if avail < 0 {
@@ -98,7 +92,7 @@ public final class ALSAOutput: PCMSink {
             offset += n
         }
         if selfPaced {
-            timeline?.frames += UInt64(frames)
+            timeline.advance(frames: frames)
         } else if unpacedWrites >= 0 {
             var delay: snd_pcm_sframes_t = 0
             let consumedAtOnce = snd_pcm_avail_update(pcm) >= bufferFrames && (snd_pcm_delay(pcm, &delay) < 0 || delay <= 0)
@@ -120,7 +114,7 @@ public final class ALSAOutput: PCMSink {
     public func stop() {
         snd_pcm_drop(pcm)
         snd_pcm_prepare(pcm)
-        timeline = nil
+        timeline.reset()
     }
 
     public func close() { snd_pcm_close(pcm) }

@@ -1,3 +1,5 @@
+import LyreClock
+
 /// The receiver's audio output: 48 kHz stereo 16-bit, written block by block by one audio thread.
 ///
 /// A sink is paced like a DAC: `waitForRoom()` blocks until the next block can be written and says when its
@@ -27,6 +29,33 @@ public protocol PCMSink: AnyObject {
     func stop()
     /// Releases the device.
     func close()
+}
+
+/// The pacing of a sink that has no clock of its own (a WAV file; ALSA's `null` and `file` plugins), as a
+/// DAC would pace it: frame n of a timeline is presented at `start + n / 48000 s`, and each block is
+/// written `lead` ahead of its presentation time.
+struct ClockPacedTimeline {
+    /// The longest block such a sink takes at once: 50 ms.
+    static let longestBlockFrames = 2400
+    private var start: UInt64?
+    private var frames: UInt64 = 0
+
+    /// Sleeps until the next block is due, `lead` ahead of its presentation, and returns that presentation
+    /// time. The first call after `reset()` starts a timeline `lead` from now.
+    mutating func waitForRoom(lead: UInt64) -> UInt64 {
+        if start == nil {
+            start = HostClock.now() + lead
+            frames = 0
+        }
+        let presentation = start! + frames * 1_000_000_000 / 48000
+        HostClock.sleep(until: presentation - lead)
+        return presentation
+    }
+
+    mutating func advance(frames written: Int) { frames += UInt64(written) }
+
+    /// Ends the timeline (output stopped).
+    mutating func reset() { start = nil }
 }
 
 /// Why the output cannot play.

@@ -1,26 +1,23 @@
 #if canImport(Glibc)
-import LyreClock
 import Glibc
 #endif
 
 /// A WAV file written in real time, as a DAC would play it: for headless hosts and tests.
 ///
-/// Frame n of a timeline is presented at `start + n / 48000 s`; the writer sleeps until a block is due
-/// `outputLatency` ahead of its presentation time. The header's sizes are brought up to date four times a
+/// Paced by a `ClockPacedTimeline`: a block is written `outputLatency` ahead of its presentation time. The header's sizes are brought up to date four times a
 /// second and when output stops or the file closes, so the file is a valid WAV at any moment (one being
 /// read while it grows may hold up to 250 ms more than its header says). Sessions append to the same file.
 public final class WAVFileOutput: PCMSink {
     public let blockFrames = 240
-    public let longestBlockFrames = 2400
+    public let longestBlockFrames = ClockPacedTimeline.longestBlockFrames
     public let outputLatency: UInt64 = 10_000_000
     public var recoveries: Int { 0 }
     public var volumeControl: String? { nil }
     public func setVolume(dB: Double) -> Bool { false }
     private let fd: Int32
     private var dataBytes: UInt32 = 0
-    private var timelineStart: UInt64?
-    private var framesInTimeline: UInt64 = 0
-    private var blocksSinceHeader = 0
+    private var timeline = ClockPacedTimeline()
+    private var framesSinceHeader = 0
 
     public init(path: String) throws(AudioOutputError) {
         fd = Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
@@ -28,33 +25,21 @@ public final class WAVFileOutput: PCMSink {
         guard Self.header(dataBytes: 0).withUnsafeBytes({ writeAll($0) }) else { throw AudioOutputError("cannot write \(path): \(String(cString: strerror(errno)))") }
     }
 
-    public func waitForRoom() throws(AudioOutputError) -> UInt64 {
-        let start: UInt64
-        if let timelineStart {
-            start = timelineStart
-        } else {
-            start = HostClock.now() + outputLatency
-            timelineStart = start
-            framesInTimeline = 0
-        }
-        let presentation = start + framesInTimeline * 1_000_000_000 / 48000
-        HostClock.sleep(until: presentation - outputLatency)
-        return presentation
-    }
+    public func waitForRoom() throws(AudioOutputError) -> UInt64 { timeline.waitForRoom(lead: outputLatency) }
 
     public func write(_ samples: [Int16]) throws(AudioOutputError) {
         // Little-endian hosts only (x86_64, arm64): the samples' memory is the WAV data as it is.
         guard samples.withUnsafeBytes({ writeAll($0) }) else {
             throw AudioOutputError("WAV write failed: \(String(cString: strerror(errno)))")
         }
-        framesInTimeline += UInt64(samples.count / 2)
+        timeline.advance(frames: samples.count / 2)
         dataBytes &+= UInt32(truncatingIfNeeded: samples.count * 2)
-        blocksSinceHeader += 1
-        if blocksSinceHeader >= 50 { updateHeader() }
+        framesSinceHeader += samples.count / 2
+        if framesSinceHeader >= 12000 { updateHeader() }
     }
 
     public func stop() {
-        timelineStart = nil
+        timeline.reset()
         updateHeader()
     }
 
@@ -65,7 +50,7 @@ public final class WAVFileOutput: PCMSink {
 
     /// Writes the current sizes into the RIFF and data chunk headers.
     private func updateHeader() {
-        blocksSinceHeader = 0
+        framesSinceHeader = 0
         var riff = (36 + dataBytes).littleEndian
         var data = dataBytes.littleEndian
         _ = pwrite(fd, &riff, 4, 4)

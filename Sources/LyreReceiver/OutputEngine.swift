@@ -68,7 +68,6 @@ final class OutputEngine: @unchecked Sendable {
         }
     }
 
-    /// Volume in dB (RAOP scale): −144 mutes.
     /// Volume in dB (RAOP scale): set on the output's mixer when it has one, else applied to the samples.
     func setVolume(_ db: Double) {
         lock.withLock {
