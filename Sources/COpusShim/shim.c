@@ -12,6 +12,10 @@ int lyre_opus_encoder_set_packet_loss_perc(OpusEncoder *encoder, int percent) {
     return opus_encoder_ctl(encoder, OPUS_SET_PACKET_LOSS_PERC(percent));
 }
 
+int lyre_opus_encoder_set_signal_music(OpusEncoder *encoder) {
+    return opus_encoder_ctl(encoder, OPUS_SET_SIGNAL(OPUS_SIGNAL_MUSIC));
+}
+
 int lyre_opus_encoder_get_lookahead(OpusEncoder *encoder, int *samples) {
     return opus_encoder_ctl(encoder, OPUS_GET_LOOKAHEAD(samples));
 }
