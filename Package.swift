@@ -51,11 +51,16 @@ let package = Package(
         .target(name: "LyreAudio", dependencies: ["CALSA", "CALSAShim", "CSndfile", "CSoxr", "LyreWire", "LyreClock"]),
         .target(name: "LyreCodec", dependencies: ["COpus", "COpusShim"]),
 
+        // A local control socket (lines in, lines out, this user only): lyred's, and lyre play's group socket.
+        .target(
+            name: "LyreControl",
+            dependencies: [.product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]),
+
         // Engines.
         .target(
             name: "LyreReceiver",
             dependencies: [
-                "LyreWire", "LyreAudio", "LyreCodec", "LyreClock",
+                "LyreWire", "LyreAudio", "LyreCodec", "LyreClock", "LyreControl",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -93,13 +98,14 @@ let package = Package(
         .executableTarget(
             name: "lyre",
             dependencies: [
-                "LyreDiscovery", "LyreWire", "LyreCommandLine", "LyreSender", "LyreAudio",
+                "LyreDiscovery", "LyreWire", "LyreCommandLine", "LyreSender", "LyreAudio", "LyreControl",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ]),
         .executableTarget(
             name: "lyred",
             dependencies: [
-                "LyreDiscovery", "LyreWire", "LyreAudio", "LyreClock", "LyreCommandLine", "LyreReceiver", "LyreMPRIS",
+                "LyreDiscovery", "LyreWire", "LyreAudio", "LyreClock", "LyreCommandLine", "LyreControl", "LyreReceiver", "LyreMPRIS",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

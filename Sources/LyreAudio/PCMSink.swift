@@ -37,8 +37,14 @@ public protocol PCMSink: AnyObject {
 struct ClockPacedTimeline {
     /// The longest block such a sink takes at once: 50 ms.
     static let longestBlockFrames = 2400
+    /// Nanoseconds per frame: 1e9 / 48000, shortened by the skew of a sink that runs fast.
+    private let frameNanoseconds: Double
     private var start: UInt64?
     private var frames: UInt64 = 0
+
+    /// `skewPPM`: how fast the timeline runs against the host clock, as a DAC's crystal does (+150 plays
+    /// 48 007.2 frames a host second).
+    init(skewPPM: Double = 0) { frameNanoseconds = 1e9 / 48000 / (1 + skewPPM * 1e-6) }
 
     /// Sleeps until the next block is due, `lead` ahead of its presentation, and returns that presentation
     /// time. The first call after `reset()` starts a timeline `lead` from now.
@@ -47,7 +53,7 @@ struct ClockPacedTimeline {
             start = HostClock.now() + lead
             frames = 0
         }
-        let presentation = start! + frames * 1_000_000_000 / 48000
+        let presentation = start! + UInt64((Double(frames) * frameNanoseconds).rounded())
         HostClock.sleep(until: presentation - lead)
         return presentation
     }
@@ -67,16 +73,17 @@ public struct AudioOutputError: Error, CustomStringConvertible, Sendable {
 /// What `--output` names: an ALSA PCM, or `wav:PATH`.
 public enum OutputTarget: Sendable, Equatable, CustomStringConvertible {
     case alsa(pcm: String)
-    case wav(path: String)
+    /// A WAV file paced like a DAC that runs `skewPPM` fast.
+    case wav(path: String, skewPPM: Double)
 
-    public init(_ text: String) {
-        if text.hasPrefix("wav:") { self = .wav(path: String(text.dropFirst(4))) } else { self = .alsa(pcm: text) }
+    public init(_ text: String, skewPPM: Double = 0) {
+        if text.hasPrefix("wav:") { self = .wav(path: String(text.dropFirst(4)), skewPPM: skewPPM) } else { self = .alsa(pcm: text) }
     }
 
     public var description: String {
         switch self {
         case .alsa(let pcm): "ALSA \(pcm)"
-        case .wav(let path): "WAV \(path)"
+        case .wav(let path, let skew): "WAV \(path)" + (skew != 0 ? " (\(skew) ppm)" : "")
         }
     }
 
@@ -84,7 +91,7 @@ public enum OutputTarget: Sendable, Equatable, CustomStringConvertible {
     public func open() throws(AudioOutputError) -> any PCMSink {
         switch self {
         case .alsa(let pcm): try ALSAOutput(pcm: pcm)
-        case .wav(let path): try WAVFileOutput(path: path)
+        case .wav(let path, let skew): try WAVFileOutput(path: path, skewPPM: skew)
         }
     }
 }

@@ -16,10 +16,12 @@ public final class WAVFileOutput: PCMSink {
     public func setVolume(dB: Double) -> Bool { false }
     private let fd: Int32
     private var dataBytes: UInt32 = 0
-    private var timeline = ClockPacedTimeline()
+    private var timeline: ClockPacedTimeline
     private var framesSinceHeader = 0
 
-    public init(path: String) throws(AudioOutputError) {
+    /// `skewPPM`: the file's timeline runs that much fast against the host clock (a DAC's crystal).
+    public init(path: String, skewPPM: Double = 0) throws(AudioOutputError) {
+        timeline = ClockPacedTimeline(skewPPM: skewPPM)
         fd = Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw AudioOutputError("cannot write \(path): \(String(cString: strerror(errno)))") }
         guard Self.header(dataBytes: 0).withUnsafeBytes({ writeAll($0) }) else { throw AudioOutputError("cannot write \(path): \(String(cString: strerror(errno)))") }

@@ -1,114 +1,20 @@
 import Foundation
 import LyreAudio
 import LyreClock
+import LyreControl
 import LyreWire
 import NIOCore
 import NIOPosix
 
-/// The receiver's local control socket (now-playing.md §5): a Unix stream socket readable and writable by
-/// this user only. Each line is a `ControlRequest`; each answer is one line.
+/// The receiver's local control socket (now-playing.md §5): a `LineServer` whose lines are `ControlRequest`s.
 enum ControlServer {
-    static func bind(path: String, registry: SessionRegistry) async throws -> Channel {
-        if FileManager.default.fileExists(atPath: path) {
-            if let other = try? await ClientBootstrap(group: registry.eventLoop).connect(unixDomainSocketPath: path).get() {
-                try? await other.close()
-                throw ControlSocketError.inUse(path)
-            }
-            unlink(path)  // left behind by a receiver that did not stop cleanly
-        }
-        let directory = (path as NSString).deletingLastPathComponent
-        if !directory.isEmpty, !FileManager.default.fileExists(atPath: directory) {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        }
-        // Created 0600 from the start (the umask covers the window before chmod).
-        let old = umask(0o177)
-        defer { umask(old) }
-        let channel: Channel
-        do {
-            channel = try await ServerBootstrap(group: registry.eventLoop)
-                .childChannelInitializer { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(ControlLineDecoder()))
-                        try channel.pipeline.syncOperations.addHandler(ControlHandler(registry: registry))
-                    }
-                }
-                .bind(unixDomainSocketPath: path).get()
-        } catch {
-            throw ControlSocketError.cannotBind(path, "\(error)")
-        }
-        chmod(path, 0o600)
-        return channel
-    }
-}
-
-/// Why the control socket could not be opened.
-public enum ControlSocketError: Error, CustomStringConvertible {
-    case inUse(String)
-    case cannotBind(String, String)
-
-    public var description: String {
-        switch self {
-        case .inUse(let path): "control socket \(path) is in use by another lyred; pass --control-socket PATH"
-        case .cannotBind(let path, let why): "cannot open control socket \(path): \(why)"
-        }
-    }
-}
-
-/// Splits the stream into lines of at most `ControlRequest.maximumLineBytes`.
-struct ControlLineDecoder: ByteToMessageDecoder {
-    typealias InboundOut = Result<String, ControlLineTooLong>
-
-    mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
-        guard let newline = buffer.readableBytesView.firstIndex(of: UInt8(ascii: "\n")) else {
-            if buffer.readableBytes > ControlRequest.maximumLineBytes {
-                buffer.moveReaderIndex(forwardBy: buffer.readableBytes)
-                context.fireChannelRead(wrapInboundOut(.failure(ControlLineTooLong())))
-            }
-            return .needMoreData
-        }
-        let length = newline - buffer.readerIndex
-        let bytes = buffer.readBytes(length: length) ?? []
-        buffer.moveReaderIndex(forwardBy: 1)
-        if bytes.count > ControlRequest.maximumLineBytes {
-            context.fireChannelRead(wrapInboundOut(.failure(ControlLineTooLong())))
-        } else {
-            context.fireChannelRead(wrapInboundOut(.success(String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))))
-        }
-        return .continue
-    }
-}
-
-struct ControlLineTooLong: Error {}
-
-/// Answers one control connection, in order.
-final class ControlHandler: ChannelInboundHandler {
-    typealias InboundIn = Result<String, ControlLineTooLong>
-    typealias OutboundOut = ByteBuffer
-
-    private let registry: SessionRegistry
-    private var last: EventLoopFuture<Void>?
-
-    init(registry: SessionRegistry) { self.registry = registry }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let answer: EventLoopFuture<String>
-        switch unwrapInboundIn(data) {
-        case .failure:
-            answer = context.eventLoop.makeSucceededFuture("error invalid: a request is one line of at most \(ControlRequest.maximumLineBytes) bytes")
-        case .success(let line) where line.isEmpty:
-            return
-        case .success(let line):
-            answer = respond(to: line, eventLoop: context.eventLoop)
-        }
-        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        let previous = last ?? context.eventLoop.makeSucceededVoidFuture()
-        last = previous.flatMap { answer }.map { text in
-            let (_, context) = bound.value
-            context.writeAndFlush(NIOAny(ByteBuffer(string: text + "\n")), promise: nil)
+    static func bind(path: String, registry: SessionRegistry) async throws(LineServerError) -> Channel {
+        try await LineServer.bind(path: path, eventLoop: registry.eventLoop, owner: "lyred") { line, eventLoop in
+            eventLoop.flatSubmit { respond(to: line, registry: registry, eventLoop: eventLoop) }
         }
     }
 
-    private func respond(to line: String, eventLoop: EventLoop) -> EventLoopFuture<String> {
+    private static func respond(to line: String, registry: SessionRegistry, eventLoop: EventLoop) -> EventLoopFuture<String> {
         let request: ControlRequest
         do {
             request = try ControlRequest(line: line)
@@ -119,6 +25,9 @@ final class ControlHandler: ChannelInboundHandler {
         switch request {
         case .stats:
             return eventLoop.makeSucceededFuture("ok \(registry.statisticsLine)")
+        case .outputDelay(let milliseconds):
+            if let milliseconds { registry.setOutputDelay(milliseconds: milliseconds) }
+            return eventLoop.makeSucceededFuture("ok \(registry.outputDelayMilliseconds)")
         case .nowPlaying:
             let report = ControlNowPlaying(registry.active?.snapshot(), volume: registry.volume)
             return eventLoop.makeSucceededFuture("ok \(report.json)")

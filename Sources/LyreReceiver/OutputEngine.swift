@@ -23,6 +23,8 @@ final class OutputEngine: @unchecked Sendable {
     /// The volume asked for (dB, RAOP scale), and whether the audio thread has yet to apply it.
     private var volume: Double = 0
     private var volumeChanged = false
+    /// What is plugged into the output holds the sound this long, ns (`--output-delay`; may be negative).
+    private var delay: Int64 = 0
     /// Nil until the first attempt to open the output, so that the first answer is always reported.
     private var available: Bool?
     private var latency: UInt64 = 0
@@ -66,6 +68,13 @@ final class OutputEngine: @unchecked Sendable {
             guard current === controller else { return }
             if drain { drainDeadline = HostClock.now() + drainLimit } else { current = nil }
         }
+    }
+
+    /// The extra latency of what is plugged into the output (ns, −500…500 ms): blocks carry the samples due
+    /// that much later, so the room is heard in time with the others. Takes effect with the next block.
+    var outputDelay: Int64 {
+        get { lock.withLock { delay } }
+        set { lock.withLock { delay = newValue } }
     }
 
     /// Volume in dB (RAOP scale): set on the output's mixer when it has one, else applied to the samples.
@@ -135,7 +144,7 @@ final class OutputEngine: @unchecked Sendable {
                 }
             }
             guard let out = sink else { continue }
-            let (controller, newVolume) = lock.withLock {
+            let (controller, newVolume, outputDelay) = lock.withLock {
                 if let deadline = drainDeadline, let playing = current,
                     HostClock.now() > deadline || playing.withPlayout({ $0.isDrained })
                 {
@@ -143,7 +152,7 @@ final class OutputEngine: @unchecked Sendable {
                     drainDeadline = nil
                 }
                 defer { volumeChanged = false }
-                return (current, volumeChanged ? volume : nil)
+                return (current, volumeChanged ? volume : nil, delay)
             }
             if let newVolume {
                 if out.setVolume(dB: newVolume) {
@@ -163,13 +172,18 @@ final class OutputEngine: @unchecked Sendable {
             do {
                 let presentation = try out.waitForRoom()
                 let frames = Self.blockFrames(for: out, latency: controller.latency)
-                var (samples, record) = controller.withPlayout { $0.render(frames: frames, presentation: presentation) }
+                var (samples, record) = controller.withPlayout {
+                    $0.render(frames: frames, presentation: presentation, outputDelay: outputDelay)
+                }
                 if gain != 1 {
                     for i in samples.indices { samples[i] = Int16(clamping: Int((Double(samples[i]) * gain).rounded())) }
                 }
                 try out.write(samples)
-                if let record, let presentationLog {
-                    fputs("\(record.rtpTime),\(record.scheduled),\(record.presented),\(record.audioFrames),\(frames)\n", presentationLog)
+                if let presentationLog {
+                    // Every block, silence included (0 for what is not scheduled), so that a frame's place in
+                    // the output maps to the time it left.
+                    let r = record ?? PresentationRecord(rtpTime: 0, scheduled: 0, presented: presentation)
+                    fputs("\(r.rtpTime),\(r.scheduled),\(r.presented),\(r.audioFrames),\(frames)\n", presentationLog)
                     // About four times a second, so the log can be read while the session plays.
                     loggedFrames += frames
                     if loggedFrames >= 12000 {

@@ -52,6 +52,8 @@ public struct Playout: ~Copyable {
     public let latency: UInt64
     /// True when the sender takes part in the timing exchange; else samples play on arrival (§6.2).
     public let timed: Bool
+    /// Which of the stream's channels this room plays (`Lyre-Channels`).
+    public let channels: ChannelMap
     public private(set) var statistics = PlayoutStatistics()
     public private(set) var clock = ClockOffsetEstimator()
 
@@ -70,10 +72,11 @@ public struct Playout: ~Copyable {
     /// Extended RTP time: RTP timestamps unwrapped around the anchor.
     private var lastExtended: Int64?
 
-    public init(format: AudioFormat, latency: UInt64, timed: Bool) throws(OpusError) {
+    public init(format: AudioFormat, latency: UInt64, timed: Bool, channels: ChannelMap = .stereo) throws(OpusError) {
         self.format = format
         self.latency = latency
         self.timed = timed
+        self.channels = channels
         decoder = format.encoding == .opus ? try OpusDecoder() : nil
     }
 
@@ -125,11 +128,16 @@ public struct Playout: ~Copyable {
     public var isDrained: Bool { !recording || (buffer.isEmpty && staged.isEmpty) }
 
     /// `frames` stereo frames to present at local time `presentation`, and a log record when playing.
-    public mutating func render(frames: Int, presentation: UInt64) -> ([Int16], PresentationRecord?) {
+    ///
+    /// `outputDelay` (ns, may be negative) is how long what is plugged into the output (an AV receiver, a
+    /// soundbar) holds the sound after it leaves: the block presented at `presentation` is heard
+    /// `outputDelay` later, so it carries the samples due then (`lyred --output-delay`, streaming.md §6.3).
+    public mutating func render(frames: Int, presentation: UInt64, outputDelay: Int64 = 0) -> ([Int16], PresentationRecord?) {
         var out = [Int16](repeating: 0, count: frames * 2)
         guard recording, let anchor, let offset = timed ? clock.offset : 0 else { return (out, nil) }
         let anchorExtended = extended(anchor.rtp)
-        let sinceAnchor = Int64(bitPattern: presentation) &+ offset &- Int64(bitPattern: anchor.senderClock &+ latency)
+        let heard = Int64(bitPattern: presentation) &+ outputDelay
+        let sinceAnchor = heard &+ offset &- Int64(bitPattern: anchor.senderClock &+ latency)
         let due = anchorExtended + Int64((Double(sinceAnchor) * 48e-6).rounded())  // ns × 48000 / 1e9
         if let current = cursor, audible {
             let error = due - current
@@ -167,6 +175,7 @@ public struct Playout: ~Copyable {
                 }
             }
         }
+        channels.apply(to: &out)
         cursor = position + Int64(frames)
         // Drop what has been played.
         let keepFrom = min(max(cursor! - stagedStart, 0), Int64(staged.count / 2))

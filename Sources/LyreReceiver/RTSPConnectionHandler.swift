@@ -39,6 +39,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     private var state = State.initial
     private var format: AudioFormat?
     private var latencyMilliseconds = 250
+    private var channels = ChannelMap.stereo
     private(set) var senderName = "RTSP sender"
     private var sessionID: String?
     private(set) var controller: PlayoutController?
@@ -157,6 +158,14 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             if case .unsupported = error { send(.response(415, cseq: cseq)) } else { send(.response(400, cseq: cseq)) }
             return
         }
+        var channels = ChannelMap.stereo
+        if let text = request.headers["Lyre-Channels"] {
+            guard let map = ChannelMap(parsing: text) else {
+                refuse(400, cseq: cseq, "Lyre-Channels must be one of \(ChannelMap.choices)")
+                return
+            }
+            channels = map
+        }
         var latency = registry.configuration.defaultLatencyMilliseconds
         if let text = request.headers["Lyre-Latency"] {
             guard let value = Int(text), (20...2000).contains(value) else {
@@ -174,11 +183,13 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         senderName = String(decoding: name.utf8.prefix(64), as: UTF8.self)
         self.format = format
         latencyMilliseconds = latency
+        self.channels = channels
         sessionID = sessionID ?? Self.newSessionID()
         state = .announced
         registry.claim(self)
-        logger.info("session from '\(senderName)': \(format.encoding.rawValue), latency \(latency) ms")
-        send(.response(200, cseq: cseq))
+        logger.info("session from '\(senderName)': \(format.encoding.rawValue), latency \(latency) ms, channels \(channels.rawValue)")
+        // Echoed, so the sender knows this receiver applies the map (a version 1 receiver does not answer it).
+        send(.response(200, cseq: cseq, headers: [("Lyre-Channels", channels.rawValue)]))
     }
 
     private func setup(_ request: RTSPMessage, cseq: Int) {
@@ -200,7 +211,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         let playout: Playout
         do {
             playout = try Playout(
-                format: format, latency: UInt64(latencyMilliseconds) * 1_000_000, timed: timingPort != nil)
+                format: format, latency: UInt64(latencyMilliseconds) * 1_000_000, timed: timingPort != nil, channels: channels)
         } catch {
             send(.response(500, cseq: cseq))
             return
@@ -275,7 +286,8 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             playout.record(anchor: anchor)
         }
         state = .recording
-        var headers = [("Session", sessionID!), ("Lyre-Output-Latency", Self.milliseconds(registry.output.outputLatency))]
+        var headers = [("Session", sessionID!), ("Lyre-Output-Latency", Self.milliseconds(registry.output.outputLatency)),
+                       ("Lyre-Output-Delay", String(registry.outputDelayMilliseconds))]
         if let info { headers.append(("RTP-Info", info.serialized)) }
         send(.response(200, cseq: cseq, headers: headers))
     }
@@ -406,6 +418,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             switch name {
             case "volume": answers.append((name, "\(registry.volume)"))
             case "output-latency": answers.append((name, Self.milliseconds(registry.output.outputLatency)))
+            case "output-delay": answers.append((name, String(registry.outputDelayMilliseconds)))
             case "stats": answers.append((name, controller?.statistics.text ?? ""))
             default:
                 send(.response(451, cseq: cseq))

@@ -1,5 +1,6 @@
 import Logging
 import LyreAudio
+import LyreControl
 import LyreWire
 import NIOConcurrencyHelpers
 import NIOCore
@@ -14,6 +15,9 @@ public struct ReceiverConfiguration: Sendable {
     public var output: OutputTarget = .alsa(pcm: "default")
     /// Latency when the sender asks for none, ms.
     public var defaultLatencyMilliseconds = 250
+    /// The extra latency of what is plugged into the output, ms (−500…500): an AV receiver, a soundbar, a
+    /// Bluetooth speaker. The receiver plays that much earlier, so the room is heard in time with the others.
+    public var outputDelayMilliseconds = 0
     /// Where to write `rtp_time,scheduled_ns,presented_ns` for every output block, for measurement.
     public var presentationLogPath: String?
     /// Seconds between statistics log lines; nil for none.
@@ -135,6 +139,15 @@ final class SessionRegistry: @unchecked Sendable {
         return "\(session); connections=\(c.connections) bad-requests=\(c.badRequests) dropped-media=\(c.droppedMedia) dropped-timing=\(c.droppedTiming)"
     }
 
+    /// The output delay, ms (`--output-delay`, or set through the control socket).
+    var outputDelayMilliseconds: Int { Int(output.outputDelay / 1_000_000) }
+
+    func setOutputDelay(milliseconds: Int) {
+        eventLoop.assertInEventLoop()
+        output.outputDelay = Int64(milliseconds) * 1_000_000
+        logger.info("output delay \(milliseconds) ms")
+    }
+
     func setVolume(_ db: Double) {
         eventLoop.assertInEventLoop()
         volume = db
@@ -181,6 +194,7 @@ public final class Receiver: Sendable {
         output = OutputEngine(target: configuration.output, presentationLogPath: configuration.presentationLogPath, logger: logger) { available in
             loop.execute { box.withLockedValue { $0 }?.setOutputAvailable(available) }
         }
+        output.outputDelay = Int64(configuration.outputDelayMilliseconds) * 1_000_000
         registry = SessionRegistry(eventLoop: loop, configuration: configuration, output: output, logger: logger, events: continuation)
         box.withLockedValue { $0 = registry }
     }
@@ -207,7 +221,7 @@ public final class Receiver: Sendable {
                 let socket = try await ControlServer.bind(path: path, registry: registry)
                 control.withLockedValue { $0 = socket }
                 logger.info("control socket \(path)")
-            } catch ControlSocketError.inUse where !configuration.controlSocketRequired {
+            } catch LineServerError.inUse where !configuration.controlSocketRequired {
                 logger.warning("control socket \(path) belongs to another lyred; running without one (pass --control-socket PATH)")
             } catch {
                 try? await channel.close()

@@ -4,14 +4,17 @@ public enum ControlRequest: Sendable, Equatable {
     case nowPlaying
     case stats
     case command(RemoteCommandEvent)
+    /// The receiver's output delay: read it (nil), or set it in ms. Answered by the receiver itself.
+    case outputDelay(Int?)
 
-    /// Longest request line, bytes.
-    public static let maximumLineBytes = 1024
+    /// Valid output delays, ms (`lyred --output-delay`, streaming.md §6.3).
+    public static let outputDelayRange = -500...500
 
     /// The words `lyre remote` takes, for help and error text.
     public static let usage =
         "play, pause, toggle, next, previous, stop, seek SECONDS, skip ±SECONDS, rate R, volume up|down, "
-        + "seek-forward begin|end, seek-backward begin|end, repeat off|one|all, shuffle off|items|collection, now-playing, stats"
+        + "seek-forward begin|end, seek-backward begin|end, repeat off|one|all, shuffle off|items|collection, now-playing, stats, "
+        + "output-delay [MS]"
 
     /// Parses `words` (the line split on spaces). The error is one line that says what to send instead.
     public init(words: [String]) throws(RemoteCommandError) {
@@ -41,6 +44,17 @@ public enum ControlRequest: Sendable, Equatable {
         case "stats":
             try noArgument()
             self = .stats
+            return
+        case "output-delay":
+            guard words.count <= 2 else { throw .malformed("'output-delay' takes at most one number of milliseconds") }
+            guard let text = argument else {
+                self = .outputDelay(nil)
+                return
+            }
+            guard let ms = Int(text), Self.outputDelayRange.contains(ms) else {
+                throw .malformed("'output-delay' needs whole milliseconds from -500 to 500, e.g. output-delay 40")
+            }
+            self = .outputDelay(ms)
             return
         case "play": try noArgument(); event = RemoteCommandEvent(.play)
         case "pause": try noArgument(); event = RemoteCommandEvent(.pause)

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import LyreAudio
 import LyreCommandLine
+import LyreControl
 import LyreDiscovery
 import LyreMPRIS
 import LyreReceiver
@@ -41,6 +42,12 @@ struct Lyred: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Latency for senders that ask for none, in ms (20 to 2000).", valueName: "MS"))
     var latency: Int = 250
 
+    @Option(help: ArgumentHelp("Extra latency of what is plugged into the output (AV receiver, soundbar), in ms (-500 to 500); also 'lyre remote output-delay MS'.", valueName: "MS"))
+    var outputDelay: Int = 0
+
+    @Option(help: ArgumentHelp("Run the wav: output this many ppm fast (-1000 to 1000), like a real DAC's crystal, to test drift.", valueName: "N"))
+    var outputSkewPpm: Double = 0
+
     @Option(help: ArgumentHelp("Write rtp_time,scheduled_ns,presented_ns,audio_frames,frames for every output block to this CSV file.", valueName: "PATH"))
     var presentationLog: String?
 
@@ -72,6 +79,9 @@ struct Lyred: AsyncParsableCommand {
         guard (20...2000).contains(latency) else { throw ValidationError("--latency must be between 20 and 2000 ms") }
         if let statsInterval, !(statsInterval > 0) { throw ValidationError("--stats-interval must be more than 0 seconds") }
         if output.isEmpty || output == "wav:" { throw ValidationError("--output needs an ALSA PCM name or wav:PATH") }
+        guard ControlRequest.outputDelayRange.contains(outputDelay) else { throw ValidationError("--output-delay must be between -500 and 500 ms") }
+        guard (-1000...1000).contains(outputSkewPpm) else { throw ValidationError("--output-skew-ppm must be between -1000 and 1000") }
+        if outputSkewPpm != 0, !output.hasPrefix("wav:") { throw ValidationError("--output-skew-ppm needs --output wav:PATH") }
         if let name, name.isEmpty || name.utf8.count > ServiceName.maximumBytes {
             throw ValidationError("--name must be 1 to \(ServiceName.maximumBytes) bytes")
         }
@@ -87,8 +97,9 @@ struct Lyred: AsyncParsableCommand {
         var configuration = ReceiverConfiguration()
         configuration.host = listen
         configuration.port = port
-        configuration.output = OutputTarget(output)
+        configuration.output = OutputTarget(output, skewPPM: outputSkewPpm)
         configuration.defaultLatencyMilliseconds = latency
+        configuration.outputDelayMilliseconds = outputDelay
         configuration.presentationLogPath = presentationLog
         configuration.statisticsInterval = statsInterval
         let socketPath = controlSocket == "off" ? nil : controlSocket ?? ControlSocketPath.default
@@ -100,9 +111,9 @@ struct Lyred: AsyncParsableCommand {
         let boundPort: Int
         do {
             boundPort = try await streaming.start()
-        } catch let error as ControlSocketError {
+        } catch let error as LineServerError {
             await streaming.stop()
-            throw CommandFailure("\(error)")
+            throw CommandFailure("\(error); pass --control-socket PATH")
         } catch let error as IOError where error.errnoCode == EADDRINUSE {
             await streaming.stop()
             throw CommandFailure("port \(port) is already in use; pick another with --port (0 picks a free one)")

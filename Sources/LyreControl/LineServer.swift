@@ -1,0 +1,117 @@
+import Foundation
+import NIOCore
+import NIOPosix
+
+/// A local control socket: a Unix stream socket that only its user can use, where each request is one line
+/// of at most `maximumLineBytes` and each answer is one line, in order. lyred's control socket
+/// (now-playing.md §5) and `lyre play`'s group socket (streaming.md §9.4) are both one of these.
+public enum LineServer {
+    /// What answers a line: the answer, without its newline, when it is ready.
+    public typealias Responder = @Sendable (String, EventLoop) -> EventLoopFuture<String>
+
+    /// Longest request line, bytes.
+    public static let maximumLineBytes = 1024
+
+    /// Binds `path` (mode 0600, its directory 0700) on `eventLoop`. A socket left behind by a process that
+    /// did not stop cleanly is replaced; one that still answers is `inUse`.
+    public static func bind(path: String, eventLoop: EventLoop, owner: String, responder: @escaping Responder) async throws(LineServerError) -> Channel {
+        if FileManager.default.fileExists(atPath: path) {
+            if let other = try? await ClientBootstrap(group: eventLoop).connect(unixDomainSocketPath: path).get() {
+                try? await other.close()
+                throw .inUse(path, owner: owner)
+            }
+            unlink(path)
+        }
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty, !FileManager.default.fileExists(atPath: directory) {
+            try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        }
+        // Created 0600 from the start (the umask covers the window before chmod).
+        let old = umask(0o177)
+        defer { umask(old) }
+        let channel: Channel
+        do {
+            channel = try await ServerBootstrap(group: eventLoop)
+                .childChannelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(LineDecoder()))
+                        try channel.pipeline.syncOperations.addHandler(LineHandler(responder: responder))
+                    }
+                }
+                .bind(unixDomainSocketPath: path).get()
+        } catch {
+            throw .cannotBind(path, "\(error)")
+        }
+        chmod(path, 0o600)
+        return channel
+    }
+}
+
+/// Why a control socket could not be opened.
+public enum LineServerError: Error, CustomStringConvertible {
+    case inUse(String, owner: String)
+    case cannotBind(String, String)
+
+    public var description: String {
+        switch self {
+        case .inUse(let path, let owner): "control socket \(path) is in use by another \(owner)"
+        case .cannotBind(let path, let why): "cannot open control socket \(path): \(why)"
+        }
+    }
+}
+
+/// Splits the stream into lines of at most `LineServer.maximumLineBytes`; a longer one is skipped and
+/// reported as a failure.
+struct LineDecoder: ByteToMessageDecoder {
+    typealias InboundOut = Result<String, LineTooLong>
+
+    mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+        guard let newline = buffer.readableBytesView.firstIndex(of: UInt8(ascii: "\n")) else {
+            if buffer.readableBytes > LineServer.maximumLineBytes {
+                buffer.moveReaderIndex(forwardBy: buffer.readableBytes)
+                context.fireChannelRead(wrapInboundOut(.failure(LineTooLong())))
+            }
+            return .needMoreData
+        }
+        let length = newline - buffer.readerIndex
+        let bytes = buffer.readBytes(length: length) ?? []
+        buffer.moveReaderIndex(forwardBy: 1)
+        if bytes.count > LineServer.maximumLineBytes {
+            context.fireChannelRead(wrapInboundOut(.failure(LineTooLong())))
+        } else {
+            context.fireChannelRead(wrapInboundOut(.success(String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))))
+        }
+        return .continue
+    }
+}
+
+struct LineTooLong: Error {}
+
+/// Answers one connection's lines, in order.
+final class LineHandler: ChannelInboundHandler {
+    typealias InboundIn = Result<String, LineTooLong>
+    typealias OutboundOut = ByteBuffer
+
+    private let responder: LineServer.Responder
+    private var last: EventLoopFuture<Void>?
+
+    init(responder: @escaping LineServer.Responder) { self.responder = responder }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let answer: EventLoopFuture<String>
+        switch unwrapInboundIn(data) {
+        case .failure:
+            answer = context.eventLoop.makeSucceededFuture("error invalid: a request is one line of at most \(LineServer.maximumLineBytes) bytes")
+        case .success(let line) where line.isEmpty:
+            return
+        case .success(let line):
+            answer = responder(line, context.eventLoop)
+        }
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        let previous = last ?? context.eventLoop.makeSucceededVoidFuture()
+        last = previous.flatMap { answer }.map { text in
+            let (_, context) = bound.value
+            context.writeAndFlush(NIOAny(ByteBuffer(string: text + "\n")), promise: nil)
+        }
+    }
+}
