@@ -38,13 +38,17 @@ public final class DeviceBrowser: Sendable {
     }
 
     /// The devices on the network now: browses until the stack says it has reported everything it
-    /// knows (and every device is resolved), or until `timeout`, whichever comes first.
-    public func currentDevices(timeout: Duration) async throws(AvahiError) -> [Device] {
+    /// knows (and every device is resolved), until `found` holds for the devices seen so far (a caller
+    /// that wants particular devices need not wait for the rest), or until `timeout`, whichever comes first.
+    public func currentDevices(
+        timeout: Duration, until found: @escaping @Sendable ([Device]) -> Bool = { _ in false }
+    ) async throws(AvahiError) -> [Device] {
         let updates = try updates()
         let collector = Task {
             var iterator = updates.makeAsyncIterator()
             while let update = await iterator.next() {
                 if case .settled = update { break }
+                if found(iterator.directory.currentDevices) { break }
             }
             return iterator.directory.currentDevices
         }

@@ -32,22 +32,57 @@ public enum OutputRouteChangeReason: Sendable, Equatable {
     case takenOver(by: String?)
 }
 
-/// One stream to one receiver: RTSP control, the timing responder, Opus encoding and RTP paced by the
-/// sender's clock.
+/// A change to one room of a playback (the seed's route change, per output).
+public struct RoomChange: Sendable, Equatable {
+    public enum Kind: Sendable, Equatable {
+        /// The room joined the playback (`newDeviceAvailable`).
+        case joined
+        /// The room left: with the reason when it went away by itself, nil when the app removed it.
+        case left(OutputRouteChangeReason?)
+    }
+
+    public var route: OutputRoute
+    public var kind: Kind
+    /// Rooms still playing after the change.
+    public var remaining: Int
+}
+
+/// What `rooms()` reports of each room.
+public struct RoomReport: Sendable {
+    public var route: OutputRoute
+    /// `playing`, `paused` or `joining`.
+    public var state: String
+    /// dB, RAOP scale (−144 is mute).
+    public var volume: Double
+    /// The receiver's output latency and its output delay (`lyred --output-delay`), ms.
+    public var outputLatencyMilliseconds: Double
+    public var outputDelayMilliseconds: Int
+    /// The receiver's own statistics (streaming.md §3 `stats`), nil when it did not answer.
+    public var statistics: [String: String]?
+}
+
+/// A playback to one or more receivers in sync: one **timeline** (queue, Opus encoder, pacer, anchor) and one
+/// link per room (its RTSP session, RTP socket, volume, channel map). Every room gets the same packets, the
+/// same RTP timestamps and the same anchor, so each plays `present(T) = C + (T − T0)/48000 + latency` on the
+/// sender's clock and the rooms are in sync (streaming.md §9). A room can join while the audio plays and
+/// start in sync at once, or leave, without disturbing the others.
 ///
 /// Audio goes in as 48 kHz interleaved stereo float through `enqueue`, which blocks while more than a
 /// second is queued. A pacing thread sends each frame `lead` ahead of the time it is due.
 ///
-/// `@unchecked Sendable`: mutable state is behind `lock`; the UDP socket is used by the pacing thread only.
+/// `@unchecked Sendable`: mutable state is behind `lock`; control changes (start, pause, joins) are
+/// serialised by `control`.
 public final class StreamSession: @unchecked Sendable {
     public let configuration: StreamConfiguration
-    /// The receiver's output latency, ms, from its RECORD answer.
-    public private(set) var outputLatencyMilliseconds: Double = 0
-    /// The commands this sender accepts from the receiver (now-playing.md §4). Volume up and down are
-    /// handled by the session, which owns the volume, unless replaced or disabled.
+    /// The receivers' output latency, ms, from their RECORD answers (the largest, with several rooms).
+    public var outputLatencyMilliseconds: Double { lock.withLock { outputLatencies.values.max() ?? 0 } }
+    /// The commands this sender accepts from the receivers (now-playing.md §4). Volume up and down are
+    /// handled by the session, which owns the volume, unless replaced or disabled: from a room's controls
+    /// they step that room.
     public let remoteCommands = RemoteCommandCenter()
     private let commandQueue = DispatchQueue(label: "lyre-remote-commands")
-    private var volumeDB: Double = 0
+    /// The room whose command `commandQueue` is running (the queue runs one at a time).
+    private var commandOrigin: Link?
     // Content accounting: frames of queued audio, as opposed to silent slots, so that players can map a
     // position in what they enqueued to the time it plays.
     private var contentEnqueued: UInt64 = 0
@@ -56,14 +91,23 @@ public final class StreamSession: @unchecked Sendable {
     private var silenceSinceAnchor: UInt64 = 0
     private var pendingSilence: UInt64 = 0
 
-    private let client: RTSPClient
-    private let timing: TimingResponder
-    private let media: Int32
-    private let sessionID: String
     private let frameSamples: Int
     private let frameNanoseconds: UInt64
     private let lead: UInt64
     private let lock = NIOLock()
+    private let control = NIOLock()
+    /// The rooms, in the order they joined.
+    private var links: [Link] = []
+    /// Each room's volume level, dB: unclamped, so a group change keeps the rooms' balance.
+    private var levels: [ObjectIdentifier: Double] = [:]
+    private var outputLatencies: [ObjectIdentifier: Double] = [:]
+    private var outputDelays: [ObjectIdentifier: Int] = [:]
+    /// Rooms set up while playing whose RECORD is not answered yet.
+    private var joining: Set<ObjectIdentifier> = []
+    /// What was last said to every room, for a room that joins later.
+    private var lastNowPlaying: NowPlayingInfo?
+    private var lastArtwork: Artwork?
+    private var lastEnabled: EnabledCommands?
     private var queue = SampleQueue()
     private var finishing = false
     private var running = false
@@ -75,17 +119,33 @@ public final class StreamSession: @unchecked Sendable {
     private let ssrc: UInt32
     /// Recently sent frames, by index since the anchor, to take back on pause.
     private var history: [(index: UInt64, pcm: ArraySlice<Float>)] = []
+    /// The same frames as sent (RTP packets), for a room that joins: it gets those not yet due at once.
+    private var sentPackets: [(index: UInt64, bytes: [UInt8])] = []
     private var routeChangeHandlers: [@Sendable (OutputRouteChangeReason) -> Void] = []
+    private var roomHandlers: [@Sendable (RoomChange) -> Void] = []
     private var routeChangeSent = false
     private var lostRoute: OutputRouteChangeReason?
-    private var pacer: Thread?
     private var lastRequest = HostClock.now()
+    /// Wakes the pacer: it waits on this while paused, instead of polling.
+    private let pacerWake = DispatchSemaphore(value: 0)
+    /// Wakes a producer or `finish()` waiting for the queue to shrink; signalled when one waits.
+    private let queueWake = DispatchSemaphore(value: 0)
+    private var queueWaiters = 0
 
-    /// Connects and sets the stream up (OPTIONS, ANNOUNCE, SETUP). `onRouteChange` is called once, from a
-    /// background thread, if the receiver goes away or another sender takes it over.
-    public init(host: String, port: UInt16, configuration: StreamConfiguration,
+    /// Connects to one receiver and sets the stream up (OPTIONS, ANNOUNCE, SETUP). `onRouteChange` is
+    /// called once, from a background thread, if the receiver goes away or another sender takes it over.
+    public convenience init(host: String, port: UInt16, configuration: StreamConfiguration,
+                            onRouteChange: (@Sendable (OutputRouteChangeReason) -> Void)? = nil) throws {
+        try self.init(routes: [OutputRoute(host: host, port: port)], configuration: configuration, onRouteChange: onRouteChange)
+    }
+
+    /// Connects to every route and sets the stream up, all rooms at once; fails, naming the room, if any
+    /// room cannot be set up. `onRouteChange` is called once, from a background thread, when the last room
+    /// is gone; each room's own changes go to `observeRoomChanges`.
+    public init(routes: [OutputRoute], configuration: StreamConfiguration,
                 onRouteChange: (@Sendable (OutputRouteChangeReason) -> Void)? = nil) throws {
         precondition([10, 20].contains(configuration.frameMilliseconds), "frames are 10 or 20 ms")
+        precondition(!routes.isEmpty, "a playback needs at least one route")
         self.configuration = configuration
         frameSamples = 48 * configuration.frameMilliseconds
         frameNanoseconds = UInt64(configuration.frameMilliseconds) * 1_000_000
@@ -95,106 +155,244 @@ public final class StreamSession: @unchecked Sendable {
         ssrc = UInt32.random(in: 1...UInt32.max)
         if let onRouteChange { routeChangeHandlers.append(onRouteChange) }
 
-        let box = NIOLockedValueBox<StreamSession?>(nil)
-        client = try RTSPClient(
-            host: host, port: port,
-            onRequest: { request, reply in
-                if let session = box.withLockedValue({ $0 }) { session.receiverRequest(request, reply: reply) } else { reply(503, []) }
-            },
-            onClose: { box.withLockedValue { $0 }?.routeChanged(.oldDeviceUnavailable) })
-        let local = IPv4.localAddress(client.fd).0
-        timing = try TimingResponder(host: local, peer: host)
-        media = try IPv4.bindUDP(host: local)
-
-        do {
-            try Self.check(client.request("OPTIONS", uri: "*"), "OPTIONS")
-            let sdp = SessionDescription(audio: AudioFormat(encoding: .opus, payloadType: 96), origin: local)
-            var announce = [("Content-Type", "application/sdp"), ("Lyre-Sender-Name", configuration.senderName),
-                            ("Lyre-Latency", String(configuration.latencyMilliseconds))]
-            if let id = configuration.senderID { announce.append(("Lyre-Sender-ID", id)) }
-            try Self.check(client.request("ANNOUNCE", headers: announce, body: Array(sdp.serialized().utf8)), "ANNOUNCE")
-            let localMediaPort = IPv4.localAddress(media).1
-            let transport = TransportSpec(lower: .udp(client: (localMediaPort, localMediaPort &+ 1), server: nil), ssrc: ssrc)
-            let reply = try Self.check(
-                client.request("SETUP", uri: "rtsp://\(host):\(port)/streamid=0",
-                               headers: [("Transport", transport.serialized), ("Lyre-Timing-Port", String(timing.port))]),
-                "SETUP")
-            guard let session = reply.headers["Session"]?.split(separator: ";").first.map(String.init),
-                let answer = reply.headers["Transport"].flatMap(TransportSpec.init(parsing:)),
-                case .udp(_, let server?) = answer.lower
-            else { throw RTSPClient.Failure(description: "the receiver's SETUP answer has no Session or server_port") }
-            sessionID = session
-            let destination = try IPv4.address(host, port: server.0)
-            guard IPv4.withSockaddr(destination, { connect(media, $0, $1) }) == 0 else { throw SocketError.errno("connect UDP") }
-            // The sender owns the volume (as in AirPlay): start from what the receiver has now.
-            let volumeReply = try client.request("GET_PARAMETER", headers: [("Session", session), ("Content-Type", "text/parameters")],
-                                                 body: Array("volume\r\n".utf8))
-            if volumeReply.status == 200, let db = TextParameters(parsing: volumeReply.bodyText)["volume"].flatMap(Double.init) { volumeDB = db }
-        } catch {
-            client.close()
-            timing.close()
-            Glibc.close(media)
-            throw error
+        let made = Self.concurrently(routes) { route in Result { try self.connect(route) } }
+        if let failure = made.enumerated().first(where: { if case .failure = $0.element { true } else { false } }) {
+            for case .success(let link) in made { link.close(teardown: true) }
+            guard case .failure(let error) = failure.element else { fatalError("unreachable") }
+            throw RTSPClient.Failure(description: routes.count > 1 ? "\(routes[failure.offset]): \(error)" : "\(error)")
         }
-        box.withLockedValue { $0 = self }
+        lock.withLock {
+            for case .success(let link) in made { add(link) }
+        }
         remoteCommands.addHandler(.volumeUp) { [weak self] _ in self?.stepVolume(up: true) ?? .commandFailed }
         remoteCommands.addHandler(.volumeDown) { [weak self] _ in self?.stepVolume(up: false) ?? .commandFailed }
         remoteCommands.onChange = { [weak self] enabled in self?.sendEnabledCommands(enabled) }
         remoteCommands.publish()
         let thread = Thread { [self] in pace() }
         thread.name = "lyre-pacer"
-        pacer = thread
         thread.start()
     }
 
-    @discardableResult
-    static func check(_ response: RTSPMessage, _ method: String) throws(RTSPClient.Failure) -> RTSPMessage {
-        guard let status = response.status, status == 200 else {
-            let status = response.status ?? 0
-            let why = status == 503 ? "its audio output is unavailable" : "\(status) \(RTSPStatus.reason(status))"
-            throw RTSPClient.Failure(description: "the receiver refused \(method): \(why)")
+    /// Runs `body` for every element at once (each may block on a round trip), in order of the input.
+    static func concurrently<T: Sendable, R: Sendable>(_ items: [T], _ body: @escaping @Sendable (T) -> R) -> [R] {
+        guard items.count > 1 else { return items.map(body) }
+        let results = NIOLockedValueBox<[Int: R]>([:])
+        DispatchQueue.concurrentPerform(iterations: items.count) { i in
+            let result = body(items[i])
+            results.withLockedValue { $0[i] = result }
         }
-        return response
+        return results.withLockedValue { r in items.indices.map { r[$0]! } }
+    }
+
+    private func connect(_ route: OutputRoute) throws -> Link {
+        try Link(
+            route: route, configuration: configuration, ssrc: ssrc,
+            onRequest: { [weak self] link, request, reply in
+                if let self { self.receiverRequest(request, from: link, reply: reply) } else { reply(503, []) }
+            },
+            onClose: { [weak self] link in self?.linkLost(link, reason: .oldDeviceUnavailable) })
+    }
+
+    /// Call with `lock` held. While playing, the room gets at once the packets already sent that are not
+    /// yet due (streaming.md §9.3), so that it starts within a frame or two instead of a latency later; they
+    /// go out here, under the lock, so that the pacer's next packet cannot overtake them.
+    private func add(_ link: Link) {
+        links.append(link)
+        levels[ObjectIdentifier(link)] = link.initialVolume ?? 0
+        guard running else { return }
+        let now = HostClock.now()
+        // Frames whose time is at least one frame away: the receiver can still play them.
+        let firstDue = now + frameNanoseconds > anchorClock + latency ? (now + frameNanoseconds - anchorClock - latency) / frameNanoseconds + 1 : 0
+        for packet in sentPackets where packet.index >= firstDue { link.send(packet.bytes) }
+    }
+
+    // MARK: rooms
+
+    /// The rooms playing now, in the order they joined.
+    public var routes: [OutputRoute] { lock.withLock { links.map(\.route) } }
+
+    /// Observes each room's changes: joins, and rooms lost, taken over or removed. The playback goes on
+    /// while any room is left.
+    public func observeRoomChanges(_ handler: @escaping @Sendable (RoomChange) -> Void) {
+        lock.withLock { roomHandlers.append(handler) }
+    }
+
+    /// Adds a room while the playback runs. It is set up at once, gets the audio from now on with the
+    /// group's anchor and timestamps, so it starts in sync, and is told what plays; the rooms already
+    /// playing are not touched.
+    public func addRoute(_ route: OutputRoute) throws {
+        guard !hasEnded else { throw RTSPClient.Failure(description: "the playback has ended") }
+        guard !lock.withLock({ links.contains { $0.route.host == route.host && $0.route.port == route.port } }) else {
+            throw RTSPClient.Failure(description: "\(route) is already playing")
+        }
+        let link = try connect(route)
+        try control.withLock {
+            let id = ObjectIdentifier(link)
+            let (isRunning, anchor, info, artwork, enabled) = lock.withLock {
+                add(link)
+                if running { joining.insert(id) }
+                return (running, PlaybackAnchor(rtpTime: anchorRTP, senderClock: anchorClock), lastNowPlaying, lastArtwork, lastEnabled)
+            }
+            do {
+                if isRunning {
+                    // No RTP-Info: the packets sent since SETUP (and those sent before it that are not yet
+                    // due, `add` sent them) are already in the receiver's buffer, in step.
+                    let reply = try link.request("RECORD", headers: [("Lyre-Anchor", anchor.serialized)])
+                    recordAnswered(link, reply)
+                }
+                if let enabled { try link.request("SET_PARAMETER", headers: [("Content-Type", "text/parameters")], body: Array(enabled.parameters.serialized.utf8)) }
+                if let artwork { try link.request("SET_PARAMETER", headers: [("Content-Type", artwork.type.rawValue)], body: artwork.bytes, what: "artwork SET_PARAMETER") }
+                if let info { try link.request("SET_PARAMETER", headers: [("Content-Type", "application/json")], body: info.serialized(), what: "now-playing SET_PARAMETER") }
+            } catch {
+                detach(link)
+                link.close(teardown: true)
+                throw error
+            }
+        }
+        notifyRoom(RoomChange(route: route, kind: .joined, remaining: lock.withLock { links.count }))
+    }
+
+    /// Removes a room (TEARDOWN); the others play on. The last room cannot be removed: stop the playback.
+    public func removeRoute(named name: String) throws {
+        let link: Link = try lock.withLock {
+            guard let link = links.first(where: { $0.route.isNamed(name) }) else {
+                throw RTSPClient.Failure(description: "no room '\(name)' in this playback")
+            }
+            guard links.count > 1 else {
+                throw RTSPClient.Failure(description: "\(link.route) is the only room; stop the playback instead")
+            }
+            return link
+        }
+        guard detach(link) else { return }
+        link.close(teardown: true)
+        notifyRoom(RoomChange(route: link.route, kind: .left(nil), remaining: lock.withLock { links.count }))
+    }
+
+    /// Each room's state, volume, latencies and the receiver's link statistics (asked now, at once).
+    public func rooms() -> [RoomReport] {
+        let current = lock.withLock { links }
+        let statistics = Self.concurrently(current) { link -> [String: String]? in
+            guard let reply = try? link.request("GET_PARAMETER", headers: [("Content-Type", "text/parameters")], body: Array("stats\r\n".utf8), timeout: 2)
+            else { return nil }
+            let line = TextParameters(parsing: reply.bodyText)["stats"] ?? ""
+            return Dictionary(line.split(separator: " ").compactMap { pair -> (String, String)? in
+                let kv = pair.split(separator: "=", maxSplits: 1)
+                return kv.count == 2 ? (String(kv[0]), String(kv[1])) : nil
+            }, uniquingKeysWith: { $1 })
+        }
+        return lock.withLock {
+            zip(current, statistics).map { link, stats in
+                let id = ObjectIdentifier(link)
+                return RoomReport(
+                    route: link.route, state: joining.contains(id) ? "joining" : running ? "playing" : "paused",
+                    volume: Self.effective(levels[id] ?? 0), outputLatencyMilliseconds: outputLatencies[id] ?? 0,
+                    outputDelayMilliseconds: outputDelays[id] ?? 0, statistics: stats)
+            }
+        }
+    }
+
+    /// Takes a link out of the playback; false when it was already out. Call without `lock`.
+    @discardableResult
+    private func detach(_ link: Link) -> Bool {
+        lock.withLock {
+            guard let index = links.firstIndex(where: { $0 === link }) else { return false }
+            links.remove(at: index)
+            let id = ObjectIdentifier(link)
+            levels[id] = nil
+            outputLatencies[id] = nil
+            outputDelays[id] = nil
+            joining.remove(id)
+            return true
+        }
+    }
+
+    private func notifyRoom(_ change: RoomChange) {
+        for handler in lock.withLock({ roomHandlers }) { handler(change) }
+    }
+
+    private func recordAnswered(_ link: Link, _ reply: RTSPMessage) {
+        let id = ObjectIdentifier(link)
+        lock.withLock {
+            joining.remove(id)
+            outputLatencies[id] = reply.headers["Lyre-Output-Latency"].flatMap(Double.init) ?? 0
+            outputDelays[id] = reply.headers["Lyre-Output-Delay"].flatMap { Int($0) } ?? 0
+        }
+    }
+
+    /// Sends a request to every room at once. A room whose connection fails leaves the playback (a route
+    /// change for it alone); a refusal is thrown. Throws the first failure only when no room is left or one
+    /// refused.
+    private func broadcast(_ method: String, what: String? = nil,
+                           _ request: @escaping @Sendable (Link) -> (headers: [(String, String)], body: [UInt8]))
+        throws -> [(Link, RTSPMessage)]
+    {
+        let targets = lock.withLock { links }
+        lock.withLock { lastRequest = HostClock.now() }
+        let results = Self.concurrently(targets) { link -> Result<RTSPMessage, RTSPClient.Failure> in
+            let (headers, body) = request(link)
+            return Result { () throws(RTSPClient.Failure) in try link.request(method, headers: headers, body: body, what: what) }
+        }
+        var answered: [(Link, RTSPMessage)] = []
+        var refusal: RTSPClient.Failure?
+        var lost: RTSPClient.Failure?
+        for (link, result) in zip(targets, results) {
+            switch result {
+            case .success(let reply): answered.append((link, reply))
+            case .failure(let failure) where link.isClosed:
+                linkLost(link, reason: .oldDeviceUnavailable)
+                lost = failure
+            case .failure(let failure): refusal = refusal ?? failure
+            }
+        }
+        if let refusal { throw refusal }
+        if answered.isEmpty, let lost { throw lost }
+        return answered
     }
 
     // MARK: control
 
-    /// Starts (or resumes) playing: RECORD with a new anchor, `startDelay` ns from now.
+    /// Starts (or resumes) playing: RECORD with a new anchor, `startDelay` ns from now, in every room.
     public func start(startDelay: UInt64 = 20_000_000) throws {
-        let (anchor, rtp, seq) = lock.withLock { () -> (UInt64, UInt32, UInt16) in
-            anchorRTP = anchorRTP &+ UInt32(truncatingIfNeeded: framesSinceAnchor * UInt64(frameSamples))
-            framesSinceAnchor = 0
-            history.removeAll()
-            anchorClock = HostClock.now() + startDelay
-            contentAtAnchor = contentEnqueued - UInt64(queue.count / 2)
-            contentSentSinceAnchor = 0
-            silenceSinceAnchor = 0
-            pendingSilence = 0
-            return (anchorClock, anchorRTP, sequence)
+        try control.withLock {
+            let (anchor, rtp, seq) = lock.withLock { () -> (UInt64, UInt32, UInt16) in
+                anchorRTP = anchorRTP &+ UInt32(truncatingIfNeeded: framesSinceAnchor * UInt64(frameSamples))
+                framesSinceAnchor = 0
+                history.removeAll()
+                sentPackets.removeAll()
+                anchorClock = HostClock.now() + startDelay
+                contentAtAnchor = contentEnqueued - UInt64(queue.count / 2)
+                contentSentSinceAnchor = 0
+                silenceSinceAnchor = 0
+                pendingSilence = 0
+                return (anchorClock, anchorRTP, sequence)
+            }
+            let headers = [("RTP-Info", RTPInfo(sequence: seq, rtpTime: rtp).serialized),
+                           ("Lyre-Anchor", PlaybackAnchor(rtpTime: rtp, senderClock: anchor).serialized)]
+            for (link, reply) in try broadcast("RECORD", { _ in (headers, []) }) { recordAnswered(link, reply) }
+            lock.withLock { running = true }
+            pacerWake.signal()
         }
-        let reply = try Self.check(
-            request("RECORD", headers: [
-                ("Session", sessionID), ("RTP-Info", RTPInfo(sequence: seq, rtpTime: rtp).serialized),
-                ("Lyre-Anchor", PlaybackAnchor(rtpTime: rtp, senderClock: anchor).serialized),
-            ]), "RECORD")
-        outputLatencyMilliseconds = reply.headers["Lyre-Output-Latency"].flatMap(Double.init) ?? 0
-        lock.withLock { running = true }
     }
 
-    /// Stops at once (FLUSH). Audio sent but not yet played is taken back, so `start()` resumes exactly.
+    /// Stops at once (FLUSH) in every room. Audio sent but not yet played is taken back, so `start()`
+    /// resumes exactly.
     public func pause() throws {
-        let (seq, rtp) = lock.withLock { () -> (UInt16, UInt32) in
-            running = false
-            let now = HostClock.now()
-            let played = now > anchorClock + latency ? (now - anchorClock - latency) / frameNanoseconds : 0
-            let unplayed = history.filter { $0.index >= played }
-            queue.prepend(unplayed.flatMap { $0.pcm })
-            let rewind = UInt64(unplayed.count)
-            framesSinceAnchor -= min(rewind, framesSinceAnchor)
-            history.removeAll()
-            return (sequence, anchorRTP &+ UInt32(truncatingIfNeeded: framesSinceAnchor * UInt64(frameSamples)))
+        try control.withLock {
+            let (seq, rtp) = lock.withLock { () -> (UInt16, UInt32) in
+                running = false
+                let now = HostClock.now()
+                let played = now > anchorClock + latency ? (now - anchorClock - latency) / frameNanoseconds : 0
+                let unplayed = history.filter { $0.index >= played }
+                queue.prepend(unplayed.flatMap { $0.pcm })
+                let rewind = UInt64(unplayed.count)
+                framesSinceAnchor -= min(rewind, framesSinceAnchor)
+                history.removeAll()
+                sentPackets.removeAll()
+                return (sequence, anchorRTP &+ UInt32(truncatingIfNeeded: framesSinceAnchor * UInt64(frameSamples)))
+            }
+            let headers = [("RTP-Info", RTPInfo(sequence: seq, rtpTime: rtp).serialized)]
+            _ = try broadcast("FLUSH") { _ in (headers, []) }
         }
-        try Self.check(request("FLUSH", headers: [("Session", sessionID), ("RTP-Info", RTPInfo(sequence: seq, rtpTime: rtp).serialized)]), "FLUSH")
     }
 
     /// Drops queued audio (for a seek: pause, drop, enqueue from the new position, start).
@@ -203,24 +401,56 @@ public final class StreamSession: @unchecked Sendable {
             contentEnqueued -= UInt64(queue.count / 2)
             queue.removeAll()
         }
+        wakeQueueWaiters()
     }
 
-    /// The volume the receiver plays at, dB (RAOP scale: −30…0, −144 = mute).
-    public var volume: Double { lock.withLock { volumeDB } }
+    // MARK: volume
 
+    /// What a room's level sends: −30…0 dB, below −30 is mute (−144).
+    static func effective(_ level: Double) -> Double { level < -30 ? -144 : min(0, level) }
+
+    /// The group volume (dB, RAOP scale: −30…0, −144 = mute): the loudest room's, as AirPlay's group
+    /// slider shows it. With one room, that room's volume.
+    public var volume: Double { lock.withLock { levels.values.map(Self.effective).max() ?? -144 } }
+
+    /// Sets the group volume: every room moves by the same number of dB, so their balance is kept (AirPlay's
+    /// group slider scales every room). With one room, sets its volume.
     public func setVolume(_ db: Double) throws {
-        try Self.check(request("SET_PARAMETER", headers: [("Session", sessionID), ("Content-Type", "text/parameters")],
-                               body: Array("volume: \(db)\r\n".utf8)), "SET_PARAMETER")
-        lock.withLock { volumeDB = db }
+        let targets = lock.withLock { () -> [ObjectIdentifier: Double] in
+            let top = levels.values.max() ?? 0
+            // Mute is a level far below −30, so unmuting brings every room back where it was.
+            let delta = db <= -144 ? -200 - max(top, -30) : db - max(top, -30)
+            for id in levels.keys { levels[id]! += delta }
+            return levels
+        }
+        _ = try broadcast("SET_PARAMETER", what: "volume SET_PARAMETER") { link in
+            ([("Content-Type", "text/parameters")], Array("volume: \(Self.effective(targets[ObjectIdentifier(link)] ?? 0))\r\n".utf8))
+        }
     }
 
-    /// One step up or down, 1/16 of the range as iOS volume buttons; below −30 dB is mute.
+    /// Sets one room's volume (dB, RAOP scale).
+    public func setVolume(_ db: Double, room name: String) throws {
+        guard let link = lock.withLock({ links.first { $0.route.isNamed(name) } }) else {
+            throw RTSPClient.Failure(description: "no room '\(name)' in this playback")
+        }
+        try setLevel(db, of: link)
+    }
+
+    private func setLevel(_ level: Double, of link: Link) throws {
+        try link.request("SET_PARAMETER", headers: [("Content-Type", "text/parameters")],
+                         body: Array("volume: \(Self.effective(level))\r\n".utf8), what: "volume SET_PARAMETER")
+        lock.withLock { if levels[ObjectIdentifier(link)] != nil { levels[ObjectIdentifier(link)] = level } }
+    }
+
+    /// One step up or down, 1/16 of the range as iOS volume buttons; below −30 dB is mute. From a room's
+    /// controls the step moves that room; otherwise the group.
     private func stepVolume(up: Bool) -> RemoteCommandStatus {
-        let current = volume
+        let origin = commandOrigin
+        let current = origin.flatMap { link in lock.withLock { levels[ObjectIdentifier(link)] } }.map(Self.effective) ?? volume
         let step = 30.0 / 16
         let next = up ? (current <= -144 ? -30 : min(0, current + step)) : (current - step < -30 ? -144 : current - step)
         do {
-            try setVolume(next)
+            if let origin { try setLevel(next, of: origin) } else { try setVolume(next) }
             return .success
         } catch {
             return .commandFailed
@@ -229,24 +459,26 @@ public final class StreamSession: @unchecked Sendable {
 
     // MARK: now playing
 
-    /// Describes what plays (`MPNowPlayingInfoCenter.nowPlayingInfo`). Send it when the rate changes, on a
-    /// seek and on a track change; the receiver extrapolates the position in between.
+    /// Describes what plays (`MPNowPlayingInfoCenter.nowPlayingInfo`) in every room. Send it when the rate
+    /// changes, on a seek and on a track change; the receivers extrapolate the position in between.
     public func setNowPlaying(_ info: NowPlayingInfo) throws {
         try info.validate()
-        try Self.check(request("SET_PARAMETER", headers: [("Session", sessionID), ("Content-Type", "application/json")],
-                               body: info.serialized()), "now-playing SET_PARAMETER")
+        lock.withLock { lastNowPlaying = info }
+        let body = info.serialized()
+        _ = try broadcast("SET_PARAMETER", what: "now-playing SET_PARAMETER") { _ in ([("Content-Type", "application/json")], body) }
     }
 
     /// Sets the cover art shown with the now-playing info; nil clears it.
     public func setArtwork(_ artwork: Artwork?) throws {
-        try Self.check(request("SET_PARAMETER", headers: [("Session", sessionID), ("Content-Type", artwork?.type.rawValue ?? "image/jpeg")],
-                               body: artwork?.bytes ?? []), "artwork SET_PARAMETER")
+        lock.withLock { lastArtwork = artwork }
+        let headers = [("Content-Type", artwork?.type.rawValue ?? "image/jpeg")]
+        _ = try broadcast("SET_PARAMETER", what: "artwork SET_PARAMETER") { _ in (headers, artwork?.bytes ?? []) }
     }
 
     private func sendEnabledCommands(_ enabled: EnabledCommands) {
-        guard !lock.withLock({ ended }) else { return }
-        _ = try? request("SET_PARAMETER", headers: [("Session", sessionID), ("Content-Type", "text/parameters")],
-                         body: Array(enabled.parameters.serialized.utf8))
+        guard !lock.withLock({ lastEnabled = enabled; return ended }) else { return }
+        let body = Array(enabled.parameters.serialized.utf8)
+        _ = try? broadcast("SET_PARAMETER") { _ in ([("Content-Type", "text/parameters")], body) }
     }
 
     // MARK: content positions
@@ -277,12 +509,7 @@ public final class StreamSession: @unchecked Sendable {
     /// false once the session has ended.
     @discardableResult
     public func enqueue(_ pcm: [Float]) -> Bool {
-        while true {
-            let (queued, ended) = lock.withLock { (queue.count, self.ended) }
-            if ended { return false }
-            if queued < 96000 { break }
-            usleep(5000)
-        }
+        guard waitForQueue(below: 96000, whilePaused: true) else { return false }
         lock.withLock {
             queue.append(contentsOf: pcm)
             contentEnqueued += UInt64(pcm.count / 2)
@@ -290,13 +517,35 @@ public final class StreamSession: @unchecked Sendable {
         return true
     }
 
+    /// Waits, on the pacer's signal, until fewer than `samples` are queued; false when the session ended
+    /// (or, unless `whilePaused`, stopped running) first.
+    private func waitForQueue(below samples: Int, whilePaused: Bool) -> Bool {
+        while true {
+            let state = lock.withLock { () -> Bool? in
+                if ended || (!whilePaused && !running) { return false }
+                if queue.count < samples { return true }
+                queueWaiters += 1
+                return nil
+            }
+            if let state { return state }
+            // Bounded, so that a waiter never depends on a signal alone.
+            _ = queueWake.wait(timeout: .now() + .milliseconds(500))
+            lock.withLock { queueWaiters -= 1 }
+        }
+    }
+
+    private func wakeQueueWaiters() {
+        let waiters = lock.withLock { queueWaiters }
+        for _ in 0..<waiters { queueWake.signal() }
+    }
+
     /// Frames (48 kHz) queued and not yet sent.
     public var queuedFrames: Int { lock.withLock { queue.count / 2 } }
 
-    /// The session is over: closed, or the receiver went away or was taken over.
+    /// The session is over: closed, or every room went away or was taken over.
     public var hasEnded: Bool { lock.withLock { ended } }
 
-    /// Why the route went away, once it has (what `onRouteChange` was told).
+    /// Why the last room went away, once it has (what `onRouteChange` was told).
     public var routeChangeReason: OutputRouteChangeReason? { lock.withLock { lostRoute } }
 
     /// Sender-clock time at which what has been sent so far will have played.
@@ -307,33 +556,28 @@ public final class StreamSession: @unchecked Sendable {
     /// Sends what is queued, waits until it has played, then TEARDOWN and close.
     public func finish() {
         lock.withLock { finishing = true }
-        while lock.withLock({ !queue.isEmpty && running && !ended }) { usleep(5000) }
+        _ = waitForQueue(below: 1, whilePaused: false)
         let until = sentUntil
         if lock.withLock({ running && !ended }) { HostClock.sleep(until: until + 20_000_000) }
         close()
     }
 
-    /// TEARDOWN and close now.
+    /// TEARDOWN in every room and close now.
     public func close() {
-        let wasRunning = lock.withLock {
-            defer { ended = true; running = false; routeChangeSent = true }
-            return !ended
+        let closing = lock.withLock { () -> [Link] in
+            defer { ended = true; running = false; routeChangeSent = true; links.removeAll() }
+            return ended ? [] : links
         }
-        if wasRunning, !client.isClosed { _ = try? client.request("TEARDOWN", headers: [("Session", sessionID)], timeout: 1) }
-        client.close()
-        timing.close()
+        pacerWake.signal()
+        wakeQueueWaiters()
+        _ = Self.concurrently(closing) { $0.close(teardown: true) }
     }
 
     private var latency: UInt64 { UInt64(configuration.latencyMilliseconds) * 1_000_000 }
 
-    private func request(_ method: String, headers: [(String, String)], body: [UInt8] = []) throws -> RTSPMessage {
-        lock.withLock { lastRequest = HostClock.now() }
-        return try client.request(method, headers: headers, body: body)
-    }
-
     // MARK: receiver events
 
-    private func receiverRequest(_ request: RTSPMessage, reply: @escaping RTSPClient.Reply) {
+    private func receiverRequest(_ request: RTSPMessage, from link: Link, reply: @escaping RTSPClient.Reply) {
         guard request.method == "SET_PARAMETER" else {
             reply(request.method == "OPTIONS" || request.method == "GET_PARAMETER" ? 200 : 501, [])
             return
@@ -341,16 +585,16 @@ public final class StreamSession: @unchecked Sendable {
         let parameters = TextParameters(parsing: request.bodyText)
         if let end = parameters["session-end"] {
             reply(200, [])
-            routeChanged(end == "taken-over" ? .takenOver(by: request.headers["Lyre-Taken-Over-By"]) : .oldDeviceUnavailable)
+            linkLost(link, reason: end == "taken-over" ? .takenOver(by: request.headers["Lyre-Taken-Over-By"]) : .oldDeviceUnavailable)
             return
         }
         guard parameters["remote-command"] != nil else {
             reply(451, [("Lyre-Error", "a sender takes session-end and remote-command")])
             return
         }
-        // Only this session's receiver may command it: the request came over the session's own connection,
-        // and it must name the session.
-        guard request.headers["Session"]?.split(separator: ";").first.map(String.init) == sessionID else {
+        // Only a room's own receiver may command it: the request came over the room's own connection, and it
+        // must name the room's session.
+        guard request.headers["Session"]?.split(separator: ";").first.map(String.init) == link.sessionID else {
             reply(454, [("Lyre-Error", "not this session")])
             return
         }
@@ -361,13 +605,16 @@ public final class StreamSession: @unchecked Sendable {
             reply(451, [("Lyre-Error", error.description)])
             return
         }
-        commandQueue.async { [remoteCommands] in
+        commandQueue.async { [self] in
+            commandOrigin = link
             let status = remoteCommands.handle(event)
+            commandOrigin = nil
             reply(status.rtspStatus, [("Lyre-Command-Status", status.rawValue)])
         }
     }
 
-    /// Adds a route-change handler (a `QueuePlayer` adds its own). Called at once if the route is already gone.
+    /// Adds a handler for the end of the playback, when the last room is gone (a `QueuePlayer` adds its
+    /// own). Called at once if it is already gone.
     func observeRouteChange(_ handler: @escaping @Sendable (OutputRouteChangeReason) -> Void) {
         let lost: OutputRouteChangeReason? = lock.withLock {
             if lostRoute == nil { routeChangeHandlers.append(handler) }
@@ -376,14 +623,23 @@ public final class StreamSession: @unchecked Sendable {
         if let lost { handler(lost) }
     }
 
-    private func routeChanged(_ reason: OutputRouteChangeReason) {
-        let handlers: [@Sendable (OutputRouteChangeReason) -> Void] = lock.withLock {
+    /// A room went away by itself: it leaves the playback; when it was the last, the playback ends.
+    private func linkLost(_ link: Link, reason: OutputRouteChangeReason) {
+        guard !lock.withLock({ ended }), detach(link) else { return }
+        link.close(teardown: false)
+        let (remaining, handlers) = lock.withLock { () -> (Int, [@Sendable (OutputRouteChangeReason) -> Void]) in
+            guard links.isEmpty else { return (links.count, []) }
             running = false
             ended = true
-            guard !routeChangeSent else { return [] }
+            guard !routeChangeSent else { return (0, []) }
             routeChangeSent = true
             lostRoute = reason
-            return routeChangeHandlers
+            return (0, routeChangeHandlers)
+        }
+        notifyRoom(RoomChange(route: link.route, kind: .left(reason), remaining: remaining))
+        if remaining == 0 {
+            pacerWake.signal()
+            wakeQueueWaiters()
         }
         for handler in handlers { handler(reason) }
     }
@@ -395,9 +651,8 @@ public final class StreamSession: @unchecked Sendable {
             let encoder = try OpusEncoder(bitrate: configuration.bitrate)
             pace(with: encoder)
         } catch {
-            routeChanged(.oldDeviceUnavailable)
+            close()
         }
-        Glibc.close(media)
     }
 
     private func pace(with encoder: borrowing OpusEncoder) {
@@ -408,11 +663,12 @@ public final class StreamSession: @unchecked Sendable {
             }
             if step.ended { break }
             if !step.running {
-                // Paused: keep the session alive (streaming.md §7).
-                if HostClock.now() - lock.withLock({ lastRequest }) > 4_000_000_000 {
-                    _ = try? request("GET_PARAMETER", headers: [("Session", sessionID)])
+                // Paused: sleep until started or ended, and keep the sessions alive (streaming.md §7).
+                if pacerWake.wait(timeout: .now() + .seconds(4)) == .timedOut, !hasEnded,
+                    HostClock.now() - lock.withLock({ lastRequest }) > 4_000_000_000
+                {
+                    _ = try? broadcast("GET_PARAMETER") { _ in ([], []) }
                 }
-                usleep(2000)
                 continue
             }
             HostClock.sleep(until: step.due > lead ? step.due - lead : 0)
@@ -436,11 +692,20 @@ public final class StreamSession: @unchecked Sendable {
                 pendingSilence += UInt64(frameSamples)
                 return (nil, index, sequence, rtp)  // nothing queued: the slot passes in silence
             }
+            wakeQueueWaiters()
             guard let frame, let pcm = frame.pcm else { continue }
             guard let payload = try? pcm.withUnsafeBufferPointer({ try encoder.encode($0, frames: frameSamples) }) else { continue }
+            // One encode, the same packet to every room.
             let packet = RTPPacket(marker: false, payloadType: 96, sequenceNumber: frame.seq, timestamp: frame.rtp, ssrc: ssrc, payload: payload)
             let bytes = packet.serialized()
-            _ = bytes.withUnsafeBytes { send(media, $0.baseAddress, $0.count, 0) }
+            // Kept and sent under one lock: a room joining now gets this packet exactly once, either
+            // among the packets `add` sends it or from here.
+            lock.withLock {
+                guard running, frame.index < framesSinceAnchor else { return }  // paused meanwhile: taken back
+                sentPackets.append((frame.index, bytes))
+                if sentPackets.count > history.count { sentPackets.removeFirst(sentPackets.count - history.count) }
+                for link in links { link.send(bytes) }
+            }
         }
     }
 }

@@ -16,17 +16,27 @@ struct Play: AsyncParsableCommand {
             PCM from stdin as --format says. Without --to, lyre plays to the saved preferred output, or to the \
             only receiver on the network. Ctrl-C stops and tears the session down.
 
-            What plays is described to the receiver from each file's tags (or --title, --artist, --album), with             cover art embedded in a FLAC file or in cover.jpg/folder.jpg beside it (or --artwork). The receiver's             controls (lyre remote, MPRIS, media keys) drive the queue: play, pause, toggle, next, previous, seek,             skip, stop, and volume up/down.
+            Several --to play in sync (multi-room), each with an optional channel map: --to Left=left --to Right=right \
+            is a stereo pair (left, right, mono or stereo, the default). While it plays, 'lyre group' lists the \
+            rooms and adds or removes them. A room that goes away leaves the others playing.
+
+            What plays is described to the receivers from each file's tags (or --title, --artist, --album), with \
+            cover art embedded in a FLAC file or in cover.jpg/folder.jpg beside it (or --artwork). Every room's \
+            controls (lyre remote, MPRIS, media keys) drive the queue: play, pause, toggle, next, previous, seek, \
+            skip, stop, and volume up/down (of that room).
             """)
 
     @Argument(help: "Files to play in order, or '-' for raw PCM on stdin.")
     var files: [String]
 
-    @Option(help: ArgumentHelp("The receiver, by name or id; saved as the preferred output.", valueName: "NAME|ID"))
-    var to: String?
+    @Option(help: ArgumentHelp("A receiver, by name or id, and which channels it plays; repeat for several rooms. One is saved as the preferred output.", valueName: "NAME|ID[=CHANNELS]"))
+    var to: [String] = []
 
-    @Option(help: ArgumentHelp("Connect to HOST:PORT directly, without mDNS.", valueName: "HOST:PORT"))
-    var host: String?
+    @Option(help: ArgumentHelp("Connect to HOST:PORT directly, without mDNS; repeatable.", valueName: "HOST:PORT[=CHANNELS]"))
+    var host: [String] = []
+
+    @Option(help: ArgumentHelp("The socket 'lyre group' talks to, this user only; 'off' for none (default: \(GroupSocketPath.default)).", valueName: "PATH"))
+    var groupSocket: String?
 
     @Option(help: ArgumentHelp("Target latency in ms (20 to 2000).", valueName: "MS"))
     var latency: Int = 250
@@ -69,6 +79,10 @@ struct Play: AsyncParsableCommand {
         guard (6...510).contains(bitrate) else { throw ValidationError("--bitrate must be between 6 and 510 kbit/s") }
         guard frame == 10 || frame == 20 else { throw ValidationError("--frame must be 10 or 20 ms") }
         guard RawPCMFormat(format) != nil else { throw ValidationError("--format must look like s16le:44100:2") }
+        for room in to { _ = try RoomSpec(room) }
+        for room in host where try RoomSpec(room).hostPort == nil {
+            throw ValidationError("--host must be HOST:PORT, e.g. 127.0.0.1:7700")
+        }
         if files.filter({ $0 == "-" }).count > 1 { throw ValidationError("stdin ('-') can be played once") }
         for file in files where file != "-" {
             guard FileManager.default.isReadableFile(atPath: file) else { throw ValidationError("cannot read '\(file)'") }
@@ -82,7 +96,8 @@ struct Play: AsyncParsableCommand {
 
     func run() async throws {
         CommandLineMain.bootstrapLogging(level: logLevel)
-        let (address, port, label) = try await resolveReceiver()
+        let routes = try await resolveRoutes()
+        let label = routes.map(\.description).joined(separator: ", ")
         var configuration = StreamConfiguration()
         configuration.latencyMilliseconds = latency
         configuration.bitrate = bitrate * 1000
@@ -97,17 +112,33 @@ struct Play: AsyncParsableCommand {
 
         let session: StreamSession
         do {
-            session = try StreamSession(host: address, port: port, configuration: configuration)
+            session = try StreamSession(routes: routes, configuration: configuration)
         } catch {
             throw CommandFailure("cannot play on \(label): \(error)")
         }
         let player = QueuePlayer(items: items, session: session)
+        let terminal = isatty(2) == 1
+        session.observeRoomChanges { change in
+            let rest = change.remaining > 0 ? "; playing on in \(session.routes.map(\.description).joined(separator: ", "))" : ""
+            let line: String
+            switch change.kind {
+            case .joined: line = "\(change.route) joined"
+            case .left(nil): line = "\(change.route) removed\(rest)"
+            case .left(.oldDeviceUnavailable?): line = "\(change.route) is no longer available\(rest)"
+            case .left(.takenOver(let by)?): line = "\(by.map { "'\($0)'" } ?? "another sender") took over \(change.route)\(rest)"
+            }
+            FileHandle.standardError.write(Data("\(terminal ? "\r\u{1B}[K" : "")lyre: \(line)\n".utf8))
+        }
+        let resolver = resolver
+        let group = try await GroupServer.start(path: groupSocket, session: session, resolve: { spec in
+            try await resolver.routes([spec]).first!
+        })
+        defer { group?.close() }
 
         signal(SIGINT, SIG_IGN)
         let interrupt = DispatchSource.makeSignalSource(signal: SIGINT)
         interrupt.setEventHandler { player.stop() }
         interrupt.resume()
-        let terminal = isatty(2) == 1
         let outcome: Result<QueuePlayer.Outcome, Error> = await withCheckedContinuation { continuation in
             let thread = Thread {
                 continuation.resume(returning: Result {
@@ -129,9 +160,11 @@ struct Play: AsyncParsableCommand {
         switch outcome {
         case .success(.finished), .success(.stopped): return
         case .success(.interrupted(.oldDeviceUnavailable)):
-            throw CommandFailure("paused: \(label) is no longer available; play again to pick another receiver")
+            let which = routes.count > 1 ? "the last room" : label
+            throw CommandFailure("paused: \(which) is no longer available; play again to pick another receiver")
         case .success(.interrupted(.takenOver(let by))):
-            throw CommandFailure("paused: \(by.map { "'\($0)'" } ?? "another sender") took over \(label)")
+            let which = routes.count > 1 ? "the last room" : label
+            throw CommandFailure("paused: \(by.map { "'\($0)'" } ?? "another sender") took over \(which)")
         case .failure(let error):
             session.close()
             throw CommandFailure("\(error)")
@@ -156,51 +189,95 @@ struct Play: AsyncParsableCommand {
         }
     }
 
-    /// The receiver's IPv4 address, port and a label for messages.
-    private func resolveReceiver() async throws -> (String, UInt16, String) {
-        if let host {
-            let parts = host.split(separator: ":")
-            guard parts.count == 2, let port = UInt16(parts[1]) else { throw CommandFailure("--host must be HOST:PORT, e.g. 127.0.0.1:7700") }
-            return (String(parts[0]), port, String(host))
+    /// The rooms asked for with --host and --to, or the preferred output, or the only receiver.
+    private func resolveRoutes() async throws -> [OutputRoute] {
+        let specs = try (host + to).map(RoomSpec.init)
+        let routes = try await resolver.routes(specs.isEmpty ? nil : specs)
+        if to.count == 1, host.isEmpty, let id = routes.first?.id { PreferredOutput().save(id) }
+        var seen = Set<String>()
+        for route in routes where !seen.insert("\(route.host):\(route.port)").inserted {
+            throw CommandFailure("\(route) is named twice; name each room once")
         }
-        let browser: DeviceBrowser
-        do { browser = try DeviceBrowser(mode: mdns.mdns, interfaces: mdns.interfaces) } catch { throw CommandFailure("\(error)") }
-        defer { browser.close() }
-        let devices: [Device]
-        do { devices = try await browser.currentDevices(timeout: .seconds(timeout)) } catch { throw CommandFailure("\(error)") }
-        let playable = devices.filter { $0.receiver.status != .leaving && $0.receiver.status != .unavailable }
-        guard !playable.isEmpty else {
-            throw CommandFailure("no Lyre receivers found; start 'lyred' on a machine on this network, or use --host HOST:PORT")
-        }
-        let preference = PreferredOutput()
-        let wanted = to ?? preference.load()
-        let device: Device
-        if let wanted {
-            guard let match = playable.first(where: { $0.id.rawValue == wanted.lowercased() })
-                ?? playable.first(where: { $0.name.lowercased() == wanted.lowercased() })
-            else {
-                let names = playable.map { "'\($0.name)'" }.joined(separator: ", ")
-                throw CommandFailure("no receiver called '\(wanted)'; found \(names)")
-            }
-            device = match
-            if to != nil { preference.save(match.id.rawValue) }
-        } else {
-            guard playable.count == 1 else {
-                let names = playable.map { "'\($0.name)'" }.joined(separator: ", ")
-                throw CommandFailure("\(playable.count) receivers found (\(names)); choose one with --to NAME")
-            }
-            device = playable[0]
-        }
-        guard let address = device.addresses.first(where: { !$0.contains(":") }) else {
-            throw CommandFailure("'\(device.name)' has no IPv4 address; Lyre streams over IPv4 for now")
-        }
-        return (address, device.port, "'\(device.name)'")
+        return routes
     }
+
+    private var resolver: RouteResolver { RouteResolver(mode: mdns.mdns, interfaces: mdns.interfaces, timeout: timeout) }
 
     static func defaultSenderName() -> String {
         let user = ProcessInfo.processInfo.environment["USER"] ?? "lyre"
         let host = ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "host"
         return "\(user)@\(host)"
+    }
+}
+
+/// Finds the receivers a playback names.
+struct RouteResolver: Sendable {
+    var mode: MDNSMode
+    var interfaces: [String]
+    /// Seconds to look for receivers.
+    var timeout: Double
+
+    /// Routes for `specs` (HOST:PORT directly, names and ids through mDNS); nil means the preferred output,
+    /// else the only receiver on the network.
+    func routes(_ specs: [RoomSpec]?) async throws -> [OutputRoute] {
+        var routes: [OutputRoute?] = specs?.map { spec in
+            spec.hostPort.map { OutputRoute(host: $0.0, port: $0.1, channels: spec.channels) }
+        } ?? [nil]
+        guard routes.contains(where: { $0 == nil }) else { return routes.compactMap { $0 } }
+        let browser: DeviceBrowser
+        do { browser = try DeviceBrowser(mode: mode, interfaces: interfaces) } catch { throw CommandFailure("\(error)") }
+        defer { browser.close() }
+        // Receivers asked for by name or id: stop browsing as soon as each is seen with an address.
+        let preferred = PreferredOutput().load()
+        let wanted: [String]? = specs.map { specs in
+            zip(specs, routes).compactMap { spec, route in route == nil ? spec.name : nil }
+        } ?? preferred.map { [$0] }
+        let unresolved = routes.filter { $0 == nil }.count
+        let devices: [Device]
+        do {
+            devices = try await browser.currentDevices(timeout: .seconds(timeout)) { devices in
+                guard let wanted, wanted.count == unresolved else { return false }
+                let ready = Self.playable(devices).filter { $0.addresses.contains { !$0.contains(":") } }
+                return wanted.allSatisfy { name in ready.contains { $0.matches(name) } }
+            }
+        } catch { throw CommandFailure("\(error)") }
+        let playable = Self.playable(devices)
+        guard !playable.isEmpty else {
+            throw CommandFailure("no Lyre receivers found; start 'lyred' on a machine on this network, or use --host HOST:PORT")
+        }
+        let names = playable.map { "'\($0.name)'" }.joined(separator: ", ")
+        for index in routes.indices where routes[index] == nil {
+            let spec = specs?[index]
+            let device: Device
+            if let wanted = spec?.name ?? preferred {
+                guard let match = playable.first(where: { $0.id.rawValue == wanted.lowercased() })
+                    ?? playable.first(where: { $0.matches(wanted) })
+                else { throw CommandFailure("no receiver called '\(wanted)'; found \(names)") }
+                device = match
+            } else {
+                guard playable.count == 1 else {
+                    throw CommandFailure("\(playable.count) receivers found (\(names)); choose one with --to NAME")
+                }
+                device = playable[0]
+            }
+            guard let address = device.addresses.first(where: { !$0.contains(":") }) else {
+                throw CommandFailure("'\(device.name)' has no IPv4 address; Lyre streams over IPv4 for now")
+            }
+            routes[index] = OutputRoute(host: address, port: device.port, name: device.name, id: device.id.rawValue,
+                                        channels: spec?.channels ?? .stereo)
+        }
+        return routes.compactMap { $0 }
+    }
+
+    static func playable(_ devices: [Device]) -> [Device] {
+        devices.filter { $0.receiver.status != .leaving && $0.receiver.status != .unavailable }
+    }
+}
+
+extension Device {
+    /// Whether `name` is this device's id or its name (any case).
+    func matches(_ name: String) -> Bool {
+        id.rawValue == name.lowercased() || self.name.lowercased() == name.lowercased()
     }
 }
 
@@ -226,4 +303,32 @@ struct PreferredOutput {
 
 extension String {
     var nilIfEmpty: String? { isEmpty ? nil : self }
+}
+
+/// One room as the command line names it: `NAME|ID[=CHANNELS]` (--to, lyre group add) or
+/// `HOST:PORT[=CHANNELS]` (--host).
+struct RoomSpec: Sendable {
+    var name: String
+    var channels: ChannelMap
+    /// Set when the room is HOST:PORT.
+    var hostPort: (String, UInt16)?
+
+    init(_ text: String) throws {
+        var name = text
+        channels = .stereo
+        if let equals = text.lastIndex(of: "=") {
+            let suffix = text[text.index(after: equals)...]
+            guard let map = ChannelMap(parsing: suffix) else {
+                throw ValidationError("'\(text)': channels must be one of \(ChannelMap.choices)")
+            }
+            channels = map
+            name = String(text[..<equals])
+        }
+        guard !name.isEmpty else { throw ValidationError("'\(text)' names no receiver") }
+        self.name = name
+        let parts = name.split(separator: ":")
+        if parts.count == 2, let port = UInt16(parts[1]), !parts[0].isEmpty {
+            hostPort = (String(parts[0]), port)
+        }
+    }
 }

@@ -35,7 +35,7 @@ struct Remote: ParsableCommand {
     func run() throws {
         let request = try ControlRequest(words: words)
         let path = socket ?? ControlSocketPath.default
-        let answer = try Self.exchange(words.joined(separator: " "), path: path)
+        let answer = try Self.exchange(words.joined(separator: " "), path: path, peer: "lyred")
         if answer == "ok" { return }
         if answer.hasPrefix("ok ") {
             let payload = String(answer.dropFirst(3))
@@ -46,8 +46,9 @@ struct Remote: ParsableCommand {
         throw CommandFailure(message)
     }
 
-    /// Sends one line and reads the one-line answer (at most 10 s).
-    static func exchange(_ line: String, path: String) throws -> String {
+    /// Sends one line to a local control socket (lyred's, or lyre play's group socket) and reads the one-line
+    /// answer (at most 10 s).
+    static func exchange(_ line: String, path: String, peer: String) throws -> String {
         let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw CommandFailure("cannot make a socket: \(String(cString: strerror(errno)))") }
         defer { close(fd) }
@@ -61,13 +62,13 @@ struct Remote: ParsableCommand {
         }
         guard connected == 0 else {
             let why = errno == EACCES ? "permission denied (it belongs to another user)" : String(cString: strerror(errno))
-            throw CommandFailure("cannot reach lyred at \(path): \(why); is lyred running? (pass --socket PATH)")
+            throw CommandFailure("cannot reach \(peer) at \(path): \(why); is \(peer) running? (pass --socket PATH)")
         }
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         let request = Array((line + "\n").utf8)
         guard send(fd, request, request.count, Int32(MSG_NOSIGNAL)) == request.count else {
-            throw CommandFailure("lyred closed its control socket")
+            throw CommandFailure("\(peer) closed its control socket")
         }
         var answer: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65536)
@@ -75,7 +76,7 @@ struct Remote: ParsableCommand {
             let n = recv(fd, &chunk, chunk.count, 0)
             if n < 0, errno == EINTR { continue }
             guard n > 0 else {
-                throw CommandFailure(n == 0 ? "lyred closed its control socket without answering" : "no answer from lyred within 10 s")
+                throw CommandFailure(n == 0 ? "\(peer) closed its control socket without answering" : "no answer from \(peer) within 10 s")
             }
             answer += chunk[0..<n]
         }

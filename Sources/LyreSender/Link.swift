@@ -1,0 +1,159 @@
+import Foundation
+import LyreClock
+import LyreWire
+import NIOConcurrencyHelpers
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A receiver a playback can go to: where it is, what to call it, and which channels it plays.
+public struct OutputRoute: Sendable, Hashable, CustomStringConvertible {
+    public var host: String
+    public var port: UInt16
+    /// For messages and listings: the receiver's name, or HOST:PORT.
+    public var name: String
+    /// The receiver's device id when it was found by discovery.
+    public var id: String?
+    /// Which of the stream's channels this room plays (the receiver applies it).
+    public var channels: ChannelMap
+
+    public init(host: String, port: UInt16, name: String? = nil, id: String? = nil, channels: ChannelMap = .stereo) {
+        self.host = host
+        self.port = port
+        self.name = name ?? "\(host):\(port)"
+        self.id = id
+        self.channels = channels
+    }
+
+    public var description: String { "'\(name)'" }
+
+    /// True when `text` names this route: its id, its name (case-insensitively) or HOST:PORT.
+    public func isNamed(_ text: String) -> Bool {
+        id == text.lowercased() || name.lowercased() == text.lowercased() || "\(host):\(port)" == text
+    }
+}
+
+/// One room of a playback: the RTSP session with one receiver, the RTP socket its packets leave by, and the
+/// timing responder that receiver asks (streaming.md §3, §5). A link never owns audio: the session's timeline
+/// encodes once and hands every link the same packets.
+///
+/// `@unchecked Sendable`: the RTSP client and timing responder are thread-safe; the media socket is used
+/// under `mediaLock`, so a link closed by a route change never has its descriptor reused under a send.
+final class Link: @unchecked Sendable {
+    let route: OutputRoute
+    let sessionID: String
+    /// The receiver's volume (dB, RAOP scale) when the session was set up.
+    let initialVolume: Double?
+    private let client: RTSPClient
+    private let timing: TimingResponder
+    private let mediaLock = NIOLock()
+    private let media: Int32
+    private var closed = false
+
+    /// Connects and sets the stream up: OPTIONS, ANNOUNCE (with the room's channel map), SETUP, and a
+    /// GET_PARAMETER for the receiver's volume. `onRequest` takes the receiver's own requests (session-end
+    /// notices, remote commands); `onClose` is called once, from the reader thread, when the connection drops.
+    init(route: OutputRoute, configuration: StreamConfiguration, ssrc: UInt32,
+         onRequest: @escaping @Sendable (Link, RTSPMessage, @escaping RTSPClient.Reply) -> Void,
+         onClose: @escaping @Sendable (Link) -> Void) throws {
+        self.route = route
+        let box = NIOLockedValueBox<Link?>(nil)
+        client = try RTSPClient(
+            host: route.host, port: route.port,
+            onRequest: { request, reply in
+                if let link = box.withLockedValue({ $0 }) { onRequest(link, request, reply) } else { reply(503, []) }
+            },
+            onClose: { if let link = box.withLockedValue({ $0 }) { onClose(link) } })
+        let local = IPv4.localAddress(client.fd).0
+        do {
+            timing = try TimingResponder(host: local, peer: route.host)
+        } catch {
+            client.close()
+            throw error
+        }
+        do {
+            media = try IPv4.bindUDP(host: local)
+        } catch {
+            client.close()
+            timing.close()
+            throw error
+        }
+        do {
+            try Self.check(client.request("OPTIONS", uri: "*"), "OPTIONS")
+            let sdp = SessionDescription(audio: AudioFormat(encoding: .opus, payloadType: 96), origin: local)
+            var announce = [("Content-Type", "application/sdp"), ("Lyre-Sender-Name", configuration.senderName),
+                            ("Lyre-Latency", String(configuration.latencyMilliseconds)), ("Lyre-Channels", route.channels.rawValue)]
+            if let id = configuration.senderID { announce.append(("Lyre-Sender-ID", id)) }
+            let announced = try Self.check(client.request("ANNOUNCE", headers: announce, body: Array(sdp.serialized().utf8)), "ANNOUNCE")
+            // A version 1 receiver does not echo the map: it would play both channels.
+            if route.channels != .stereo, announced.headers["Lyre-Channels"].flatMap(ChannelMap.init(parsing:)) != route.channels {
+                throw RTSPClient.Failure(description: "it cannot play only the \(route.channels.rawValue) channel (a version 1 receiver: update its lyred)")
+            }
+            let localMediaPort = IPv4.localAddress(media).1
+            let transport = TransportSpec(lower: .udp(client: (localMediaPort, localMediaPort &+ 1), server: nil), ssrc: ssrc)
+            let reply = try Self.check(
+                client.request("SETUP", uri: "rtsp://\(route.host):\(route.port)/streamid=0",
+                               headers: [("Transport", transport.serialized), ("Lyre-Timing-Port", String(timing.port))]),
+                "SETUP")
+            guard let session = reply.headers["Session"]?.split(separator: ";").first.map(String.init),
+                let answer = reply.headers["Transport"].flatMap(TransportSpec.init(parsing:)),
+                case .udp(_, let server?) = answer.lower
+            else { throw RTSPClient.Failure(description: "the receiver's SETUP answer has no Session or server_port") }
+            sessionID = session
+            let destination = try IPv4.address(route.host, port: server.0)
+            let socket = media
+            guard IPv4.withSockaddr(destination, { connect(socket, $0, $1) }) == 0 else { throw SocketError.errno("connect UDP") }
+            // The sender owns the volume (as in AirPlay): start from what the receiver has now.
+            let volumeReply = try client.request("GET_PARAMETER", headers: [("Session", session), ("Content-Type", "text/parameters")],
+                                                 body: Array("volume\r\n".utf8))
+            initialVolume = volumeReply.status == 200 ? TextParameters(parsing: volumeReply.bodyText)["volume"].flatMap(Double.init) : nil
+        } catch {
+            client.close()
+            timing.close()
+            Glibc.close(media)
+            throw error
+        }
+        box.withLockedValue { $0 = self }
+    }
+
+    @discardableResult
+    static func check(_ response: RTSPMessage, _ method: String) throws(RTSPClient.Failure) -> RTSPMessage {
+        guard let status = response.status, status == 200 else {
+            let status = response.status ?? 0
+            let why = status == 503 ? "its audio output is unavailable" : "\(status) \(RTSPStatus.reason(status))"
+            throw RTSPClient.Failure(description: "the receiver refused \(method): \(why)")
+        }
+        return response
+    }
+
+    var isClosed: Bool { client.isClosed }
+
+    /// A request in this link's session (`Session` is added), answered 200 or thrown.
+    @discardableResult
+    func request(_ method: String, headers: [(String, String)] = [], body: [UInt8] = [], what: String? = nil, timeout: Double = 5)
+        throws(RTSPClient.Failure) -> RTSPMessage
+    {
+        try Self.check(client.request(method, headers: [("Session", sessionID)] + headers, body: body, timeout: timeout), what ?? method)
+    }
+
+    /// Sends one RTP packet (from the pacing thread).
+    func send(_ packet: [UInt8]) {
+        mediaLock.withLock {
+            guard !closed else { return }
+            _ = packet.withUnsafeBytes { Glibc.send(media, $0.baseAddress, $0.count, 0) }
+        }
+    }
+
+    /// Ends the link: TEARDOWN first when `teardown` and the connection is still up, then closes everything.
+    func close(teardown: Bool) {
+        if teardown, !client.isClosed { _ = try? client.request("TEARDOWN", headers: [("Session", sessionID)], timeout: 1) }
+        client.close()
+        timing.close()
+        mediaLock.withLock {
+            guard !closed else { return }
+            closed = true
+            Glibc.close(media)
+        }
+    }
+}

@@ -1,0 +1,64 @@
+import ArgumentParser
+import Foundation
+import LyreCommandLine
+
+/// `lyre group`: the rooms of the user's running `lyre play`, through its group socket.
+struct Group: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List, add or remove the rooms of the running 'lyre play'.",
+        discussion: """
+            'lyre group' lists each room: its state, channels, volume, latency and link figures. 'lyre group add \\
+            NAME[=CHANNELS]' adds a room while the audio plays (it starts in sync); 'lyre group remove NAME' takes \\
+            one out, and the others play on. 'lyre group volume DB' sets the group volume (every room moves by the \\
+            same dB); 'lyre group volume NAME DB' sets one room's.
+            """)
+
+    @Argument(help: ArgumentHelp("Nothing (list), add NAME[=CHANNELS], remove NAME, or volume [NAME] DB.", valueName: "REQUEST"))
+    var words: [String] = []
+
+    @Option(help: ArgumentHelp("lyre play's group socket (default: \(GroupSocketPath.default)).", valueName: "PATH"))
+    var socket: String?
+
+    @Flag(help: "Print the listing as JSON.")
+    var json = false
+
+    func validate() throws {
+        switch (words.first, words.count) {
+        case (nil, _), ("list", 1), ("add", 2), ("remove", 2), ("volume", 2), ("volume", 3): break
+        default: throw ValidationError("say nothing (list), add NAME[=CHANNELS], remove NAME, or volume [NAME] DB")
+        }
+    }
+
+    func run() throws {
+        let request = words.isEmpty ? "list" : words.joined(separator: " ")
+        let answer: String
+        do {
+            answer = try Remote.exchange(request, path: socket ?? GroupSocketPath.default, peer: "lyre play")
+        }
+        if answer == "ok" { return }
+        guard answer.hasPrefix("ok ") else {
+            throw CommandFailure(answer.hasPrefix("error ") ? String(answer.dropFirst(6)) : "unexpected answer from lyre play: \(answer)")
+        }
+        let payload = String(answer.dropFirst(3))
+        if json { print(payload); return }
+        print(Self.table(payload))
+    }
+
+    /// The listing as a table, one room a line.
+    static func table(_ json: String) -> String {
+        guard let listing = try? JSONDecoder().decode(GroupListing.self, from: Data(json.utf8)) else { return json }
+        func db(_ value: Double) -> String { value <= -144 ? "muted" : String(format: "%.1f dB", value) }
+        var rows = [["ROOM", "STATE", "CHANNELS", "VOLUME", "LATENCY", "DELAY", "RTT", "LOST", "ADDRESS"]]
+        for room in listing.rooms {
+            let rtt = room.link?["rtt-us"].map { "\($0) us" } ?? "-"
+            rows.append([room.name, room.state, room.channels, db(room.volume), String(format: "%.1f ms", room.outputLatencyMs),
+                         "\(room.outputDelayMs) ms", rtt, room.link?["lost"] ?? "-", room.address])
+        }
+        let widths = rows[0].indices.map { column in rows.map { $0[column].count }.max()! }
+        let lines = rows.map { row in
+            row.enumerated().map { $1.padding(toLength: widths[$0], withPad: " ", startingAt: 0) }.joined(separator: "  ")
+                .trimmingCharacters(in: .whitespaces)
+        }
+        return (["group volume \(db(listing.volume))"] + lines).joined(separator: "\n")
+    }
+}

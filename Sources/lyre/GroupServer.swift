@@ -1,0 +1,125 @@
+import Foundation
+import LyreCommandLine
+import LyreControl
+import LyreSender
+import LyreWire
+import NIOCore
+import NIOPosix
+
+/// The group socket of a running `lyre play` (streaming.md §9.4): a `LineServer` that `lyre group` talks to.
+/// Requests are `list`, `add NAME|ID|HOST:PORT[=CHANNELS]`, `remove NAME`, `volume DB` (the group) and
+/// `volume NAME DB` (one room); answers are `ok[ JSON]` or `error MESSAGE`. Session calls block on round
+/// trips, so they run on a thread pool, never on the event loop.
+final class GroupServer: Sendable {
+    private let channel: Channel
+    private let pool: NIOThreadPool
+
+    private init(channel: Channel, pool: NIOThreadPool) {
+        self.channel = channel
+        self.pool = pool
+    }
+
+    /// Listens at `path` (nil: the default; "off": none). A socket another `lyre play` holds is a warning:
+    /// this playback then runs without one.
+    static func start(path: String?, session: StreamSession, resolve: @escaping @Sendable (RoomSpec) async throws -> OutputRoute) async throws
+        -> GroupServer?
+    {
+        if path == "off" { return nil }
+        let socketPath = path ?? GroupSocketPath.default
+        let pool = NIOThreadPool(numberOfThreads: 1)
+        pool.start()
+        do {
+            let channel = try await LineServer.bind(path: socketPath, eventLoop: MultiThreadedEventLoopGroup.singleton.next(), owner: "lyre play") {
+                line, eventLoop in
+                let promise = eventLoop.makePromise(of: String.self)
+                promise.completeWithTask { await Self.respond(to: line, session: session, pool: pool, resolve: resolve) }
+                return promise.futureResult
+            }
+            return GroupServer(channel: channel, pool: pool)
+        } catch {
+            try? await pool.shutdownGracefully()
+            if path == nil, case .inUse = error {
+                FileHandle.standardError.write(Data("lyre: \(error); 'lyre group' controls that playback, not this one\n".utf8))
+                return nil
+            }
+            throw CommandFailure("\(error); pass --group-socket PATH, or off")
+        }
+    }
+
+    func close() {
+        let path = channel.localAddress?.pathname
+        try? channel.close().wait()
+        if let path { unlink(path) }
+        try? pool.syncShutdownGracefully()
+    }
+
+    private static func respond(to line: String, session: StreamSession, pool: NIOThreadPool,
+                                resolve: @Sendable (RoomSpec) async throws -> OutputRoute) async -> String {
+        let words = line.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
+        /// Runs a blocking session call on the pool.
+        func blocking(_ body: @escaping @Sendable () throws -> Void) async -> String {
+            do {
+                try await pool.runIfActive { try body() }
+                return "ok"
+            } catch {
+                return "error \(error)"
+            }
+        }
+        switch (words.first, words.count) {
+        case ("list", 1):
+            let rooms = (try? await pool.runIfActive { session.rooms() }) ?? []
+            return "ok " + GroupListing(rooms: rooms, volume: session.volume).json
+        case ("add", 2):
+            let route: OutputRoute
+            do {
+                route = try await resolve(try RoomSpec(words[1]))
+            } catch {
+                return "error \(error)"
+            }
+            return await blocking { try session.addRoute(route) }
+        case ("remove", 2):
+            return await blocking { try session.removeRoute(named: words[1]) }
+        case ("volume", 2), ("volume", 3):
+            guard let db = Double(words.last!), db.isFinite, db <= 0, db >= -30 || db == -144 else {
+                return "error volume is dB from -30 to 0, or -144 to mute"
+            }
+            return await blocking { if words.count == 3 { try session.setVolume(db, room: words[1]) } else { try session.setVolume(db) } }
+        default:
+            return "error unknown request; send list, add NAME[=CHANNELS], remove NAME, volume [NAME] DB"
+        }
+    }
+}
+
+/// The `list` answer: the group volume and each room.
+struct GroupListing: Codable {
+    struct Room: Codable {
+        var name: String
+        var id: String?
+        var address: String
+        var channels: String
+        var state: String
+        var volume: Double
+        var outputLatencyMs: Double
+        var outputDelayMs: Int
+        /// The receiver's own figures: received, lost, late, concealed, clock offset and round trip.
+        var link: [String: String]?
+    }
+
+    var volume: Double
+    var rooms: [Room]
+
+    init(rooms: [RoomReport], volume: Double) {
+        self.volume = volume
+        self.rooms = rooms.map {
+            Room(name: $0.route.name, id: $0.route.id, address: "\($0.route.host):\($0.route.port)", channels: $0.route.channels.rawValue,
+                 state: $0.state, volume: $0.volume, outputLatencyMs: $0.outputLatencyMilliseconds, outputDelayMs: $0.outputDelayMilliseconds,
+                 link: $0.statistics)
+        }
+    }
+
+    var json: String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (try? encoder.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+    }
+}
