@@ -1,13 +1,21 @@
 #!/usr/bin/env python3
 """Audio test helpers for Lyre's end-to-end (Opus network stream) tests and benchmark.
 
-  audio.py sweep OUT.wav [--seconds S] [--rate HZ] [--channels N] [--level-db DB] [--lead-silence S]
+  audio.py sweep OUT.wav [--seconds S] [--rate HZ] [--channels N] [--level-db DB] [--lead-silence S] [--split]
       Write a deterministic 16-bit WAV: log sine sweep 100 Hz -> 8 kHz, 10 ms raised-cosine fades,
-      identical channels, peak at --level-db dBFS, optionally preceded by silence.
-  audio.py compare REF OUT [--out-format wav|raw:s16le:RATE:CHANNELS] [--max-lag-seconds S]
-      Align OUT to REF (mono mixes, FFT cross-correlation; REF is FFT-resampled to OUT's rate if
-      needed) and print one JSON line: lag_samples (at 48 kHz), snr_db, gain, gaps (10 ms dropouts),
-      worst_window_snr_db, ref_seconds, out_seconds, matched_seconds.
+      identical channels (with --split, the second channel sweeps down 8 kHz -> 100 Hz instead), peak at
+      --level-db dBFS, optionally preceded by silence.
+  audio.py compare REF OUT [--out-format wav|raw:s16le:RATE:CHANNELS] [--max-lag-seconds S] [--ref-channel N]
+      Align OUT to REF (mono mixes, or REF's channel N from 0; FFT cross-correlation; REF is FFT-resampled
+      to OUT's rate if needed) and print one JSON line: lag_samples (at 48 kHz), snr_db, gain, gaps (10 ms
+      dropouts), worst_window_snr_db, ref_seconds, out_seconds, matched_seconds.
+  audio.py sync A.wav A.csv B.wav B.csv [--skew-a PPM] [--skew-b PPM] [--every S] [--expect-ms MS]
+      How far apart two receivers' outputs play the same sound: for 100 ms windows of A's output every S
+      seconds (0.25), the matching place in B's output (cross-correlation, sub-sample peak), each place
+      turned into the time it left its output through that receiver's presentation log (every block is
+      logged; frames leave at 48 kHz on a timeline running PPM fast). Prints one JSON line: windows,
+      unmatched (windows of A not found within 5 ms of where --expect-ms says in B), p50_us, p99_us, max_us (of |B - A|) and
+      mean_us (signed).
   audio.py presentation LOG.csv
       Print JSON percentiles of |presented_ns - scheduled_ns| in microseconds (first 10 blocks skipped).
   audio.py level FILE [--format wav|raw:s16le:RATE:CHANNELS]
@@ -49,26 +57,36 @@ def cmd_sweep(a):
     ramp = 0.5 - 0.5 * np.cos(np.pi * np.arange(nf) / nf)
     x[:nf] *= ramp
     x[n - nf:] *= ramp[::-1]
-    x = np.concatenate([np.zeros(int(round(a.lead_silence * a.rate))), x])
-    pcm = np.round(x * 10 ** (a.level_db / 20) * 32767).astype("<i2")
+    lead = np.zeros(int(round(a.lead_silence * a.rate)))
+    channels = np.repeat(x[:, None], a.channels, axis=1)
+    if a.split and a.channels > 1:
+        # The same sweep time-reversed (8 kHz down to 100 Hz), so each channel is told from the other.
+        channels[:, 1] = x[::-1]
+    channels = np.concatenate([np.zeros((len(lead), a.channels)), channels])
+    pcm = np.round(channels * 10 ** (a.level_db / 20) * 32767).astype("<i2")
     with wave.open(a.out, "wb") as w:
         w.setnchannels(a.channels)
         w.setsampwidth(2)
         w.setframerate(a.rate)
-        w.writeframes(np.repeat(pcm, a.channels).tobytes())
+        w.writeframes(pcm.tobytes())
     return 0
 
 
 # ---------------------------------------------------------------- reading
 
-def s16_mono(buf, channels):
-    """Little-endian s16 interleaved bytes -> float64 mono mix (full scale 1.0). Partial frames dropped."""
+def s16_mono(buf, channels, channel=None):
+    """Little-endian s16 interleaved bytes -> float64 mono mix, or one channel (full scale 1.0). Partial
+    frames dropped."""
     frames = len(buf) // (2 * channels)
     x = np.frombuffer(buf[:frames * 2 * channels], dtype="<i2").reshape(frames, channels)
+    if channel is not None:
+        if channel >= channels:
+            raise InputError(f"no channel {channel} in {channels}-channel audio")
+        return x[:, channel].astype(np.float64) / 32768.0
     return x.astype(np.float64).mean(axis=1) / 32768.0
 
 
-def read_wav(path):
+def read_wav(path, channel=None):
     """Minimal RIFF reader (16-bit PCM). Tolerates a data size of 0 or past EOF, as left by a
     writer that was killed before fixing up its header: the data then runs to end of file."""
     with open(path, "rb") as f:
@@ -90,7 +108,7 @@ def read_wav(path):
             if fmt is None:
                 raise InputError("data chunk before fmt chunk")
             end = body + size if 0 < size <= len(data) - body else len(data)
-            return s16_mono(data[body:end], fmt[1]), fmt[0]
+            return s16_mono(data[body:end], fmt[1], channel), fmt[0]
         pos = body + size + (size & 1)
     raise InputError("no data chunk")
 
@@ -171,7 +189,7 @@ def ratio_db(signal, noise):
 
 def cmd_compare(a):
     try:
-        ref, ref_rate = read_wav(a.ref)
+        ref, ref_rate = read_wav(a.ref, a.ref_channel)
         out, rate = read_wav(a.out) if a.out_format is None else read_raw(a.out, *a.out_format)
     except (OSError, InputError, struct.error) as e:
         print(f"audio.py compare: cannot read input: {e}", file=sys.stderr)
@@ -214,6 +232,84 @@ def cmd_compare(a):
     return 0
 
 
+# ---------------------------------------------------------------- sync between receivers
+
+def output_clock(log, skew_ppm):
+    """(block start frames, block presented ns, ns per frame) from a presentation log that has every block."""
+    with open(log, newline="") as f:
+        rows = [(int(r["presented_ns"]), int(r["frames"])) for r in csv.DictReader(f)]
+    if not rows:
+        raise InputError(f"no blocks in {log}")
+    frames = np.array([r[1] for r in rows], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(frames)[:-1]])
+    return starts, np.array([r[0] for r in rows], dtype=np.float64), 1e9 / 48000 / (1 + skew_ppm * 1e-6)
+
+
+def time_of(clock, k):
+    """When output frame k (may be fractional) left: its block's presentation plus its place in the block."""
+    starts, presented, fns = clock
+    i = max(0, int(np.searchsorted(starts, k, side="right")) - 1)
+    return presented[i] + (k - starts[i]) * fns
+
+
+def frame_at(clock, t):
+    """The output frame that left at time t (the inverse of time_of, to the nearest frame)."""
+    starts, presented, fns = clock
+    i = max(0, int(np.searchsorted(presented, t, side="right")) - 1)
+    return int(round(starts[i] + (t - presented[i]) / fns))
+
+
+def cmd_sync(a):
+    try:
+        xa, ra = read_wav(a.a_wav)
+        xb, rb = read_wav(a.b_wav)
+        ca, cb = output_clock(a.a_log, a.skew_a), output_clock(a.b_log, a.skew_b)
+    except (OSError, InputError, KeyError, ValueError, struct.error) as e:
+        print(f"audio.py sync: cannot read input: {e}", file=sys.stderr)
+        return 2
+    if ra != 48000 or rb != 48000:
+        print("audio.py sync: both outputs must be 48 kHz", file=sys.stderr)
+        return 2
+    # 100 ms windows, matched within ±5 ms of where B's log says (wider would let a sweep's low, nearly
+    # periodic start match a period away); a window not found there is counted as unmatched.
+    win, search = 4800, 240
+    offsets, unmatched = [], 0
+    for a0 in range(0, len(xa) - win, int(a.every * 48000)):
+        w = xa[a0:a0 + win]
+        # Only windows where A plays throughout: one that straddles A's start (a room joining) or end
+        # holds some silence that B, playing on, does not.
+        blocks = w.reshape(10, -1)
+        if 10 * math.log10(float(np.min(np.mean(blocks * blocks, axis=1))) + 1e-30) < REF_ACTIVE_DB:
+            continue
+        t = time_of(ca, a0)
+        b_guess = frame_at(cb, t + a.expect_ms * 1e6)
+        lo, hi = b_guess - search, b_guess + search + win
+        if lo < 0 or hi > len(xb):
+            continue
+        seg = xb[lo:hi]
+        n = fft_size(len(seg) + win)
+        corr = np.fft.irfft(np.fft.rfft(seg, n) * np.conj(np.fft.rfft(w, n)), n)[:len(seg) - win + 1]
+        energy = np.sqrt(np.convolve(seg * seg, np.ones(win), "valid") * float(np.dot(w, w))) + 1e-30
+        norm = corr / energy
+        p = int(np.argmax(norm))
+        if norm[p] < 0.9 or p == 0 or p == len(norm) - 1:
+            unmatched += 1  # no clear match: B silent there, or more than 5 ms off
+            continue
+        y0, y1, y2 = norm[p - 1], norm[p], norm[p + 1]
+        frac = 0.5 * (y0 - y2) / (y0 - 2 * y1 + y2) if (y0 - 2 * y1 + y2) != 0 else 0.0
+        b_exact = lo + p + frac
+        offsets.append((time_of(cb, b_exact) - t) / 1000.0)
+    if not offsets:
+        print("audio.py sync: no window of A was found in B", file=sys.stderr)
+        return 1
+    o = np.array(offsets)
+    ab = np.abs(o)
+    print(json.dumps({"windows": len(o), "unmatched": unmatched, "p50_us": round(float(np.percentile(ab, 50)), 3),
+                      "p99_us": round(float(np.percentile(ab, 99)), 3), "max_us": round(float(ab.max()), 3),
+                      "mean_us": round(float(o.mean()), 3)}))
+    return 0
+
+
 # ---------------------------------------------------------------- presentation
 
 def cmd_level(a):
@@ -233,7 +329,8 @@ def cmd_level(a):
 def cmd_presentation(a):
     try:
         with open(a.log, newline="") as f:
-            rows = [r for r in csv.DictReader(f) if r.get("presented_ns")]
+            # Blocks written while nothing was scheduled (scheduled_ns 0) are silence, not presentation.
+            rows = [r for r in csv.DictReader(f) if r.get("presented_ns") and r.get("scheduled_ns") != "0"]
             err = [abs(int(r["presented_ns"]) - int(r["scheduled_ns"])) / 1000.0 for r in rows]
     except (OSError, KeyError, ValueError, TypeError) as e:
         print(f"audio.py presentation: cannot read {a.log}: {e}", file=sys.stderr)
@@ -257,7 +354,7 @@ def cmd_heard(a):
     try:
         with open(a.log, newline="") as f:
             rows = [(int(r["rtp_time"]), int(r["presented_ns"]), int(r["audio_frames"]), int(r["frames"]))
-                    for r in csv.DictReader(f)]
+                    for r in csv.DictReader(f) if r["scheduled_ns"] != "0"]
     except (OSError, KeyError, ValueError, TypeError) as e:
         print(f"audio.py heard: cannot read {a.log}: {e}", file=sys.stderr)
         return 2
@@ -286,11 +383,23 @@ def main():
     s.add_argument("--channels", type=int, default=2)
     s.add_argument("--level-db", type=float, default=-6.0, help="peak level in dBFS")
     s.add_argument("--lead-silence", type=float, default=0.0, help="seconds of silence before the sweep")
+    s.add_argument("--split", action="store_true", help="second channel sweeps down instead")
     c = sub.add_parser("compare", help="align OUT to REF and measure it")
     c.add_argument("ref", metavar="REF")
     c.add_argument("out", metavar="OUT")
     c.add_argument("--out-format", type=out_format, default=None, metavar="wav|raw:s16le:RATE:CHANNELS")
     c.add_argument("--max-lag-seconds", type=float, default=10.0)
+    c.add_argument("--ref-channel", type=int, default=None, help="compare against this channel of REF (from 0)")
+    y = sub.add_parser("sync", help="offset between two receivers' outputs of the same sound")
+    y.add_argument("a_wav", metavar="A.wav")
+    y.add_argument("a_log", metavar="A.csv")
+    y.add_argument("b_wav", metavar="B.wav")
+    y.add_argument("b_log", metavar="B.csv")
+    y.add_argument("--skew-a", type=float, default=0.0, metavar="PPM")
+    y.add_argument("--skew-b", type=float, default=0.0, metavar="PPM")
+    y.add_argument("--every", type=float, default=0.25, metavar="S")
+    y.add_argument("--expect-ms", type=float, default=0.0, metavar="MS",
+                   help="look for A's sound this much later in B (a room with an output delay plays early: negative)")
     p = sub.add_parser("presentation", help="summarise a receiver presentation log")
     p.add_argument("log", metavar="LOG.csv")
     h = sub.add_parser("heard", help="when audio frame F of the session was presented")
@@ -302,7 +411,7 @@ def main():
     a = ap.parse_args()
     if a.cmd == "sweep" and (a.seconds <= 0.02 or a.rate <= 0 or a.channels < 1 or a.lead_silence < 0):
         ap.error("need --seconds > 0.02, --rate > 0, --channels >= 1, --lead-silence >= 0")
-    return {"sweep": cmd_sweep, "compare": cmd_compare, "presentation": cmd_presentation, "heard": cmd_heard,
+    return {"sweep": cmd_sweep, "compare": cmd_compare, "sync": cmd_sync, "presentation": cmd_presentation, "heard": cmd_heard,
             "level": cmd_level}[a.cmd](a)
 
 

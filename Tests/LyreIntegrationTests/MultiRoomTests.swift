@@ -1,0 +1,183 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Multi-room with real components: several lyred in one test network, each writing what it plays to a WAV
+/// sink with a presentation log of every block, and `lyre play` (and `lyre group`) sending to them. Whether
+/// rooms are in sync is measured from their outputs: `audio.py sync` finds each stretch of one room's output
+/// in the other's and turns both places into the times they left, through each room's log.
+@Suite(.serialized)
+struct MultiRoomTests {
+    static let audioTool = TestNetwork.tools + "/peers/audio.py"
+
+    /// Receivers in one network, each with its own WAV sink, presentation log and control socket.
+    struct Rooms {
+        let network: TestNetwork
+        var lyred: [String: Spawned] = [:]
+
+        init(_ rooms: [(name: String, extra: [String])]) async throws {
+            network = try TestNetwork()
+            for (index, room) in rooms.enumerated() {
+                let base = network.scratch.appendingPathComponent(room.name).path
+                lyred[room.name] = try network.spawn(
+                    ["lyred", "--name", room.name, "--port", String(7730 + index), "--state-dir", base + ".state",
+                     "--output", "wav:\(base).wav", "--presentation-log", base + ".csv", "--control-socket", base + ".sock",
+                     "--mpris", "off", "--log-level", "info"] + room.extra,
+                    name: "lyred-\(room.name)")
+            }
+            for (name, process) in lyred {
+                let up = await eventually { process.stderr.contains("advertised as") }
+                #expect(up, "lyred \(name) did not come up: \(process.stderr)")
+            }
+        }
+
+        func path(_ room: String, _ ext: String) -> String { network.scratch.appendingPathComponent("\(room).\(ext)").path }
+        var groupSocket: String { network.scratch.appendingPathComponent("group.sock").path }
+
+        /// Stops every lyred so the outputs are complete.
+        func stop() async throws {
+            for process in lyred.values where process.isRunning { process.signal(SIGTERM) }
+            for process in lyred.values { try await process.waitForExit(timeout: 10) }
+        }
+
+        func json(_ arguments: [String]) async throws -> [String: Any] {
+            let result = try await network.run(["python3", MultiRoomTests.audioTool] + arguments, timeout: 60)
+            let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
+            return try #require(object, "audio.py \(arguments.first ?? ""): \(result.stderr)")
+        }
+
+        func compare(_ reference: String, _ room: String, referenceChannel: Int? = nil) async throws -> [String: Any] {
+            try await json(["compare", reference, path(room, "wav")] + (referenceChannel.map { ["--ref-channel", String($0)] } ?? []))
+        }
+
+        func sync(_ a: String, _ b: String, expectMilliseconds: Double = 0) async throws -> [String: Any] {
+            try await json(["sync", path(a, "wav"), path(a, "csv"), path(b, "wav"), path(b, "csv"), "--expect-ms", String(expectMilliseconds)])
+        }
+
+        func sweep(seconds: Double, split: Bool = false) async throws -> String {
+            let file = network.scratch.appendingPathComponent("sweep-\(seconds)\(split ? "-split" : "").wav").path
+            let made = try await network.run(["python3", MultiRoomTests.audioTool, "sweep", file, "--rate", "44100",
+                                              "--seconds", String(seconds)] + (split ? ["--split"] : []))
+            #expect(made.status == 0, "\(made.stderr)")
+            return file
+        }
+    }
+
+    /// Both rooms carry the input, and the same sound leaves both outputs at the same instant.
+    static func expectInSync(_ sync: [String: Any], within microseconds: Double = 500, expectMean: Double = 0,
+                             sourceLocation: SourceLocation = #_sourceLocation) {
+        let windows = sync["windows"] as? Int ?? 0
+        let unmatched = sync["unmatched"] as? Int ?? -1
+        let mean = sync["mean_us"] as? Double ?? .infinity
+        let spread = (sync["max_us"] as? Double).map { _ in abs(mean - expectMean) } ?? .infinity
+        #expect(windows >= 4 && unmatched == 0, "sync: \(sync)", sourceLocation: sourceLocation)
+        #expect(spread < microseconds, "rooms apart by \(mean) µs, expected \(expectMean): \(sync)", sourceLocation: sourceLocation)
+        if expectMean == 0 {
+            #expect((sync["max_us"] as? Double ?? .infinity) < microseconds, "sync: \(sync)", sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test func twoRoomsPlayTheSameAudioInSync() async throws {
+        let rooms = try await Rooms([("Kitchen", []), ("Living Room", [])])
+        defer { rooms.network.close() }
+        let sweep = try await rooms.sweep(seconds: 4)
+        let play = try await rooms.network.run(["lyre", "play", sweep, "--to", "Kitchen", "--to", "Living Room",
+                                                "--group-socket", rooms.groupSocket])
+        #expect(play.status == 0, "lyre play: \(play.stderr)")
+        try await rooms.stop()
+        for room in ["Kitchen", "Living Room"] {
+            StreamingTests.expectSameAudio(try await rooms.compare(sweep, room))
+            #expect(rooms.lyred[room]!.stderr.contains("late=0") || !rooms.lyred[room]!.stderr.contains("late="), "\(room)")
+        }
+        Self.expectInSync(try await rooms.sync("Kitchen", "Living Room"))
+    }
+
+    /// `--to Left=left --to Right=right`: each receiver plays one channel of the stereo input, on both its
+    /// speakers. The input's channels differ (a sweep up on the left, down on the right), so each room's
+    /// output matches its own channel and not the other.
+    @Test func stereoPairPlaysOneChannelInEachRoom() async throws {
+        let rooms = try await Rooms([("Left", []), ("Right", [])])
+        defer { rooms.network.close() }
+        let sweep = try await rooms.sweep(seconds: 4, split: true)
+        let play = try await rooms.network.run(["lyre", "play", sweep, "--to", "Left=left", "--to", "Right=right",
+                                                "--group-socket", "off"])
+        #expect(play.status == 0, "lyre play: \(play.stderr)")
+        try await rooms.stop()
+        #expect(rooms.lyred["Left"]!.stderr.contains("channels left"))
+        #expect(rooms.lyred["Right"]!.stderr.contains("channels right"))
+        for (room, own, other) in [("Left", 0, 1), ("Right", 1, 0)] {
+            let mine = try await rooms.compare(sweep, room, referenceChannel: own)
+            let theirs = try await rooms.compare(sweep, room, referenceChannel: other)
+            let snr = (mine["snr_db"] as? Double ?? -100, theirs["snr_db"] as? Double ?? 100)
+            #expect(snr.0 >= 20 && mine["gaps"] as? Int == 0, "\(room) against its own channel: \(mine)")
+            #expect(snr.1 < 0, "\(room) must not carry the other channel: \(theirs)")
+        }
+    }
+
+    /// `lyre group add` while the song plays: the new room starts within a second, in sync, and the room
+    /// that was playing is not disturbed. `lyre group` lists both; `lyre group remove` takes one out.
+    @Test func roomJoinsMidSongInSync() async throws {
+        let rooms = try await Rooms([("Kitchen", []), ("Bedroom", [])])
+        defer { rooms.network.close() }
+        let sweep = try await rooms.sweep(seconds: 6)
+        let play = try rooms.network.spawn(["lyre", "play", sweep, "--to", "Kitchen", "--group-socket", rooms.groupSocket])
+        #expect(await eventually { rooms.lyred["Kitchen"]!.stderr.contains("now playing:") }, "\(rooms.lyred["Kitchen"]!.stderr)")
+        try await Task.sleep(for: .seconds(1.5))
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        let asked = UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+        let add = try await rooms.network.run(["lyre", "group", "add", "Bedroom", "--socket", rooms.groupSocket])
+        #expect(add.status == 0, "lyre group add: \(add.stderr)")
+        let list = try await rooms.network.run(["lyre", "group", "--json", "--socket", rooms.groupSocket])
+        let listing = try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [String: Any]
+        let names = (listing?["rooms"] as? [[String: Any]])?.compactMap { $0["name"] as? String }
+        #expect(names == ["Kitchen", "Bedroom"], "lyre group: \(list.stdout) \(list.stderr)")
+        try await play.waitForExit(timeout: 30)
+        #expect(play.status == 0, "lyre play: \(play.stderr)")
+        #expect(play.stderr.contains("'Bedroom' joined"), "\(play.stderr)")
+        try await rooms.stop()
+        // Kitchen played the whole sweep without a gap; Bedroom from when it joined, in step with it.
+        StreamingTests.expectSameAudio(try await rooms.compare(sweep, "Kitchen"))
+        Self.expectInSync(try await rooms.sync("Bedroom", "Kitchen"))
+        // Bedroom's first audio left its output within a second of the request.
+        let log = try String(contentsOfFile: rooms.path("Bedroom", "csv"), encoding: .utf8)
+        let first = log.split(separator: "\n").dropFirst().map { $0.split(separator: ",") }
+            .first { $0.count == 5 && Int($0[3]) ?? 0 > 0 }
+        let firstAudio = try #require(first.flatMap { UInt64($0[2]) }, "Bedroom played no audio: \(log.prefix(400))")
+        #expect(firstAudio > asked && firstAudio - asked < 1_000_000_000, "Bedroom's first audio \(Double(firstAudio) / 1e9 - Double(asked) / 1e9) s after the request")
+    }
+
+    /// One room killed while the song plays: it leaves the playback alone, and the other plays on to the
+    /// end without a gap.
+    @Test func roomLostLeavesTheOthersPlaying() async throws {
+        let rooms = try await Rooms([("Kitchen", []), ("Garage", [])])
+        defer { rooms.network.close() }
+        let sweep = try await rooms.sweep(seconds: 5)
+        let play = try rooms.network.spawn(["lyre", "play", sweep, "--to", "Kitchen", "--to", "Garage", "--group-socket", "off"])
+        #expect(await eventually { rooms.lyred["Garage"]!.stderr.contains("now playing:") }, "\(rooms.lyred["Garage"]!.stderr)")
+        try await Task.sleep(for: .seconds(1.5))
+        rooms.lyred["Garage"]!.signal(SIGKILL)
+        try await play.waitForExit(timeout: 30)
+        #expect(play.status == 0, "lyre play: \(play.stderr)")
+        #expect(play.stderr.contains("'Garage' is no longer available; playing on in 'Kitchen'"), "\(play.stderr)")
+        try await rooms.stop()
+        StreamingTests.expectSameAudio(try await rooms.compare(sweep, "Kitchen"))
+    }
+
+    /// `--output-delay`, changed at run time through the control socket: that room plays exactly that much
+    /// earlier than the other, so that what is plugged into it (an AV receiver) brings it back in sync.
+    @Test func outputDelayMovesTheRoomByThatMuch() async throws {
+        let rooms = try await Rooms([("Den", []), ("Lounge", ["--output-delay", "25"])])
+        defer { rooms.network.close() }
+        let set = try await rooms.network.run(["lyre", "remote", "output-delay", "40", "--socket", rooms.path("Lounge", "sock")])
+        #expect(set.status == 0 && set.stdout.contains("40"), "lyre remote output-delay: \(set.stdout) \(set.stderr)")
+        let sweep = try await rooms.sweep(seconds: 4)
+        let play = try await rooms.network.run(["lyre", "play", sweep, "--to", "Den", "--to", "Lounge", "--group-socket", "off"])
+        #expect(play.status == 0, "lyre play: \(play.stderr)")
+        try await rooms.stop()
+        Self.expectInSync(try await rooms.sync("Den", "Lounge", expectMilliseconds: -40), expectMean: -40_000)
+    }
+}
