@@ -119,5 +119,6 @@ let package = Package(
         .testTarget(name: "LyreDiscoveryTests", dependencies: ["LyreDiscovery", "LyreWire"]),
         .testTarget(name: "LyreIntegrationTests", dependencies: ["LyreWire"]),
         .testTarget(name: "LyreMPRISTests", dependencies: ["LyreMPRIS"]),
+        .testTarget(name: "LyreReceiverTests", dependencies: ["LyreReceiver", "LyreWire", "LyreAudio"]),
     ]
 )

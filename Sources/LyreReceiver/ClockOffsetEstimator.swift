@@ -1,43 +1,132 @@
-/// Estimates the sender clock's offset from the local clock from NTP-style timing samples
-/// (streaming.md §5): of the last 16 samples, the one with the smallest round trip wins, because queueing
-/// delay only ever adds to a round trip and skews the offset. Drift is the least-squares slope of the
-/// offsets over time.
+/// The sender's clock as seen from the local clock: offset **and** drift, from NTP-style timing samples
+/// (streaming.md §5.1).
+///
+/// Queueing only ever adds to a round trip, and an exchange whose legs were delayed unequally is off by half
+/// the difference, so the samples with the smallest round trips are the truest. The filter keeps the last
+/// `capacity` samples, takes the lowest-delay quarter of them (at least the best three), and fits a line
+/// `offset(t) = a + b·(t − t̄)` through those by least squares: `a` is the offset at their mean time and `b`
+/// the drift. Until the chosen samples span `minimumSpan` the line is flat through the best sample (a slope
+/// from a few samples 20 ms apart would be noise). A step of the sender's clock (every sample of the last
+/// three more than `stepThreshold` off the line) restarts the filter from those samples.
+///
+/// Pure: no clock of its own; every time is given.
 public struct ClockOffsetEstimator: Sendable {
-    public struct Sample: Sendable {
+    public struct Sample: Sendable, Equatable {
         public var localTime: UInt64
+        /// Sender minus local, ns.
         public var offset: Int64
+        /// Round trip, ns.
         public var delay: Int64
+
+        public init(localTime: UInt64, offset: Int64, delay: Int64) {
+            self.localTime = localTime
+            self.offset = offset
+            self.delay = delay
+        }
     }
 
     public private(set) var samples: [Sample] = []
     public let capacity: Int
-    /// Sender minus local, ns, from the sample with the smallest round trip; nil before the first sample.
-    /// Kept up to date by `add`, because the audio thread reads it for every block.
-    public private(set) var offset: Int64?
+    /// Below this span of the chosen samples the drift is taken as zero, ns.
+    public let minimumSpan: UInt64
+    /// Bounds the fitted drift: real crystals are within ±200 ppm; a larger slope is noise or an attack.
+    public let maximumDriftPPM: Double
+    /// A sample this far off the line is an outlier; three in a row are a step of the sender's clock, ns.
+    public let stepThreshold: Int64
+
+    /// The fitted line: offset at `referenceTime` (local), and slope (ns of offset per ns of local time).
+    private var line: (referenceTime: UInt64, offset: Double, slope: Double)?
     /// The best sample's round trip, ns.
     public private(set) var delay: Int64?
+    /// How many samples were dropped as outliers, and how many steps restarted the filter.
+    public private(set) var outliers = 0
+    public private(set) var steps = 0
 
-    public init(capacity: Int = 16) { self.capacity = capacity }
+    public init(capacity: Int = 64, minimumSpan: UInt64 = 2_000_000_000, maximumDriftPPM: Double = 500,
+                stepThreshold: Int64 = 5_000_000) {
+        self.capacity = capacity
+        self.minimumSpan = minimumSpan
+        self.maximumDriftPPM = maximumDriftPPM
+        self.stepThreshold = stepThreshold
+    }
+
+    /// Sender minus local at local time `time`, ns; nil before the first sample.
+    public func offset(at time: UInt64) -> Int64? {
+        guard let line else { return nil }
+        let since = Double(Int64(bitPattern: time &- line.referenceTime))
+        return Int64((line.offset + line.slope * since).rounded())
+    }
+
+    /// The offset at the newest sample's time (for statistics).
+    public var offset: Int64? { samples.last.flatMap { offset(at: $0.localTime) } }
+
+    /// Drift of the sender's clock relative to the local one, ppm; nil until the line has a slope.
+    public var driftPPM: Double? {
+        guard let line, chosenSpan >= minimumSpan else { return nil }
+        return line.slope * 1e6
+    }
+
+    private var chosenSpan: UInt64 = 0
+    private var recentOutliers = 0
 
     public mutating func add(localTime: UInt64, offset: Int64, delay: Int64) {
         guard delay >= 0 else { return }  // impossible unless a clock stepped: ignore
-        samples.append(Sample(localTime: localTime, offset: offset, delay: delay))
-        if samples.count > capacity { samples.removeFirst(samples.count - capacity) }
-        let best = samples.min { $0.delay < $1.delay }
-        self.offset = best?.offset
-        self.delay = best?.delay
+        let sample = Sample(localTime: localTime, offset: offset, delay: delay)
+        if let predicted = self.offset(at: localTime), abs(offset - predicted) > stepThreshold {
+            recentOutliers += 1
+            outliers += 1
+            if recentOutliers < 3 {
+                samples.append(sample)
+                trim()
+                return  // kept, but not fitted until it proves to be a step
+            }
+            // Three in a row: the sender's clock stepped. Start again from the samples after the step.
+            steps += 1
+            samples = samples.suffix(recentOutliers - 1) + [sample]
+            recentOutliers = 0
+        } else {
+            // The outliers just before this sample were not a step: forget them.
+            samples.removeLast(recentOutliers)
+            recentOutliers = 0
+            samples.append(sample)
+            trim()
+        }
+        fit()
     }
 
-    /// Drift in parts per million (sender relative to local), from at least 4 samples; nil before.
-    public var driftPPM: Double? {
-        guard samples.count >= 4, let first = samples.first else { return nil }
-        let xs = samples.map { Double($0.localTime &- first.localTime) }
-        let ys = samples.map { Double($0.offset) }
-        let mx = xs.reduce(0, +) / Double(xs.count)
-        let my = ys.reduce(0, +) / Double(ys.count)
-        let sxx = zip(xs, xs).map { ($0 - mx) * ($1 - mx) }.reduce(0, +)
-        guard sxx > 0 else { return nil }
-        let sxy = zip(xs, ys).map { ($0 - mx) * ($1 - my) }.reduce(0, +)
-        return sxy / sxx * 1e6
+    private mutating func trim() {
+        if samples.count > capacity { samples.removeFirst(samples.count - capacity) }
+    }
+
+    /// Fits the line through the lowest-delay quarter of the samples that agree with it.
+    private mutating func fit() {
+        let usable = recentOutliers > 0 ? Array(samples.dropLast(recentOutliers)) : samples
+        guard !usable.isEmpty else { return }
+        // Lowest delay first; of equal delays the newest, which says most about now.
+        let chosen = usable.sorted { ($0.delay, $1.localTime) < ($1.delay, $0.localTime) }.prefix(max(3, usable.count / 4))
+        let best = chosen[chosen.startIndex]
+        delay = best.delay
+        let first = chosen.map(\.localTime).min()!
+        let last = chosen.map(\.localTime).max()!
+        chosenSpan = last - first
+        guard chosen.count >= 3, chosenSpan >= minimumSpan else {
+            line = (best.localTime, Double(best.offset), 0)
+            return
+        }
+        // Least squares on times relative to the first chosen sample (doubles keep ns exactly for days).
+        let xs = chosen.map { Double($0.localTime - first) }
+        let ys = chosen.map { Double($0.offset) }
+        let n = Double(chosen.count)
+        let mx = xs.reduce(0, +) / n
+        let my = ys.reduce(0, +) / n
+        var sxx = 0.0
+        var sxy = 0.0
+        for (x, y) in zip(xs, ys) {
+            sxx += (x - mx) * (x - mx)
+            sxy += (x - mx) * (y - my)
+        }
+        let bound = maximumDriftPPM * 1e-6
+        let slope = sxx > 0 ? min(max(sxy / sxx, -bound), bound) : 0
+        line = (first + UInt64(mx.rounded()), my, slope)
     }
 }

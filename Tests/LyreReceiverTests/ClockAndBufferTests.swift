@@ -1,0 +1,109 @@
+import Foundation
+import LyreReceiver
+import LyreWire
+import Testing
+
+/// The clock filter, the jitter buffer and the channel map: the pure parts, without sockets.
+struct ClockFilterTests {
+    /// A sender 80 ppm fast and 3 ms ahead, measured once a second over a path whose queueing delays each
+    /// leg by an exponential time (mean 150 µs, now and then a millisecond and more), which moves a
+    /// sample's offset by half the difference: the filter's offset is within 20 µs of the truth, a tenth of
+    /// what single samples are off by at worst, and its drift is the sender's.
+    @Test func offsetAndDriftFromNoisySamples() throws {
+        var filter = ClockOffsetEstimator()
+        var generator = SplitMix(seed: 20261123)
+        func queueing() -> Double { -150_000 * log(Double.random(in: Double.ulpOfOne..<1, using: &generator)) }
+        let truth = { (t: UInt64) -> Double in 3_000_000 + Double(t) * 80e-6 }
+        var worstSingle = 0.0
+        for second in 1...64 {
+            let t = UInt64(second) * 1_000_000_000
+            let (out, back) = (queueing(), queueing())
+            let measured = truth(t) + (back - out) / 2
+            worstSingle = max(worstSingle, abs(measured - truth(t)))
+            filter.add(localTime: t, offset: Int64(measured), delay: Int64(100_000 + out + back))
+        }
+        let now: UInt64 = 65_000_000_000
+        let offset = try #require(filter.offset(at: now))
+        let error = abs(Double(offset) - truth(now))
+        #expect(error < 20_000 && error < worstSingle / 10, "filter off by \(error) ns; single samples up to \(worstSingle)")
+        let drift = try #require(filter.driftPPM)
+        #expect(abs(drift - 80) < 2, "drift \(drift) ppm")
+    }
+
+    /// Before the samples span two seconds the line is flat through the best sample; no slope from noise.
+    @Test func noDriftFromAFewCloseSamples() {
+        var filter = ClockOffsetEstimator()
+        for i in 0..<5 { filter.add(localTime: UInt64(i) * 20_000_000, offset: 1000 + Int64(i % 2) * 300, delay: 50_000 + Int64(i) * 1000) }
+        #expect(filter.driftPPM == nil)
+        #expect(filter.offset(at: 10_000_000_000) == 1000)
+    }
+
+    /// The sender's clock steps by 50 ms: one sample that far off is an outlier and ignored; three in a row
+    /// are the new truth.
+    @Test func aStepIsFollowedAfterThreeSamplesAndAnOutlierIsNot() {
+        var filter = ClockOffsetEstimator()
+        for s in 0..<10 { filter.add(localTime: UInt64(s) * 1_000_000_000, offset: 0, delay: 100_000) }
+        filter.add(localTime: 10_000_000_000, offset: 50_000_000, delay: 100_000)
+        #expect(filter.offset(at: 10_000_000_000) == 0)
+        filter.add(localTime: 11_000_000_000, offset: 0, delay: 100_000)
+        #expect(filter.offset(at: 11_000_000_000) == 0 && filter.outliers == 1)
+        for s in 12..<15 { filter.add(localTime: UInt64(s) * 1_000_000_000, offset: 50_000_000, delay: 100_000) }
+        #expect(filter.offset(at: 15_000_000_000) == 50_000_000 && filter.steps == 1)
+    }
+}
+
+struct JitterBufferTests {
+    static func packet(_ sequence: UInt16) -> RTPPacket {
+        RTPPacket(payloadType: 96, sequenceNumber: sequence, timestamp: UInt32(sequence) &* 960, ssrc: 1, payload: [])
+    }
+
+    /// Out of order across the 16-bit wrap: taken out in sequence; duplicates and late packets refused.
+    @Test func ordersAcrossTheWrapAndRefusesDuplicatesAndLatePackets() {
+        var buffer = JitterBuffer()
+        for s: UInt16 in [65534, 1, 65535, 0, 2] { #expect(buffer.insert(Self.packet(s)) == .accepted) }
+        #expect(buffer.insert(Self.packet(0)) == .duplicate)
+        var order: [UInt16] = []
+        while let head = buffer.removeFirst() { order.append(head.packet.sequenceNumber) }
+        #expect(order == [65534, 65535, 0, 1, 2])
+        #expect(buffer.insert(Self.packet(1)) == .late)
+        #expect(buffer.insert(Self.packet(3)) == .accepted)
+    }
+
+    /// Full: the oldest goes, and the insert says so.
+    @Test func overflowDropsTheOldest() {
+        var buffer = JitterBuffer(capacity: 3)
+        for s: UInt16 in 10..<13 { _ = buffer.insert(Self.packet(s)) }
+        #expect(buffer.insert(Self.packet(13)) == .overflowed)
+        #expect(buffer.first?.packet.sequenceNumber == 11)
+    }
+}
+
+struct ChannelMapTests {
+    @Test func eachMapTakesItsChannels() {
+        let input: [Int16] = [1000, -3000, 32767, 32767, -32768, -32768]
+        let expected: [ChannelMap: [Int16]] = [
+            .stereo: input, .left: [1000, 1000, 32767, 32767, -32768, -32768],
+            .right: [-3000, -3000, 32767, 32767, -32768, -32768], .mono: [-1000, -1000, 32767, 32767, -32768, -32768],
+        ]
+        for (map, output) in expected {
+            var samples = input
+            map.apply(to: &samples)
+            #expect(samples == output, "\(map)")
+        }
+        #expect(ChannelMap(parsing: " Left ") == .left)
+        #expect(ChannelMap(parsing: "centre") == nil)
+    }
+}
+
+/// A seeded generator (SplitMix64), so the noisy tests are the same every run.
+struct SplitMix: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
