@@ -1,3 +1,4 @@
+import LyreAudio
 import LyreCodec
 import LyreWire
 
@@ -13,6 +14,8 @@ public struct PlayoutStatistics: Sendable, Equatable {
     public var malformed = 0
     public var foreign = 0
     public var corrections = 0
+    /// How far the drift correction runs the input faster (+) or slower (−) than the output, ppm.
+    public var ratePPM: Double?
     public var depthMilliseconds = 0.0
     public var clockOffsetMicroseconds: Double?
     public var clockDelayMicroseconds: Double?
@@ -27,6 +30,7 @@ public struct PlayoutStatistics: Sendable, Equatable {
         if let clockOffsetMicroseconds { parts.append("offset-us=\(Int(clockOffsetMicroseconds.rounded()))") }
         if let clockDelayMicroseconds { parts.append("rtt-us=\(Int(clockDelayMicroseconds.rounded()))") }
         if let driftPPM { parts.append("drift-ppm=\((driftPPM * 100).rounded() / 100)") }
+        if let ratePPM { parts.append("rate-ppm=\((ratePPM * 100).rounded() / 100)") }
         return parts.joined(separator: " ")
     }
 }
@@ -64,15 +68,30 @@ public struct Playout: ~Copyable {
     /// Decoded samples (interleaved stereo) starting at RTP position `stagedStart`.
     private var staged: [Int16] = []
     private var stagedStart: Int64 = 0
-    /// Next output position in extended RTP time.
+    /// Next input position to read, in extended RTP time.
     private var cursor: Int64?
     /// True once this recording has put audio out: until then the cursor follows the clock estimate
-    /// exactly, because moving through silence cannot be heard.
+    /// exactly, because moving through silence cannot be heard. From then on the output is interpolated
+    /// at fractional input positions (`position`), at a rate that keeps it on the schedule.
     private var audible = false
+    /// Drift correction (streaming.md §6.1): band-limited interpolation of the decoded stream at a rate
+    /// steered by a PI controller from the schedule error; never a dropped or repeated sample.
+    private static let interpolator = SincInterpolator()
+    /// The largest rate change the correction makes: ±1000 ppm, beyond any real crystal's error.
+    static let maximumDeviation = 0.001
+    /// The input position (fractional extended RTP time) of the next output frame.
+    private var position = 0.0
+    private var ratio = 1.0
+    /// The controller's integral: the rate the output needs in the long run (the DAC's skew). Kept across
+    /// restarts, since it belongs to the device more than to the stream.
+    private var integral = 0.0
+    /// The controller's time constants, s: proportional and integral (critically damped: Ti = 4·Tp).
+    static let proportionalTime = 0.25
+    static let integralTime = 1.0
     /// Extended RTP time: RTP timestamps unwrapped around the anchor.
     private var lastExtended: Int64?
 
-    public init(format: AudioFormat, latency: UInt64, timed: Bool, channels: ChannelMap = .stereo) throws(OpusError) {
+    public init(format: AudioFormat, latency: UInt64, timed: Bool, channels: ChannelMap = .stereo) throws {
         self.format = format
         self.latency = latency
         self.timed = timed
@@ -134,61 +153,120 @@ public struct Playout: ~Copyable {
     /// `outputDelay` later, so it carries the samples due then (`lyred --output-delay`, streaming.md §6.3).
     public mutating func render(frames: Int, presentation: UInt64, outputDelay: Int64 = 0) -> ([Int16], PresentationRecord?) {
         var out = [Int16](repeating: 0, count: frames * 2)
-        guard recording, let anchor, let offset = timed ? clock.offset : 0 else { return (out, nil) }
+        guard recording, let anchor, let offset = timed ? clock.offset(at: presentation) : 0 else { return (out, nil) }
         let anchorExtended = extended(anchor.rtp)
         let heard = Int64(bitPattern: presentation) &+ outputDelay
         let sinceAnchor = heard &+ offset &- Int64(bitPattern: anchor.senderClock &+ latency)
-        let due = anchorExtended + Int64((Double(sinceAnchor) * 48e-6).rounded())  // ns × 48000 / 1e9
-        if let current = cursor, audible {
-            let error = due - current
-            if abs(error) > 240 {
-                // Far off (a stall, a clock step): jump.
-                statistics.corrections += 1
-                cursor = due
-            } else if abs(error) > 2 {
-                // Slightly off (the clock estimate moved): slew one sample per block, which is inaudible.
-                statistics.corrections += 1
-                cursor = current + error.signum()
-            }
-        } else {
-            cursor = due
+        // The input position due at this block's first frame: ns × 48000 / 1e9, fractional.
+        let due = Double(anchorExtended) + Double(sinceAnchor) * 48e-6
+        if audible, abs(due - position) > 240 {
+            // Far off (a stall, a clock step): start again on the schedule.
+            statistics.corrections += 1
+            audible = false
         }
-        let position = cursor!
-        let scheduled = Int64(bitPattern: anchor.senderClock &+ latency) + Int64((Double(position - anchorExtended) * 1e9 / 48000).rounded())
-        var record = PresentationRecord(
-            rtpTime: UInt32(truncatingIfNeeded: position), scheduled: UInt64(bitPattern: scheduled), presented: presentation)
-
-        fill(until: position + Int64(frames))
-        // Copy what is staged for [position, position + frames).
-        let stagedEnd = stagedStart + Int64(staged.count / 2)
-        let from = max(position, stagedStart)
-        let to = min(position + Int64(frames), stagedEnd)
-        if from < to {
-            record.audioFrames = Int(to - from)
+        if !audible {
+            let start = Int64(due.rounded())
+            cursor = start
+            fill(until: start + Int64(frames))
+            let stagedEnd = stagedStart + Int64(staged.count / 2)
+            guard max(start, stagedStart) < min(start + Int64(frames), stagedEnd) else {
+                // Nothing to hear in this block: silence, and the cursor moves on with the schedule.
+                cursor = start + Int64(frames)
+                dropPlayed()
+                updateDepth()
+                return (out, PresentationRecord(rtpTime: UInt32(truncatingIfNeeded: start), scheduled: scheduled(start, anchor, anchorExtended), presented: presentation))
+            }
+            // Audio from here on, interpolated from the schedule's own position.
             audible = true
-            let src = Int(from - stagedStart) * 2
-            let dst = Int(from - position) * 2
-            let count = Int(to - from) * 2
-            out.withUnsafeMutableBufferPointer { o in
-                staged.withUnsafeBufferPointer { s in
-                    (o.baseAddress! + dst).update(from: s.baseAddress! + src, count: count)
+            position = Double(start)
+        }
+        // PI controller: the error becomes a rate; the integral absorbs a steady skew (the DAC's crystal
+        // against the sender's clock), so the error itself settles at zero.
+        let error = (due - position) / 48000  // s; > 0: the output is behind, read the input faster
+        let blockSeconds = Double(frames) / 48000
+        let bound = Self.maximumDeviation
+        integral = min(max(integral + error * blockSeconds / (Self.integralTime * Self.proportionalTime), -bound), bound)
+        ratio = 1 + min(max(integral + error / Self.proportionalTime, -bound), bound)
+        statistics.ratePPM = (ratio - 1) * 1e6
+        let record = PresentationRecord(
+            rtpTime: UInt32(truncatingIfNeeded: Int64(position.rounded())),
+            scheduled: scheduled(position, anchor, anchorExtended), presented: presentation)
+
+        // The input this block reads: the kernel's reach either side of the positions it interpolates at.
+        let reach = Int64(Self.interpolator.halfLength)
+        let end = position + Double(frames - 1) * ratio
+        let low = Int64(position.rounded(.down)) - reach + 1
+        let high = Int64(end.rounded(.down)) + reach
+        fill(until: high + 1)
+        let (input, _) = stagedSamples(from: low, count: Int(high - low + 1))
+        let (_, audioFrames) = stagedSamples(from: Int64(position.rounded(.up)), count: frames)
+        let floats = input.map { Float($0) }
+        let first = position - Double(low)
+        let step = ratio
+        floats.withUnsafeBufferPointer { source in
+            out.withUnsafeMutableBufferPointer { output in
+                for j in 0..<frames {
+                    let (l, r) = Self.interpolator.stereo(source, at: first + Double(j) * step)
+                    output[2 * j] = Int16(max(-32768, min(32767, l.rounded())))
+                    output[2 * j + 1] = Int16(max(-32768, min(32767, r.rounded())))
                 }
             }
         }
+        position += Double(frames) * ratio
+        // Keep what the next block's kernel reaches back to.
+        cursor = Int64(position.rounded(.down)) - reach + 1
         channels.apply(to: &out)
-        cursor = position + Int64(frames)
-        // Drop what has been played.
-        let keepFrom = min(max(cursor! - stagedStart, 0), Int64(staged.count / 2))
+        dropPlayed()
+        updateDepth()
+        var logged = record
+        logged.audioFrames = audioFrames
+        return (out, logged)
+    }
+
+    /// The sender-clock time input position `position` is due.
+    private func scheduled(_ position: some BinaryFloatingPoint, _ anchor: (rtp: UInt32, senderClock: UInt64), _ anchorExtended: Int64) -> UInt64 {
+        let since = (Double(position) - Double(anchorExtended)) * 1e9 / 48000
+        return UInt64(bitPattern: Int64(bitPattern: anchor.senderClock &+ latency) &+ Int64(since.rounded()))
+    }
+
+    private func scheduled(_ position: Int64, _ anchor: (rtp: UInt32, senderClock: UInt64), _ anchorExtended: Int64) -> UInt64 {
+        scheduled(Double(position), anchor, anchorExtended)
+    }
+
+    /// `count` frames of what is staged from input position `from`, silence where nothing is; and how many
+    /// of them are audio.
+    private func stagedSamples(from: Int64, count: Int) -> ([Int16], Int) {
+        var chunk = [Int16](repeating: 0, count: count * 2)
+        let stagedEnd = stagedStart + Int64(staged.count / 2)
+        let lower = max(from, stagedStart)
+        let upper = min(from + Int64(count), stagedEnd)
+        guard lower < upper else { return (chunk, 0) }
+        let src = Int(lower - stagedStart) * 2
+        let dst = Int(lower - from) * 2
+        let n = Int(upper - lower) * 2
+        chunk.withUnsafeMutableBufferPointer { o in
+            staged.withUnsafeBufferPointer { s in (o.baseAddress! + dst).update(from: s.baseAddress! + src, count: n) }
+        }
+        return (chunk, Int(upper - lower))
+    }
+
+    /// Drops staged samples before the cursor: they have gone into the output (or were skipped).
+    private mutating func dropPlayed() {
+        guard let cursor else { return }
+        let keepFrom = min(max(cursor - stagedStart, 0), Int64(staged.count / 2))
         if keepFrom > 0 {
             staged.removeFirst(Int(keepFrom) * 2)
             stagedStart += keepFrom
         }
+    }
+
+    private mutating func updateDepth() {
+        guard let cursor else { return }
         if let last = buffer.last {
-            statistics.depthMilliseconds = max(0, Double(extended(last.packet.timestamp) - cursor!) / 48)
+            statistics.depthMilliseconds = max(0, Double(extended(last.packet.timestamp) - cursor) / 48)
         } else {
-            statistics.depthMilliseconds = max(0, Double(stagedEnd - cursor!) / 48)
+            statistics.depthMilliseconds = max(0, Double(stagedStart + Int64(staged.count / 2) - cursor) / 48)
         }
-        return (out, record)
     }
 
     /// Decodes packets in sequence order until samples reach `end` or the buffer runs dry, concealing gaps.

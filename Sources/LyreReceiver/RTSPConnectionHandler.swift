@@ -436,7 +436,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         var localAnchor: UInt64?
         if let nowPlaying {
             // Offset is sender minus local; before the first timing sample the clocks are taken as equal.
-            let offset: Int64 = controller?.withPlayout { $0.clock.offset } ?? 0
+            let offset: Int64 = controller?.withPlayout { $0.clock.offset(at: HostClock.now()) } ?? 0
             localAnchor = UInt64(clamping: Int64(clamping: nowPlaying.anchor) &- offset)
         }
         return NowPlayingSnapshot(sender: senderName, info: nowPlaying, localAnchor: localAnchor, artworkPath: artworkPath,

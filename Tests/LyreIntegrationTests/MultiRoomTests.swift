@@ -49,12 +49,14 @@ struct MultiRoomTests {
             return try #require(object, "audio.py \(arguments.first ?? ""): \(result.stderr)")
         }
 
-        func compare(_ reference: String, _ room: String, referenceChannel: Int? = nil) async throws -> [String: Any] {
-            try await json(["compare", reference, path(room, "wav")] + (referenceChannel.map { ["--ref-channel", String($0)] } ?? []))
+        func compare(_ reference: String, _ room: String, referenceChannel: Int? = nil, skew: Double = 0) async throws -> [String: Any] {
+            try await json(["compare", reference, path(room, "wav"), "--skew", String(skew)]
+                           + (referenceChannel.map { ["--ref-channel", String($0)] } ?? []))
         }
 
-        func sync(_ a: String, _ b: String, expectMilliseconds: Double = 0) async throws -> [String: Any] {
-            try await json(["sync", path(a, "wav"), path(a, "csv"), path(b, "wav"), path(b, "csv"), "--expect-ms", String(expectMilliseconds)])
+        func sync(_ a: String, _ b: String, expectMilliseconds: Double = 0, skews: (Double, Double) = (0, 0)) async throws -> [String: Any] {
+            try await json(["sync", path(a, "wav"), path(a, "csv"), path(b, "wav"), path(b, "csv"), "--expect-ms", String(expectMilliseconds),
+                            "--skew-a", String(skews.0), "--skew-b", String(skews.1), "--every", "0.25"])
         }
 
         func sweep(seconds: Double, split: Bool = false) async throws -> String {
@@ -93,6 +95,27 @@ struct MultiRoomTests {
             #expect(rooms.lyred[room]!.stderr.contains("late=0") || !rooms.lyred[room]!.stderr.contains("late="), "\(room)")
         }
         Self.expectInSync(try await rooms.sync("Kitchen", "Living Room"))
+    }
+
+    /// Two rooms whose DACs run 150 ppm fast and 150 ppm slow (300 ppm apart, 0.3 ms a second): each
+    /// corrects its drift by resampling (no correction steps, a rate of ∓150 ppm), so both still carry the
+    /// input as cleanly as an unskewed room, and play the same sound at the same instant throughout.
+    @Test func roomsWithSkewedClocksStayInSync() async throws {
+        let rooms = try await Rooms([("Fast", ["--output-skew-ppm=150"]), ("Slow", ["--output-skew-ppm=-150"])])
+        defer { rooms.network.close() }
+        let sweep = try await rooms.sweep(seconds: 8)
+        let play = try await rooms.network.run(["lyre", "play", sweep, "--to", "Fast", "--to", "Slow", "--group-socket", "off"])
+        #expect(play.status == 0, "lyre play: \(play.stderr)")
+        try await rooms.stop()
+        for (room, skew) in [("Fast", 150.0), ("Slow", -150.0)] {
+            StreamingTests.expectSameAudio(try await rooms.compare(sweep, room, skew: skew))
+            let log = rooms.lyred[room]!.stderr
+            let rate = log.components(separatedBy: "rate-ppm=").last.flatMap { Double($0.prefix { !$0.isWhitespace }) }
+            #expect(log.contains("corrections=0") && rate.map { abs($0 + skew) < 5 } == true, "\(room): \(log.suffix(400))")
+        }
+        // Within 100 µs from the first window (the controller takes a second or two to catch a 150 ppm
+        // skew up), and much closer after.
+        Self.expectInSync(try await rooms.sync("Fast", "Slow", skews: (150, -150)), within: 100)
     }
 
     /// `--to Left=left --to Right=right`: each receiver plays one channel of the stereo input, on both its

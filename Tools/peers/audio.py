@@ -5,7 +5,7 @@
       Write a deterministic 16-bit WAV: log sine sweep 100 Hz -> 8 kHz, 10 ms raised-cosine fades,
       identical channels (with --split, the second channel sweeps down 8 kHz -> 100 Hz instead), peak at
       --level-db dBFS, optionally preceded by silence.
-  audio.py compare REF OUT [--out-format wav|raw:s16le:RATE:CHANNELS] [--max-lag-seconds S] [--ref-channel N]
+  audio.py compare REF OUT [--out-format wav|raw:s16le:RATE:CHANNELS] [--max-lag-seconds S] [--ref-channel N] [--skew PPM]
       Align OUT to REF (mono mixes, or REF's channel N from 0; FFT cross-correlation; REF is FFT-resampled
       to OUT's rate if needed) and print one JSON line: lag_samples (at 48 kHz), snr_db, gain, gaps (10 ms
       dropouts), worst_window_snr_db, ref_seconds, out_seconds, matched_seconds.
@@ -164,6 +164,45 @@ def resample(x, src, dst):
     return y[:int(round(len(x) * p / q))]
 
 
+def stretch(x, factor):
+    """Band-limited resampling by any factor (the output is factor times as long): for an output whose
+    clock ran factor - 1 fast. One FFT over the whole signal, zero-padded so its wrap cannot fold."""
+    if factor == 1 or len(x) == 0:
+        return x
+    n_in = fft_size(len(x) + 4800)
+    n_out = int(round(n_in * factor))
+    spec = np.fft.rfft(x, n_in)
+    out = np.zeros(n_out // 2 + 1, dtype=complex)
+    k = min(len(spec), len(out)) - 1
+    out[:k] = spec[:k]
+    return np.fft.irfft(out, n_out)[:int(round(len(x) * factor))] * (n_out / n_in)
+
+
+def fractional_align(r, o, seg=4800, margin=64, reach=2.0):
+    """REF shifted, stretch by stretch, by the fraction of a sample that best matches OUT there: an output
+    played at exact fractional times (drift correction) is the input delayed by a fraction that changes
+    slowly, which a whole-sample comparison would count as noise at high frequencies. Shifts of up to
+    `reach` samples are searched on a 1/32-sample grid; the timing itself is what `sync` measures."""
+    shifted = np.zeros(len(r))
+    taus = np.arange(-reach, reach + 1e-9, 1 / 32)
+    padded = np.concatenate([np.zeros(margin), r, np.zeros(margin + seg)])
+    for s0 in range(0, len(r), seg):
+        rs = padded[s0:s0 + seg + 2 * margin]
+        os_ = np.zeros(seg + 2 * margin)
+        chunk = o[s0:s0 + seg]
+        os_[margin:margin + len(chunk)] = chunk
+        n = len(rs)
+        R, O = np.fft.rfft(rs), np.fft.rfft(os_)
+        w = 2 * np.pi * np.arange(len(R)) / n
+        cross = O * np.conj(R)
+        # Correlation at each fractional lag tau: OUT matches REF delayed by tau.
+        scores = np.real(np.exp(1j * np.outer(taus, w)) @ cross)
+        tau = taus[int(np.argmax(scores))]
+        moved = np.fft.irfft(R * np.exp(-1j * w * tau), n)
+        shifted[s0:s0 + len(chunk)] = moved[margin:margin + len(chunk)]
+    return shifted
+
+
 def find_lag(ref, out, max_lag):
     """Lag L maximising |sum out[n+L]*ref[n]|, L in [-max_lag, max_lag]."""
     seg = out[:max_lag + len(ref)]
@@ -195,7 +234,7 @@ def cmd_compare(a):
         print(f"audio.py compare: cannot read input: {e}", file=sys.stderr)
         return 2
     ref_seconds, out_seconds = len(ref) / ref_rate, len(out) / rate
-    ref = resample(ref, ref_rate, rate)
+    ref = stretch(resample(ref, ref_rate, rate), 1 + a.skew * 1e-6)
     lag = find_lag(ref, out, int(round(a.max_lag_seconds * rate)))
 
     # OUT aligned to REF; samples OUT does not have (before its start, after its end) count as silence.
@@ -207,6 +246,7 @@ def cmd_compare(a):
 
     edge, win = int(round(EDGE_S * rate)), max(1, int(round(WINDOW_S * rate)))
     r, o = ref[edge:len(ref) - edge], aligned[edge:len(ref) - edge]
+    r = fractional_align(r, o)
     rr = float(np.dot(r, r))
     gain = float(np.dot(o, r) / rr) if rr > 0 else 0.0
     resid = o - gain * r
@@ -273,6 +313,7 @@ def cmd_sync(a):
     # 100 ms windows, matched within ±5 ms of where B's log says (wider would let a sweep's low, nearly
     # periodic start match a period away); a window not found there is counted as unmatched.
     win, search = 4800, 240
+    factor = (1 + a.skew_a * 1e-6) / (1 + a.skew_b * 1e-6)
     offsets, unmatched = [], 0
     for a0 in range(0, len(xa) - win, int(a.every * 48000)):
         w = xa[a0:a0 + win]
@@ -286,18 +327,24 @@ def cmd_sync(a):
         lo, hi = b_guess - search, b_guess + search + win
         if lo < 0 or hi > len(xb):
             continue
-        seg = xb[lo:hi]
+        # B's stretch put on A's frame rate first: rooms whose clocks differ by 300 ppm drift a radian
+        # apart within one window at 5 kHz, which would blur the match.
+        seg = stretch(xb[lo:hi], factor)
         n = fft_size(len(seg) + win)
-        corr = np.fft.irfft(np.fft.rfft(seg, n) * np.conj(np.fft.rfft(w, n)), n)[:len(seg) - win + 1]
+        # The correlation on a 1/8-sample grid (zero-padded spectrum): a window of a sweep is nearly
+        # periodic, and sampled only at whole lags its peak can lose to the next period's.
+        up = 8
+        spec = np.fft.rfft(seg, n) * np.conj(np.fft.rfft(w, n))
+        fine = np.fft.irfft(spec, n * up)[:(len(seg) - win) * up + 1] * up
         energy = np.sqrt(np.convolve(seg * seg, np.ones(win), "valid") * float(np.dot(w, w))) + 1e-30
-        norm = corr / energy
+        norm = fine / np.interp(np.arange(len(fine)) / up, np.arange(len(energy)), energy)
         p = int(np.argmax(norm))
         if norm[p] < 0.9 or p == 0 or p == len(norm) - 1:
             unmatched += 1  # no clear match: B silent there, or more than 5 ms off
             continue
         y0, y1, y2 = norm[p - 1], norm[p], norm[p + 1]
         frac = 0.5 * (y0 - y2) / (y0 - 2 * y1 + y2) if (y0 - 2 * y1 + y2) != 0 else 0.0
-        b_exact = lo + p + frac
+        b_exact = lo + (p + frac) / up / factor
         offsets.append((time_of(cb, b_exact) - t) / 1000.0)
     if not offsets:
         print("audio.py sync: no window of A was found in B", file=sys.stderr)
@@ -390,6 +437,7 @@ def main():
     c.add_argument("--out-format", type=out_format, default=None, metavar="wav|raw:s16le:RATE:CHANNELS")
     c.add_argument("--max-lag-seconds", type=float, default=10.0)
     c.add_argument("--ref-channel", type=int, default=None, help="compare against this channel of REF (from 0)")
+    c.add_argument("--skew", type=float, default=0.0, metavar="PPM", help="OUT's clock ran this much fast")
     y = sub.add_parser("sync", help="offset between two receivers' outputs of the same sound")
     y.add_argument("a_wav", metavar="A.wav")
     y.add_argument("a_log", metavar="A.csv")
