@@ -245,8 +245,11 @@ final class AvahiClientBackend: MDNSBackend, @unchecked Sendable {
                         .resolverEvent(r, interface, proto, event, name, domain, host, address, port, txt)
                 }
                 // The resolver stays open, so later TXT and address changes are reported too.
+                // The address of the instance's own family: with either family allowed, avahi reports whichever
+                // record it sees first, and an instance found over IPv4 could resolve to an IPv6 address only
+                // ("no IPv4 address", one play in eight right after another, issue 12).
                 if let resolver = avahi_service_resolver_new(
-                    client, interface, proto, name, type, domain, anyProtocol, AvahiLookupFlags(0), callback,
+                    client, interface, proto, name, type, domain, proto, AvahiLookupFlags(0), callback,
                     Unmanaged.passUnretained(self).toOpaque())
                 {
                     resolvers[key] = resolver

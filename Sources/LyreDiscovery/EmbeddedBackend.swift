@@ -214,8 +214,11 @@ final class EmbeddedBackend: MDNSBackend, @unchecked Sendable {
                     Unmanaged<EmbeddedBackend>.fromOpaque(context).takeUnretainedValue()
                         .resolverEvent(interface, proto, event, name, domain, host, address, port, txt)
                 }
+                // The address of the instance's own family: with either family allowed, avahi reports whichever
+                // record it sees first, and an instance found over IPv4 could resolve to an IPv6 address only
+                // ("no IPv4 address", one play in eight right after another, issue 12).
                 if let resolver = lyre_avahi_s_service_resolver_new(
-                    server, interface, proto, name, type, domain, anyProtocol, AvahiLookupFlags(0), callback,
+                    server, interface, proto, name, type, domain, proto, AvahiLookupFlags(0), callback,
                     Unmanaged.passUnretained(self).toOpaque())
                 {
                     resolvers[key] = resolver
