@@ -36,6 +36,31 @@ struct CommandLineTests {
         for option in ["--json", "--watch", "--timeout", "--mdns", "--interface"] { #expect(devices.stdout.contains(option)) }
     }
 
+    /// No help text has a run of spaces inside its prose (a multi-line string literal without its line
+    /// continuations prints "with             cover art"). Only the column between an option or subcommand
+    /// and its help, and the indentation of a line, may be wide.
+    @Test func helpTextHasNoRunsOfSpaces() throws {
+        for command in [["lyre"], ["lyre", "play"], ["lyre", "devices"], ["lyre", "group"], ["lyre", "remote"], ["lyred"]] {
+            let help = try Self.run(command + ["--help"])
+            #expect(help.status == 0, "\(command) --help: \(help.stderr)")
+            // The overview and discussion are prose wrapped by the parser: no line there is indented or has
+            // a run of spaces (a run in the source shows as one, or as an indented line where it wraps).
+            let prose = help.stdout.components(separatedBy: "\nUSAGE:").first ?? ""
+            for line in prose.split(separator: "\n") {
+                #expect(!line.hasPrefix(" ") && !line.dropLast().contains("  "), "\(command.joined(separator: " ")) --help: '\(line)'")
+            }
+            for line in help.stdout.split(separator: "\n") where !prose.contains(line) {
+                var text = Substring(line.drop { $0 == " " })
+                let indented = text.count < line.count
+                // An option, argument or subcommand row: its name, then the column gap.
+                if indented, let gap = text.range(of: "  "), !text[..<gap.lowerBound].contains(" ") || text.first == "-" || text.first == "<" {
+                    text = text[gap.upperBound...].drop { $0 == " " }
+                }
+                #expect(!text.contains("   "), "\(command.joined(separator: " ")) --help: '\(line)'")
+            }
+        }
+    }
+
     @Test func badArgumentsGetOneLine() throws {
         Self.expectOneLineError(try Self.run(["lyred", "--port", "70000"]), mentioning: "--port")
         Self.expectOneLineError(try Self.run(["lyred", "--mdns", "bonjour"]), mentioning: "mdns")
