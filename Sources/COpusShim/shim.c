@@ -16,6 +16,10 @@ int lyre_opus_encoder_set_signal_music(OpusEncoder *encoder) {
     return opus_encoder_ctl(encoder, OPUS_SET_SIGNAL(OPUS_SIGNAL_MUSIC));
 }
 
+int lyre_opus_encoder_set_vbr_constraint(OpusEncoder *encoder, int constrained) {
+    return opus_encoder_ctl(encoder, OPUS_SET_VBR_CONSTRAINT(constrained));
+}
+
 int lyre_opus_encoder_get_lookahead(OpusEncoder *encoder, int *samples) {
     return opus_encoder_ctl(encoder, OPUS_GET_LOOKAHEAD(samples));
 }

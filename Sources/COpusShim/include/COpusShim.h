@@ -9,5 +9,6 @@ int lyre_opus_encoder_set_bitrate(OpusEncoder *encoder, int bitsPerSecond);
 int lyre_opus_encoder_set_inband_fec(OpusEncoder *encoder, int enabled);
 int lyre_opus_encoder_set_packet_loss_perc(OpusEncoder *encoder, int percent);
 int lyre_opus_encoder_set_signal_music(OpusEncoder *encoder);
+int lyre_opus_encoder_set_vbr_constraint(OpusEncoder *encoder, int constrained);
 int lyre_opus_encoder_get_lookahead(OpusEncoder *encoder, int *samples);
 #endif
