@@ -168,13 +168,12 @@ public struct Playout: ~Copyable {
             let start = Int64(due.rounded())
             cursor = start
             fill(until: start + Int64(frames))
-            let stagedEnd = stagedStart + Int64(staged.count / 2)
-            guard max(start, stagedStart) < min(start + Int64(frames), stagedEnd) else {
+            guard stagedFrames(from: start, count: frames) > 0 else {
                 // Nothing to hear in this block: silence, and the cursor moves on with the schedule.
                 cursor = start + Int64(frames)
                 dropPlayed()
                 updateDepth()
-                return (out, PresentationRecord(rtpTime: UInt32(truncatingIfNeeded: start), scheduled: scheduled(start, anchor, anchorExtended), presented: presentation))
+                return (out, PresentationRecord(rtpTime: UInt32(truncatingIfNeeded: start), scheduled: scheduled(Double(start), anchor, anchorExtended), presented: presentation))
             }
             // Audio from here on, interpolated from the schedule's own position.
             audible = true
@@ -198,12 +197,11 @@ public struct Playout: ~Copyable {
         let low = Int64(position.rounded(.down)) - reach + 1
         let high = Int64(end.rounded(.down)) + reach
         fill(until: high + 1)
-        let (input, _) = stagedSamples(from: low, count: Int(high - low + 1))
-        let (_, audioFrames) = stagedSamples(from: Int64(position.rounded(.up)), count: frames)
-        let floats = input.map { Float($0) }
+        let input = stagedFloats(from: low, count: Int(high - low + 1))
+        let audioFrames = stagedFrames(from: Int64(position.rounded(.up)), count: frames)
         let first = position - Double(low)
         let step = ratio
-        floats.withUnsafeBufferPointer { source in
+        input.withUnsafeBufferPointer { source in
             out.withUnsafeMutableBufferPointer { output in
                 for j in 0..<frames {
                     let (l, r) = Self.interpolator.stereo(source, at: first + Double(j) * step)
@@ -224,30 +222,32 @@ public struct Playout: ~Copyable {
     }
 
     /// The sender-clock time input position `position` is due.
-    private func scheduled(_ position: some BinaryFloatingPoint, _ anchor: (rtp: UInt32, senderClock: UInt64), _ anchorExtended: Int64) -> UInt64 {
-        let since = (Double(position) - Double(anchorExtended)) * 1e9 / 48000
+    private func scheduled(_ position: Double, _ anchor: (rtp: UInt32, senderClock: UInt64), _ anchorExtended: Int64) -> UInt64 {
+        let since = (position - Double(anchorExtended)) * 1e9 / 48000
         return UInt64(bitPattern: Int64(bitPattern: anchor.senderClock &+ latency) &+ Int64(since.rounded()))
     }
 
-    private func scheduled(_ position: Int64, _ anchor: (rtp: UInt32, senderClock: UInt64), _ anchorExtended: Int64) -> UInt64 {
-        scheduled(Double(position), anchor, anchorExtended)
+    /// How many of the `count` frames from input position `from` are staged (audio, not silence).
+    private func stagedFrames(from: Int64, count: Int) -> Int {
+        let stagedEnd = stagedStart + Int64(staged.count / 2)
+        return Int(max(0, min(from + Int64(count), stagedEnd) - max(from, stagedStart)))
     }
 
-    /// `count` frames of what is staged from input position `from`, silence where nothing is; and how many
-    /// of them are audio.
-    private func stagedSamples(from: Int64, count: Int) -> ([Int16], Int) {
-        var chunk = [Int16](repeating: 0, count: count * 2)
-        let stagedEnd = stagedStart + Int64(staged.count / 2)
+    /// `count` frames of what is staged from input position `from`, as float for the interpolator, with
+    /// silence where nothing is.
+    private func stagedFloats(from: Int64, count: Int) -> [Float] {
+        var chunk = [Float](repeating: 0, count: count * 2)
+        let n = stagedFrames(from: from, count: count) * 2
+        guard n > 0 else { return chunk }
         let lower = max(from, stagedStart)
-        let upper = min(from + Int64(count), stagedEnd)
-        guard lower < upper else { return (chunk, 0) }
         let src = Int(lower - stagedStart) * 2
         let dst = Int(lower - from) * 2
-        let n = Int(upper - lower) * 2
         chunk.withUnsafeMutableBufferPointer { o in
-            staged.withUnsafeBufferPointer { s in (o.baseAddress! + dst).update(from: s.baseAddress! + src, count: n) }
+            staged.withUnsafeBufferPointer { s in
+                for i in 0..<n { o[dst + i] = Float(s[src + i]) }
+            }
         }
-        return (chunk, Int(upper - lower))
+        return chunk
     }
 
     /// Drops staged samples before the cursor: they have gone into the output (or were skipped).

@@ -179,7 +179,7 @@ def stretch(x, factor):
 
 
 def fractional_align(r, o, seg=4800, margin=64, reach=2.0):
-    """REF shifted, stretch by stretch, by the fraction of a sample that best matches OUT there: an output
+    """REF shifted, 100 ms at a time, by the fraction of a sample that best matches OUT there: an output
     played at exact fractional times (drift correction) is the input delayed by a fraction that changes
     slowly, which a whole-sample comparison would count as noise at high frequencies. Shifts of up to
     `reach` samples are searched on a 1/32-sample grid; the timing itself is what `sync` measures."""
