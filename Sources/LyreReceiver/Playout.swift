@@ -97,6 +97,9 @@ public struct Playout: ~Copyable {
         self.timed = timed
         self.channels = channels
         decoder = format.encoding == .opus ? try OpusDecoder() : nil
+        // The kernel table is built on first use: here, at SETUP on the event loop, not in the audio thread's
+        // first audible block (it took long enough there to underrun a PulseAudio sink).
+        _ = Self.interpolator.halfLength
     }
 
     // MARK: network side
