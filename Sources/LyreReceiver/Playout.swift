@@ -79,6 +79,9 @@ public struct Playout: ~Copyable {
     private static let interpolator = SincInterpolator()
     /// The largest rate change the correction makes: ±1000 ppm, beyond any real crystal's error.
     static let maximumDeviation = 0.001
+    /// The largest skew the integral learns (±500 ppm), and the largest error it learns from (0.5 ms).
+    static let maximumSkew = 0.0005
+    static let integrationLimit = 0.0005
     /// The input position (fractional extended RTP time) of the next output frame.
     private var position = 0.0
     private var ratio = 1.0
@@ -187,7 +190,12 @@ public struct Playout: ~Copyable {
         let error = (due - position) / 48000  // s; > 0: the output is behind, read the input faster
         let blockSeconds = Double(frames) / 48000
         let bound = Self.maximumDeviation
-        integral = min(max(integral + error * blockSeconds / (Self.integralTime * Self.proportionalTime), -bound), bound)
+        // Anti-windup: the integral learns the skew only from small errors. A large one is a step in what the
+        // output reports (PulseAudio's latency moving by milliseconds), not a rate, and the proportional
+        // term alone takes it out; integrating it would leave the rate pinned at the bound long after.
+        if abs(error) < Self.integrationLimit {
+            integral = min(max(integral + error * blockSeconds / (Self.integralTime * Self.proportionalTime), -Self.maximumSkew), Self.maximumSkew)
+        }
         ratio = 1 + min(max(integral + error / Self.proportionalTime, -bound), bound)
         statistics.ratePPM = (ratio - 1) * 1e6
         let record = PresentationRecord(
