@@ -56,11 +56,17 @@ let package = Package(
             name: "LyreControl",
             dependencies: [.product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]),
 
+        // RTSP on NIO, the same at both ends: the framing and the peer handler that drives LyreWire's
+        // RTSPPeerStateMachine (requests both ways, matched by CSeq).
+        .target(
+            name: "LyreRTSP",
+            dependencies: ["LyreWire", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]),
+
         // Engines.
         .target(
             name: "LyreReceiver",
             dependencies: [
-                "LyreWire", "LyreAudio", "LyreCodec", "LyreClock", "LyreControl",
+                "LyreWire", "LyreRTSP", "LyreAudio", "LyreCodec", "LyreClock", "LyreControl",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -69,8 +75,10 @@ let package = Package(
         .target(
             name: "LyreSender",
             dependencies: [
-                "LyreWire", "LyreAudio", "LyreCodec", "LyreClock", "LyreDiscovery",
+                "LyreWire", "LyreRTSP", "LyreAudio", "LyreCodec", "LyreClock", "LyreDiscovery",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]),
 
@@ -119,6 +127,9 @@ let package = Package(
         .testTarget(name: "LyreDiscoveryTests", dependencies: ["LyreDiscovery", "LyreWire"]),
         .testTarget(name: "LyreIntegrationTests", dependencies: ["LyreWire"]),
         .testTarget(name: "LyreMPRISTests", dependencies: ["LyreMPRIS"]),
+        .testTarget(
+            name: "LyreRTSPTests",
+            dependencies: ["LyreRTSP", "LyreWire", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio")]),
         .testTarget(name: "LyreReceiverTests", dependencies: ["LyreReceiver", "LyreWire", "LyreAudio"]),
     ]
 )

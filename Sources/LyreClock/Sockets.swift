@@ -13,8 +13,8 @@ public struct SocketError: Error, CustomStringConvertible, Sendable {
     }
 }
 
-/// IPv4 socket helpers for code that runs its own threads rather than an event loop: the sender, and both
-/// ends of the timing exchange.
+/// IPv4 socket helpers for the one exchange that runs on its own threads rather than an event loop: timing,
+/// at both ends (kernel receive timestamps, real-time threads).
 public enum IPv4 {
     public static func address(_ host: String, port: UInt16) throws(SocketError) -> sockaddr_in {
         var addr = sockaddr_in()
@@ -49,22 +49,6 @@ public enum IPv4 {
         var text = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
         inet_ntop(AF_INET, &address, &text, socklen_t(text.count))
         return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
-
-    /// A TCP connection, with a timeout on connecting.
-    public static func connectTCP(host: String, port: UInt16) throws(SocketError) -> Int32 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw .errno("socket") }
-        let addr = try address(host, port: port)
-        let rc = withSockaddr(addr) { connect(fd, $0, $1) }
-        guard rc == 0 else {
-            let error = SocketError.errno("cannot connect to \(host):\(port)")
-            close(fd)
-            throw error
-        }
-        var one: Int32 = 1
-        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-        return fd
     }
 
     /// A UDP socket bound to `host` on any port.

@@ -1,6 +1,7 @@
 import Logging
 import LyreAudio
 import LyreClock
+import LyreRTSP
 import LyreWire
 import NIOCore
 import NIOPosix
@@ -24,10 +25,11 @@ enum SessionEnd: Equatable {
 }
 
 /// One RTSP connection: answers the sender's requests and owns its session's media sockets, timing
-/// exchange and playout. Lives on the receiver's event loop.
+/// exchange and playout. Lives on the receiver's event loop, above the `RTSPPeerHandler` that numbers its
+/// own requests to the sender and matches their answers.
 final class RTSPConnectionHandler: ChannelInboundHandler {
     typealias InboundIn = RTSPFrame
-    typealias OutboundOut = ByteBuffer
+    typealias OutboundOut = RTSPOutbound
 
     static let methods = "OPTIONS, ANNOUNCE, SETUP, RECORD, FLUSH, SET_PARAMETER, GET_PARAMETER, TEARDOWN"
 
@@ -51,14 +53,15 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     private var peerIP = ""
     private var lastActivity = HostClock.now()
     private var timer: Scheduled<Void>?
-    private var serverCSeq = 0
     // Now playing and remote control (now-playing.md).
     private var nowPlaying: NowPlayingInfo?
     private var artworkPath: String?
     private var artworkType: Artwork.ImageType?
     private var enabled = EnabledCommands([])
     private var nowPlayingUpdates = 0
-    private var pendingCommands: [Int: (promise: EventLoopPromise<RemoteCommandOutcome>, timeout: Scheduled<Void>, command: RemoteCommand)] = [:]
+    /// Relayed commands waiting for the sender's answer, to be told when the session ends first.
+    private var pendingCommands: [Int: EventLoopPromise<RemoteCommandOutcome>] = [:]
+    private var nextCommand = 0
 
     init(registry: SessionRegistry, logger: Logger) {
         self.registry = registry
@@ -88,11 +91,17 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         context.close(promise: nil)
     }
 
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        guard let dropped = event as? RTSPPeerDropped else { return context.fireUserInboundEventTriggered(event) }
+        registry.count(\.badRequests)
+        logger.debug("dropped RTSP input: \(dropped.drop)")
+    }
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         lastActivity = HostClock.now()
         switch unwrapInboundIn(data) {
         case .message(let message):
-            if message.method != nil { handle(message) } else { commandAnswered(message) }
+            handle(message)
         case .oversizedMessage(let message, let length):
             registry.count(\.badRequests)
             logger.debug("refused a \(length)-byte \(message.method ?? "response") body")
@@ -228,7 +237,9 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             reply = context.eventLoop.makeSucceededFuture(TransportSpec(lower: .tcp(channels: channels), ssrc: transport.ssrc))
         case .udp:
             let local = context.localAddress?.ipAddress ?? "127.0.0.1"
-            reply = bindMediaPair(host: local, eventLoop: context.eventLoop, attempt: 0).map { ports in
+            reply = MediaPorts.bindPair(host: local, eventLoop: context.eventLoop) { channel, rtcp in
+                try channel.pipeline.syncOperations.addHandler(MediaHandler(owner: bound, rtcp: rtcp))
+            }.map { ports in
                 bound.value.mediaChannels = [ports.0, ports.1]
                 let p = (UInt16(ports.0.localAddress?.port ?? 0), UInt16(ports.1.localAddress?.port ?? 0))
                 if case .udp(let client, _) = transport.lower {
@@ -451,22 +462,29 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         guard enabled.commands.contains(event.command) else {
             return promise.succeed(RemoteCommandOutcome(.disabled, "'\(senderName)' does not accept \(event.command.rawValue) now"))
         }
-        serverCSeq += 1
-        let cseq = serverCSeq
-        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        let timeout = context.eventLoop.scheduleTask(in: .seconds(5)) {
-            bound.value.resolveCommand(cseq, RemoteCommandOutcome(.timeout, "'\(bound.value.senderName)' did not answer \(event.command.rawValue) within 5 s"))
-        }
-        pendingCommands[cseq] = (promise, timeout, event.command)
+        let id = nextCommand
+        nextCommand += 1
+        pendingCommands[id] = promise
         logger.info("relaying \(event.command.rawValue) to '\(senderName)'")
-        send(.request("SET_PARAMETER", uri: serverURI, cseq: cseq,
-                      headers: [("Session", sessionID), ("Content-Type", "text/parameters")],
-                      body: Array(event.parameters.serialized.utf8)))
+        let request = RTSPRequest("SET_PARAMETER", uri: serverURI, headers: [("Session", sessionID), ("Content-Type", "text/parameters")],
+                                  body: Array(event.parameters.serialized.utf8), timeout: 5)
+        let sender = senderName
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        context.channel.rtspRequest(request).whenComplete { result in
+            let outcome: RemoteCommandOutcome
+            switch result {
+            case .success(let response): outcome = Self.outcome(of: response, command: event.command, sender: sender)
+            case .failure(RTSPPeerStateMachine<Int>.Failure.timeout(_, let seconds)):
+                outcome = RemoteCommandOutcome(.timeout, "'\(sender)' did not answer \(event.command.rawValue) within \(Int(seconds)) s")
+            case .failure: outcome = RemoteCommandOutcome(.noSession, "the session ended")
+            }
+            bound.value.pendingCommands.removeValue(forKey: id)?.succeed(outcome)
+        }
     }
 
-    /// The sender's answer to a relayed command.
-    private func commandAnswered(_ response: RTSPMessage) {
-        guard let cseq = response.cseq, let pending = pendingCommands[cseq], let status = response.status else { return }
+    /// What the sender's answer to a relayed command says.
+    private static func outcome(of response: RTSPMessage, command: RemoteCommand, sender: String) -> RemoteCommandOutcome {
+        let status = response.status ?? 500
         let said = response.headers["Lyre-Command-Status"].flatMap(RemoteCommandStatus.init(rawValue:))
         let kind: RemoteCommandOutcome.Kind =
             switch said {
@@ -477,14 +495,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             case nil: status == 200 ? .success : status == 404 ? .noSuchContent : status == 403 ? .disabled : .commandFailed
             }
         let detail = response.headers["Lyre-Error"].map { ": \($0)" } ?? ""
-        let message = kind == .success ? "ok" : "'\(senderName)' answered \(kind.rawValue) to \(pending.command.rawValue)\(detail)"
-        resolveCommand(cseq, RemoteCommandOutcome(kind, message))
-    }
-
-    private func resolveCommand(_ cseq: Int, _ outcome: RemoteCommandOutcome) {
-        guard let pending = pendingCommands.removeValue(forKey: cseq) else { return }
-        pending.timeout.cancel()
-        pending.promise.succeed(outcome)
+        return RemoteCommandOutcome(kind, kind == .success ? "ok" : "'\(sender)' answered \(kind.rawValue) to \(command.rawValue)\(detail)")
     }
 
     private var serverURI: String {
@@ -540,29 +551,6 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     }
 
     /// RTP on an even port and RTCP on the next (RFC 3550 §11), retrying on collisions.
-    private func bindMediaPair(host: String, eventLoop: EventLoop, attempt: Int) -> EventLoopFuture<(Channel, Channel)> {
-        let base = Int.random(in: 20000...30000) * 2
-        let bound = NIOLoopBound(self, eventLoop: eventLoop)
-        @Sendable func open(_ port: Int, rtcp: Bool) -> EventLoopFuture<Channel> {
-            DatagramBootstrap(group: eventLoop)
-                .channelOption(.socketOption(.so_rcvbuf), value: 1 << 20)
-                .channelInitializer { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(MediaHandler(owner: bound, rtcp: rtcp))
-                    }
-                }
-                .bind(host: host, port: port)
-        }
-        return open(base, rtcp: false).flatMap { rtp in
-            open(base + 1, rtcp: true).map { (rtp, $0) }.flatMapError { error in
-                rtp.close(promise: nil)
-                return eventLoop.makeFailedFuture(error)
-            }
-        }.flatMapError { error in
-            attempt < 20 ? bound.value.bindMediaPair(host: host, eventLoop: eventLoop, attempt: attempt + 1) : eventLoop.makeFailedFuture(error)
-        }
-    }
-
     // MARK: idle timeout
 
     /// Checks once a second that the sender is still there (the timing exchange has its own thread).
@@ -608,7 +596,9 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         artworkType = nil
         enabled = EnabledCommands([])
         nowPlayingUpdates = 0
-        for cseq in Array(pendingCommands.keys) { resolveCommand(cseq, RemoteCommandOutcome(.noSession, "the session ended")) }
+        let abandoned = pendingCommands
+        pendingCommands.removeAll()
+        for promise in abandoned.values { promise.succeed(RemoteCommandOutcome(.noSession, "the session ended")) }
     }
 
     /// Ends the session, if any; tells the sender why when it should know, and closes the connection then.
@@ -620,16 +610,16 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         registry.release(self)
         logger.info("session from '\(senderName)' ended: \(reason)")
         guard let notice = reason.notice, let context else { return }
-        serverCSeq += 1
         var headers: [(String, String)] = [("Content-Type", "text/parameters")]
         if case .takenOver(let by) = reason { headers.append(("Lyre-Taken-Over-By", by)) }
-        send(.request("SET_PARAMETER", uri: serverURI, cseq: serverCSeq, headers: headers, body: Array("session-end: \(notice)\r\n".utf8)))
+        let request = RTSPRequest("SET_PARAMETER", uri: serverURI, headers: headers, body: Array("session-end: \(notice)\r\n".utf8))
+        context.writeAndFlush(wrapOutboundOut(.request(request, promise: nil)), promise: nil)
         context.close(promise: nil)
     }
 
     private func send(_ message: RTSPMessage) {
         guard let context else { return }
-        context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: message.serialized())), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.response(message)), promise: nil)
     }
 
     static func milliseconds(_ ns: UInt64) -> String {

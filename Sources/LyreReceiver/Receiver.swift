@@ -1,6 +1,7 @@
 import Logging
 import LyreAudio
 import LyreControl
+import LyreRTSP
 import LyreWire
 import NIOConcurrencyHelpers
 import NIOCore
@@ -211,6 +212,7 @@ public final class Receiver: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     registry.count(\.connections)
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(RTSPFrameDecoder()))
+                    try channel.pipeline.syncOperations.addHandler(RTSPPeerHandler())
                     try channel.pipeline.syncOperations.addHandler(RTSPConnectionHandler(registry: registry, logger: logger))
                 }
             }

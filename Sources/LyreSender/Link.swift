@@ -1,11 +1,7 @@
-import Foundation
-import LyreClock
+import LyreRTSP
 import LyreWire
 import NIOConcurrencyHelpers
-
-#if canImport(Glibc)
-import Glibc
-#endif
+import NIOCore
 
 /// A receiver a playback can go to: where it is, what to call it, and which channels it plays.
 public struct OutputRoute: Sendable, Hashable, CustomStringConvertible {
@@ -34,26 +30,28 @@ public struct OutputRoute: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// One room of a playback: the RTSP session with one receiver, the RTP socket its packets leave by, and the
-/// timing responder that receiver asks (streaming.md §3, §5). A link never owns audio: the session's timeline
-/// encodes once and hands every link the same packets.
+/// One room of a playback: the RTSP session with one receiver, the RTP and RTCP sockets its media leaves by,
+/// and the timing responder that receiver asks (streaming.md §3, §5). A link never owns audio: the
+/// session's timeline encodes once and hands every link the same packets.
 ///
-/// `@unchecked Sendable`: the RTSP client and timing responder are thread-safe; the media socket is used
-/// under `mediaLock`, so a link closed by a route change never has its descriptor reused under a send.
-final class Link: @unchecked Sendable {
+/// Sendable: everything is set at init; the channels are thread-safe, and a packet sent after the link
+/// closed is dropped by its closed channel.
+final class Link: Sendable {
     let route: OutputRoute
     let sessionID: String
     /// The receiver's volume (dB, RAOP scale) when the session was set up.
     let initialVolume: Double?
     private let client: RTSPClient
     private let timing: TimingResponder
-    private let mediaLock = NIOLock()
-    private let media: Int32
-    private var closed = false
+    private let rtp: Channel
+    private let rtcp: Channel
+    /// The receiver's RTP port.
+    private let destination: SocketAddress
 
     /// Connects and sets the stream up: OPTIONS, ANNOUNCE (with the room's channel map), SETUP, and a
     /// GET_PARAMETER for the receiver's volume. `onRequest` takes the receiver's own requests (session-end
-    /// notices, remote commands); `onClose` is called once, from the reader thread, when the connection drops.
+    /// notices, remote commands); `onClose` is called once when the connection drops. Both run on the
+    /// connection's event queue, in order.
     init(route: OutputRoute, configuration: StreamConfiguration, ssrc: UInt32,
          onRequest: @escaping @Sendable (Link, RTSPMessage, @escaping RTSPClient.Reply) -> Void,
          onClose: @escaping @Sendable (Link) -> Void) throws {
@@ -65,19 +63,22 @@ final class Link: @unchecked Sendable {
                 if let link = box.withLockedValue({ $0 }) { onRequest(link, request, reply) } else { reply(503, []) }
             },
             onClose: { if let link = box.withLockedValue({ $0 }) { onClose(link) } })
-        let local = IPv4.localAddress(client.fd).0
+        let local = client.localHost
+        let peer = client.channel.remoteAddress?.ipAddress ?? route.host
         do {
-            timing = try TimingResponder(host: local, peer: route.host)
+            timing = try TimingResponder(host: local, peer: peer)
         } catch {
             client.close()
             throw error
         }
         do {
-            media = try IPv4.bindUDP(host: local)
+            (rtp, rtcp) = try MediaPorts.bindPair(host: local, eventLoop: client.channel.eventLoop) { channel, rtcp in
+                try channel.pipeline.syncOperations.addHandler(DiscardingHandler<AddressedEnvelope<ByteBuffer>>())
+            }.wait()
         } catch {
             client.close()
             timing.close()
-            throw error
+            throw RTSPClient.Failure(description: "cannot open the media sockets: \(error)")
         }
         do {
             try Self.check(client.request("OPTIONS", uri: "*"), "OPTIONS")
@@ -90,8 +91,8 @@ final class Link: @unchecked Sendable {
             if route.channels != .stereo, announced.headers["Lyre-Channels"].flatMap(ChannelMap.init(parsing:)) != route.channels {
                 throw RTSPClient.Failure(description: "it cannot play only the \(route.channels.rawValue) channel (a version 1 receiver: update its lyred)")
             }
-            let localMediaPort = IPv4.localAddress(media).1
-            let transport = TransportSpec(lower: .udp(client: (localMediaPort, localMediaPort &+ 1), server: nil), ssrc: ssrc)
+            let ports = (UInt16(rtp.localAddress?.port ?? 0), UInt16(rtcp.localAddress?.port ?? 0))
+            let transport = TransportSpec(lower: .udp(client: ports, server: nil), ssrc: ssrc)
             let reply = try Self.check(
                 client.request("SETUP", uri: "rtsp://\(route.host):\(route.port)/streamid=0",
                                headers: [("Transport", transport.serialized), ("Lyre-Timing-Port", String(timing.port))]),
@@ -101,9 +102,7 @@ final class Link: @unchecked Sendable {
                 case .udp(_, let server?) = answer.lower
             else { throw RTSPClient.Failure(description: "the receiver's SETUP answer has no Session or server_port") }
             sessionID = session
-            let destination = try IPv4.address(route.host, port: server.0)
-            let socket = media
-            guard IPv4.withSockaddr(destination, { connect(socket, $0, $1) }) == 0 else { throw SocketError.errno("connect UDP") }
+            destination = try SocketAddress(ipAddress: peer, port: Int(server.0))
             // The sender owns the volume (as in AirPlay): start from what the receiver has now.
             let volumeReply = try client.request("GET_PARAMETER", headers: [("Session", session), ("Content-Type", "text/parameters")],
                                                  body: Array("volume\r\n".utf8))
@@ -111,7 +110,8 @@ final class Link: @unchecked Sendable {
         } catch {
             client.close()
             timing.close()
-            Glibc.close(media)
+            rtp.close(promise: nil)
+            rtcp.close(promise: nil)
             throw error
         }
         box.withLockedValue { $0 = self }
@@ -129,6 +129,9 @@ final class Link: @unchecked Sendable {
 
     var isClosed: Bool { client.isClosed }
 
+    /// Waits until the connection's notices so far (a session-end, the connection lost) have been handled.
+    func drainEvents() { client.drainEvents() }
+
     /// A request in this link's session (`Session` is added), answered 200 or thrown.
     @discardableResult
     func request(_ method: String, headers: [(String, String)] = [], body: [UInt8] = [], what: String? = nil, timeout: Double = 5)
@@ -139,10 +142,7 @@ final class Link: @unchecked Sendable {
 
     /// Sends one RTP packet (from the pacing thread).
     func send(_ packet: [UInt8]) {
-        mediaLock.withLock {
-            guard !closed else { return }
-            _ = packet.withUnsafeBytes { Glibc.send(media, $0.baseAddress, $0.count, 0) }
-        }
+        rtp.writeAndFlush(AddressedEnvelope(remoteAddress: destination, data: ByteBuffer(bytes: packet)), promise: nil)
     }
 
     /// Ends the link: TEARDOWN first when `teardown` and the connection is still up, then closes everything.
@@ -150,10 +150,13 @@ final class Link: @unchecked Sendable {
         if teardown, !client.isClosed { _ = try? client.request("TEARDOWN", headers: [("Session", sessionID)], timeout: 1) }
         client.close()
         timing.close()
-        mediaLock.withLock {
-            guard !closed else { return }
-            closed = true
-            Glibc.close(media)
-        }
+        rtp.close(promise: nil)
+        rtcp.close(promise: nil)
     }
+}
+
+/// Reads and drops what arrives (the RTCP socket, until retransmission requests are taken).
+private final class DiscardingHandler<T>: ChannelInboundHandler {
+    typealias InboundIn = T
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {}
 }

@@ -1,139 +1,124 @@
-import Foundation
-import LyreAudio
-import LyreClock
+import Dispatch
+import LyreRTSP
 import LyreWire
-import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
-/// The sender's end of an RTSP connection (streaming.md §1): blocking requests, and a reader thread that
-/// matches responses by `CSeq` and passes the receiver's own requests (session-end notices, remote commands)
-/// to a handler, which answers them through `reply`, at once or later from any thread.
-///
-/// `@unchecked Sendable`: mutable state is behind `lock`; the socket is written only with `lock` held.
-final class RTSPClient: @unchecked Sendable {
+/// The sender's end of an RTSP connection (streaming.md §1), on SwiftNIO: the same framing and
+/// `RTSPPeerHandler` as the receiver's end, so requests in both directions are numbered and matched by
+/// `CSeq` in one place. `request` blocks its caller (never an event loop) until the answer comes. The
+/// receiver's own requests (session-end notices, remote commands) and the loss of the connection are
+/// handed, in the order they happened, to `onRequest` and `onClose` on a serial queue of the client's own,
+/// off the event loop, because what they start may wait on other requests; a request is answered through
+/// `reply`, at once or later, from any thread.
+final class RTSPClient: Sendable {
     struct Failure: Error, CustomStringConvertible { let description: String }
 
-    let fd: Int32
-    let host: String
-    let port: UInt16
-    private let lock = NIOLock()
-    /// Requests waiting for their response, by CSeq.
-    private var waiting: [Int: Waiter] = [:]
-    private var nextCSeq = 1
-    private var closed = false
     /// A reply to one of the receiver's requests: status and headers.
     typealias Reply = @Sendable (Int, [(String, String)]) -> Void
-    private let onRequest: @Sendable (RTSPMessage, @escaping Reply) -> Void
-    private let onClose: @Sendable () -> Void
+
+    /// One loop for every connection and media socket of the process's playbacks.
+    static var eventLoopGroup: MultiThreadedEventLoopGroup { .singleton }
+
+    let channel: Channel
+    let host: String
+    let port: UInt16
+    /// Where `onRequest` and `onClose` run.
+    private let events: DispatchQueue
 
     init(host: String, port: UInt16, onRequest: @escaping @Sendable (RTSPMessage, @escaping Reply) -> Void,
-         onClose: @escaping @Sendable () -> Void)
-        throws(SocketError)
+         onClose: @escaping @Sendable () -> Void) throws(Failure)
     {
-        fd = try IPv4.connectTCP(host: host, port: port)
+        let events = DispatchQueue(label: "lyre-rtsp-events")
+        events.setSpecific(key: Self.eventsKey, value: true)
+        do {
+            channel = try ClientBootstrap(group: Self.eventLoopGroup)
+                .channelOption(.socketOption(.tcp_nodelay), value: 1)
+                .connectTimeout(.seconds(5))
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(RTSPFrameDecoder()))
+                        try channel.pipeline.syncOperations.addHandler(RTSPPeerHandler())
+                        try channel.pipeline.syncOperations.addHandler(ReceiverRequests(events: events, onRequest: onRequest, onClose: onClose))
+                    }
+                }
+                .connect(host: host, port: Int(port)).wait()
+        } catch {
+            throw Failure(description: "cannot connect to \(host):\(port): \(Self.describe(error))")
+        }
         self.host = host
         self.port = port
-        self.onRequest = onRequest
-        self.onClose = onClose
-        let thread = Thread { [self] in readLoop() }
-        thread.name = "lyre-rtsp"
-        thread.start()
+        self.events = events
     }
 
-    var isClosed: Bool { lock.withLock { closed } }
+    var isClosed: Bool { !channel.isActive }
 
-    /// Sends a request and waits for its response (at most `timeout` seconds).
+    /// The local address the connection uses: the host media and timing sockets bind on.
+    var localHost: String { channel.localAddress?.ipAddress ?? "127.0.0.1" }
+
+    /// Sends a request and waits for its response (at most `timeout` seconds). Not on an event loop.
     func request(_ method: String, uri: String? = nil, headers: [(String, String)] = [], body: [UInt8] = [], timeout: Double = 5)
         throws(Failure) -> RTSPMessage
     {
-        let waiter = Waiter()
-        let cseq: Int = lock.withLock {
-            defer { nextCSeq += 1 }
-            waiting[nextCSeq] = waiter
-            return nextCSeq
-        }
-        defer { lock.withLock { waiting[cseq] = nil } }
-        let message = RTSPMessage.request(method, uri: uri ?? "rtsp://\(host):\(port)/", cseq: cseq, headers: headers, body: body)
-        guard write(message.serialized()) else { throw Failure(description: "the receiver closed the connection") }
-        guard waiter.semaphore.wait(timeout: .now() + timeout) == .success else {
-            throw Failure(description: "no answer to \(method) within \(Int(timeout)) s")
-        }
-        guard let response = lock.withLock({ waiter.response }) else {
+        let request = RTSPRequest(method, uri: uri ?? "rtsp://\(host):\(port)/", headers: headers, body: body, timeout: timeout)
+        do {
+            return try channel.rtspRequest(request).wait()
+        } catch RTSPPeerStateMachine<Int>.Failure.closed {
             throw Failure(description: "the receiver closed the connection")
-        }
-        return response
-    }
-
-    /// One request's wait: signalled with its response, or without one when the connection closes.
-    private final class Waiter: @unchecked Sendable {
-        // `response` is written by the reader thread under the client's lock, before `semaphore` is signalled.
-        let semaphore = DispatchSemaphore(value: 0)
-        var response: RTSPMessage?
-    }
-
-    /// Writes raw bytes (a response, or an interleaved frame); false when the connection is gone.
-    @discardableResult
-    func write(_ bytes: [UInt8]) -> Bool {
-        lock.withLock {
-            guard !closed else { return false }
-            var offset = 0
-            while offset < bytes.count {
-                let n = bytes[offset...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                if n < 0 { if errno == EINTR { continue }; return false }
-                offset += n
-            }
-            return true
+        } catch {
+            throw Failure(description: "\(error)")
         }
     }
 
-    func close() {
-        let wasOpen = lock.withLock {
-            defer { closed = true }
-            return !closed
-        }
-        if wasOpen { shutdown(fd, Int32(SHUT_RDWR)) }
+    /// Waits until what the connection has told `onRequest` and `onClose` so far has been handled: after a
+    /// request failed because the connection closed, the owner knows why it closed.
+    /// Returns at once when called from those handlers themselves.
+    func drainEvents() {
+        guard DispatchQueue.getSpecific(key: Self.eventsKey) == nil else { return }
+        events.sync {}
     }
 
-    private func readLoop() {
-        var parser = RTSPParser()
-        var pending: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 16384)
-        reading: while true {
-            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n < 0, errno == EINTR { continue }
-            if n <= 0 { break }
-            pending += chunk[0..<n]
-            do {
-                while let frame = try parser.next(&pending) {
-                    guard case .message(let message) = frame else { continue }
-                    if message.status != nil {
-                        let waiter: Waiter? = lock.withLock {
-                            guard let cseq = message.cseq, let waiter = waiting[cseq] else { return nil }
-                            waiter.response = message
-                            return waiter
-                        }
-                        waiter?.semaphore.signal()
-                    } else {
-                        let cseq = message.cseq
-                        onRequest(message) { [self] status, headers in
-                            write(RTSPMessage.response(status, cseq: cseq, headers: headers).serialized())
-                        }
-                    }
-                }
-            } catch {
-                break reading
+    private static let eventsKey = DispatchSpecificKey<Bool>()
+
+    func close() { channel.close(promise: nil) }
+
+    private static func describe(_ error: Error) -> String {
+        if let error = error as? IOError { return error.description }
+        return "\(error)"
+    }
+}
+
+/// Passes the receiver's requests and the connection's end to the client's owner, on its queue.
+private final class ReceiverRequests: ChannelInboundHandler {
+    typealias InboundIn = RTSPFrame
+    typealias OutboundOut = RTSPOutbound
+
+    let events: DispatchQueue
+    let onRequest: @Sendable (RTSPMessage, @escaping RTSPClient.Reply) -> Void
+    let onClose: @Sendable () -> Void
+
+    init(events: DispatchQueue, onRequest: @escaping @Sendable (RTSPMessage, @escaping RTSPClient.Reply) -> Void,
+         onClose: @escaping @Sendable () -> Void) {
+        self.events = events
+        self.onRequest = onRequest
+        self.onClose = onClose
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        // Interleaved frames from a receiver are not part of Lyre (it sends none): ignored.
+        guard case .message(let request) = unwrapInboundIn(data) else { return }
+        let channel = context.channel
+        let cseq = request.cseq
+        let onRequest = onRequest
+        events.async {
+            onRequest(request) { status, headers in
+                channel.writeAndFlush(RTSPOutbound.response(.response(status, cseq: cseq, headers: headers)), promise: nil)
             }
         }
-        let abandoned = lock.withLock {
-            closed = true
-            return Array(waiting.values)
-        }
-        // The owner hears of the loss before any waiting request fails, so it can tell why it failed.
-        onClose()
-        for waiter in abandoned { waiter.semaphore.signal() }
-        Glibc.close(fd)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        events.async(execute: onClose)
+        context.fireChannelInactive()
     }
 }

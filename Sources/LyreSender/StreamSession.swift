@@ -339,6 +339,8 @@ public final class StreamSession: @unchecked Sendable {
             switch result {
             case .success(let reply): answered.append((link, reply))
             case .failure(let failure) where link.isClosed:
+                // Why it closed (a session-end notice may have come first) is handled before this room goes.
+                link.drainEvents()
                 linkLost(link, reason: .oldDeviceUnavailable)
                 lost = failure
             case .failure(let failure): refusal = refusal ?? failure
