@@ -9,6 +9,9 @@ public struct PlayoutStatistics: Sendable, Equatable {
     public var lost = 0
     public var concealed = 0
     public var recoveredByFEC = 0
+    /// Sequence numbers asked for again (streaming.md §4.1), repeats included, and packets that came after.
+    public var requested = 0
+    public var recovered = 0
     public var duplicates = 0
     public var overflowed = 0
     public var malformed = 0
@@ -24,6 +27,7 @@ public struct PlayoutStatistics: Sendable, Equatable {
     public var text: String {
         var parts = [
             "received=\(received)", "late=\(late)", "lost=\(lost)", "concealed=\(concealed)", "fec=\(recoveredByFEC)",
+            "nack=\(requested)", "recovered=\(recovered)",
             "foreign=\(foreign)", "malformed=\(malformed)", "corrections=\(corrections)",
             "depth-ms=\(Int(depthMilliseconds.rounded()))",
         ]
@@ -62,6 +66,7 @@ public struct Playout: ~Copyable {
     public private(set) var clock = ClockOffsetEstimator()
 
     private var buffer = JitterBuffer()
+    private var requests = RetransmissionRequests()
     private let decoder: OpusDecoder?
     private var anchor: (rtp: UInt32, senderClock: UInt64)?
     private var recording = false
@@ -114,6 +119,7 @@ public struct Playout: ~Copyable {
 
     public mutating func flush(nextSequence: UInt16?) {
         buffer.flush(nextSequence: nextSequence)
+        requests.reset()
         staged.removeAll()
         cursor = nil
         audible = false
@@ -131,20 +137,42 @@ public struct Playout: ~Copyable {
     public mutating func countForeign() { statistics.foreign += 1 }
     public mutating func countMalformed() { statistics.malformed += 1 }
 
-    /// A packet arrived at local time `arrival`.
-    public mutating func receive(_ packet: RTPPacket, arrival: UInt64) {
+    /// A packet arrived at local time `arrival`. Returns the sequence numbers it shows missing, for the
+    /// sender to send again (when it does: streaming.md §4.1).
+    @discardableResult
+    public mutating func receive(_ packet: RTPPacket, arrival: UInt64) -> [UInt16] {
         guard packet.payloadType == format.payloadType else {
             statistics.malformed += 1
-            return
+            return []
         }
         statistics.received += 1
         if !timed, recording, anchor == nil { anchor = (packet.timestamp, arrival) }
+        let sequence = buffer.extend(packet.sequenceNumber)
         switch buffer.insert(packet) {
-        case .accepted: break
+        case .accepted:
+            let missing = requests.arrived(sequence, now: arrival)
+            countRequests()
+            return missing.map { UInt16(truncatingIfNeeded: $0) }
         case .late: statistics.late += 1
         case .duplicate: statistics.duplicates += 1
         case .overflowed: statistics.overflowed += 1
         }
+        return []
+    }
+
+    /// The missing packets to ask for again at local time `now`: those that can still be played.
+    public mutating func retransmissionsDue(now: UInt64) -> [UInt16] {
+        let again = requests.due(now: now, oldestUseful: buffer.nextDue)
+        countRequests()
+        return again.map { UInt16(truncatingIfNeeded: $0) }
+    }
+
+    /// When `retransmissionsDue` next has something to ask for again.
+    public var nextRetransmission: UInt64? { requests.nextRetry }
+
+    private mutating func countRequests() {
+        statistics.requested = requests.requested
+        statistics.recovered = requests.recovered
     }
 
     // MARK: output side

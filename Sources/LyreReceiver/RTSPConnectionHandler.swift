@@ -50,6 +50,11 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     private var timingPort: UInt16?
     private var interleaved: (rtp: UInt8, rtcp: UInt8)?
     private var lockedSSRC: UInt32?
+    /// Where retransmission requests go (the sender's RTCP port), when the sender takes them (§4.1).
+    private var nackTarget: SocketAddress?
+    private var nackTimer: Scheduled<Void>?
+    /// This end's SSRC in the RTCP it sends.
+    private let receiverSSRC = UInt32.random(in: 1...UInt32.max)
     private var peerIP = ""
     private var lastActivity = HostClock.now()
     private var timer: Scheduled<Void>?
@@ -237,6 +242,11 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             reply = context.eventLoop.makeSucceededFuture(TransportSpec(lower: .tcp(channels: channels), ssrc: transport.ssrc))
         case .udp:
             let local = context.localAddress?.ipAddress ?? "127.0.0.1"
+            // A sender that keeps what it sent asks for NACKs and names its RTCP port (the second client port).
+            if RetransmitHeader.offersNACK(request.headers[RetransmitHeader.name]), case .udp(let client?, _) = transport.lower
+            {
+                nackTarget = try? SocketAddress(ipAddress: peerIP, port: Int(client.1))
+            }
             reply = MediaPorts.bindPair(host: local, eventLoop: context.eventLoop) { channel, rtcp in
                 try channel.pipeline.syncOperations.addHandler(MediaHandler(owner: bound, rtcp: rtcp))
             }.map { ports in
@@ -270,7 +280,9 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
                 me.state = .ready
                 me.registry.output.play(controller)
                 me.startTimer()
-                me.send(.response(200, cseq: cseq, headers: [("Transport", spec.serialized), ("Session", session)]))
+                var headers = [("Transport", spec.serialized), ("Session", session)]
+                if me.nackTarget != nil { headers.append((RetransmitHeader.name, RetransmitHeader.nack)) }
+                me.send(.response(200, cseq: cseq, headers: headers))
             case .failure(let error):
                 me.logger.error("SETUP failed: \(error)")
                 me.send(.response(500, cseq: cseq))
@@ -532,7 +544,30 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         lockedSSRC = packet.ssrc
         let now = HostClock.now()
         lastActivity = now
-        controller.withPlayout { $0.receive(packet, arrival: now) }
+        let missing = controller.withPlayout { $0.receive(packet, arrival: now) }
+        askAgain(missing)
+        armRetransmissionTimer()
+    }
+
+    /// Asks the sender for packets again with an RTCP generic NACK (streaming.md §4.1), when it takes them.
+    private func askAgain(_ sequences: [UInt16]) {
+        guard !sequences.isEmpty, let nackTarget, mediaChannels.count == 2, let lockedSSRC else { return }
+        let nack = RTCPGenericNACK(senderSSRC: receiverSSRC, mediaSSRC: lockedSSRC, sequences: sequences)
+        mediaChannels[1].writeAndFlush(AddressedEnvelope(remoteAddress: nackTarget, data: ByteBuffer(bytes: nack.serialized())), promise: nil)
+    }
+
+    /// One timer, for the next time a missing packet is to be asked for again.
+    private func armRetransmissionTimer() {
+        guard nackTarget != nil, nackTimer == nil, let context, let next = controller?.withPlayout({ $0.nextRetransmission }) else { return }
+        let now = HostClock.now()
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        nackTimer = context.eventLoop.scheduleTask(in: .nanoseconds(Int64(next > now ? next - now : 0))) {
+            let me = bound.value
+            me.nackTimer = nil
+            guard let again = me.controller?.withPlayout({ $0.retransmissionsDue(now: HostClock.now()) }) else { return }
+            me.askAgain(again)
+            me.armRetransmissionTimer()
+        }
     }
 
     /// A UDP datagram on the session's RTP or RTCP port.
@@ -550,7 +585,6 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         ingest(buffer.readBytes(length: buffer.readableBytes) ?? [])
     }
 
-    /// RTP on an even port and RTCP on the next (RFC 3550 §11), retrying on collisions.
     // MARK: idle timeout
 
     /// Checks once a second that the sender is still there (the timing exchange has its own thread).
@@ -578,6 +612,9 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     private func releaseMedia(drain: Bool = false) {
         timer?.cancel()
         timer = nil
+        nackTimer?.cancel()
+        nackTimer = nil
+        nackTarget = nil
         for channel in mediaChannels { channel.close(promise: nil) }
         mediaChannels = []
         timing?.close()

@@ -47,12 +47,18 @@ final class Link: Sendable {
     private let rtcp: Channel
     /// The receiver's RTP port.
     private let destination: SocketAddress
+    /// Answers the receiver's NACKs when it asks for retransmissions (streaming.md §4.1).
+    let retransmitter: Retransmitter
+    /// True when the receiver said it will ask (`Lyre-Retransmit` in SETUP's answer).
+    let retransmits: Bool
 
     /// Connects and sets the stream up: OPTIONS, ANNOUNCE (with the room's channel map), SETUP, and a
-    /// GET_PARAMETER for the receiver's volume. `onRequest` takes the receiver's own requests (session-end
+    /// GET_PARAMETER for the receiver's volume. `kept` finds a packet the timeline sent, by sequence number,
+    /// to resend when the receiver asks. `onRequest` takes the receiver's own requests (session-end
     /// notices, remote commands); `onClose` is called once when the connection drops. Both run on the
     /// connection's event queue, in order.
     init(route: OutputRoute, configuration: StreamConfiguration, ssrc: UInt32,
+         kept: @escaping @Sendable (UInt16) -> [UInt8]?,
          onRequest: @escaping @Sendable (Link, RTSPMessage, @escaping RTSPClient.Reply) -> Void,
          onClose: @escaping @Sendable (Link) -> Void) throws {
         self.route = route
@@ -71,9 +77,15 @@ final class Link: Sendable {
             client.close()
             throw error
         }
+        let retransmitter = Retransmitter(ssrc: ssrc, bitrate: configuration.bitrate)
+        self.retransmitter = retransmitter
         do {
             (rtp, rtcp) = try MediaPorts.bindPair(host: local, eventLoop: client.channel.eventLoop) { channel, rtcp in
-                try channel.pipeline.syncOperations.addHandler(DiscardingHandler<AddressedEnvelope<ByteBuffer>>())
+                if rtcp {
+                    try channel.pipeline.syncOperations.addHandler(RTCPInput(retransmitter))
+                } else {
+                    try channel.pipeline.syncOperations.addHandler(DiscardingHandler<AddressedEnvelope<ByteBuffer>>())
+                }
             }.wait()
         } catch {
             client.close()
@@ -95,14 +107,23 @@ final class Link: Sendable {
             let transport = TransportSpec(lower: .udp(client: ports, server: nil), ssrc: ssrc)
             let reply = try Self.check(
                 client.request("SETUP", uri: "rtsp://\(route.host):\(route.port)/streamid=0",
-                               headers: [("Transport", transport.serialized), ("Lyre-Timing-Port", String(timing.port))]),
+                               headers: [("Transport", transport.serialized), ("Lyre-Timing-Port", String(timing.port)),
+                                         (RetransmitHeader.name, RetransmitHeader.nack)]),
                 "SETUP")
             guard let session = reply.headers["Session"]?.split(separator: ";").first.map(String.init),
                 let answer = reply.headers["Transport"].flatMap(TransportSpec.init(parsing:)),
                 case .udp(_, let server?) = answer.lower
             else { throw RTSPClient.Failure(description: "the receiver's SETUP answer has no Session or server_port") }
             sessionID = session
-            destination = try SocketAddress(ipAddress: peer, port: Int(server.0))
+            let destination = try SocketAddress(ipAddress: peer, port: Int(server.0))
+            self.destination = destination
+            retransmits = RetransmitHeader.offersNACK(reply.headers[RetransmitHeader.name])
+            if retransmits {
+                let rtp = rtp
+                retransmitter.start(receiver: try SocketAddress(ipAddress: peer, port: Int(server.1)), lookup: kept) { packet in
+                    rtp.writeAndFlush(AddressedEnvelope(remoteAddress: destination, data: ByteBuffer(bytes: packet)), promise: nil)
+                }
+            }
             // The sender owns the volume (as in AirPlay): start from what the receiver has now.
             let volumeReply = try client.request("GET_PARAMETER", headers: [("Session", session), ("Content-Type", "text/parameters")],
                                                  body: Array("volume\r\n".utf8))
@@ -155,7 +176,7 @@ final class Link: Sendable {
     }
 }
 
-/// Reads and drops what arrives (the RTCP socket, until retransmission requests are taken).
+/// Reads and drops what arrives (the RTP socket: nothing is expected there).
 private final class DiscardingHandler<T>: ChannelInboundHandler {
     typealias InboundIn = T
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {}

@@ -187,10 +187,25 @@ public final class StreamSession: @unchecked Sendable {
     private func connect(_ route: OutputRoute) throws -> Link {
         try Link(
             route: route, configuration: configuration, ssrc: ssrc,
+            kept: { [weak self] sequence in self?.keptPacket(sequence) },
             onRequest: { [weak self] link, request, reply in
                 if let self { self.receiverRequest(request, from: link, reply: reply) } else { reply(503, []) }
             },
             onClose: { [weak self] link in self?.linkLost(link, reason: .oldDeviceUnavailable) })
+    }
+
+    /// The packet with RTP sequence number `sequence` among those sent and kept (the latency and the lead
+    /// and a few frames more: everything a receiver can still play), for a receiver that asks for it again.
+    private func keptPacket(_ sequence: UInt16) -> [UInt8]? {
+        lock.withLock {
+            // Sent packets have consecutive sequence numbers: the one wanted is found by its distance.
+            guard let first = sentPackets.first, first.bytes.count >= 4 else { return nil }
+            let firstSequence = UInt16(first.bytes[2]) << 8 | UInt16(first.bytes[3])
+            let distance = Int(sequence &- firstSequence)
+            guard distance < sentPackets.count else { return nil }
+            let packet = sentPackets[distance].bytes
+            return packet[2] == UInt8(sequence >> 8) && packet[3] == UInt8(sequence & 0xFF) ? packet : nil
+        }
     }
 
     /// Call with `lock` held. While playing, the room gets at once the packets already sent that are not

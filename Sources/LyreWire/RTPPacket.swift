@@ -130,6 +130,8 @@ public struct TimingPacket: Sendable, Equatable {
 }
 
 extension Array where Element == UInt8 {
+    func readUInt16(at i: Int) -> UInt16 { UInt16(self[i]) << 8 | UInt16(self[i + 1]) }
+    mutating func appendUInt16(_ v: UInt16) { append(contentsOf: [UInt8(v >> 8), UInt8(v & 0xFF)]) }
     func readUInt32(at i: Int) -> UInt32 {
         UInt32(self[i]) << 24 | UInt32(self[i + 1]) << 16 | UInt32(self[i + 2]) << 8 | UInt32(self[i + 3])
     }

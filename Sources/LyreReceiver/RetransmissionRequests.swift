@@ -1,0 +1,83 @@
+/// Which RTP packets a receiver asks its sender for again (streaming.md §4.1), sans I/O.
+///
+/// A gap is noticed when the next packet arrives, not when the missing audio is due: every sequence number
+/// skipped is asked for at once, then again every `retryInterval` while it can still be played (at or after
+/// the next packet due out of the jitter buffer), at most `maximumAsks` times. A packet that arrives after
+/// being asked for is counted as recovered. At most `maximumMissing` sequence numbers are tracked: a
+/// larger jump (a sender that restarted its numbering) is not a loss to repair.
+public struct RetransmissionRequests: Sendable {
+    public var retryInterval: UInt64
+    public var maximumAsks: Int
+    public var maximumMissing: Int
+
+    private var highest: Int64?
+    /// Missing sequence numbers: when last asked for, and how often.
+    private var missing: [Int64: (asked: UInt64, asks: Int)] = [:]
+    /// Sequence numbers asked for, repeats included.
+    public private(set) var requested = 0
+    /// Packets that arrived after being asked for.
+    public private(set) var recovered = 0
+
+    public init(retryInterval: UInt64 = 30_000_000, maximumAsks: Int = 10, maximumMissing: Int = 256) {
+        self.retryInterval = retryInterval
+        self.maximumAsks = maximumAsks
+        self.maximumMissing = maximumMissing
+    }
+
+    /// Sequence numbers missing now.
+    public var missingCount: Int { missing.count }
+
+    /// A packet arrived (its extended sequence number): returns the sequence numbers it shows missing, to ask
+    /// for now.
+    public mutating func arrived(_ sequence: Int64, now: UInt64) -> [Int64] {
+        if missing.removeValue(forKey: sequence) != nil {
+            recovered += 1
+            return []
+        }
+        guard let highest else {
+            self.highest = sequence
+            return []
+        }
+        guard sequence > highest else { return [] }
+        self.highest = sequence
+        let gap = sequence - highest - 1
+        guard gap > 0 else { return [] }
+        guard gap <= Int64(maximumMissing) else {
+            missing.removeAll()
+            return []
+        }
+        let skipped = Array(highest + 1..<sequence)
+        for lost in skipped { missing[lost] = (now, 1) }
+        if missing.count > maximumMissing {
+            for old in missing.keys.sorted().prefix(missing.count - maximumMissing) { missing[old] = nil }
+        }
+        requested += skipped.count
+        return skipped
+    }
+
+    /// The sequence numbers to ask for again now. Those before `oldestUseful` (the next packet due out of
+    /// the jitter buffer) can no longer be played and are forgotten; those asked for `maximumAsks` times are
+    /// not asked for again (but still counted as recovered if they come).
+    public mutating func due(now: UInt64, oldestUseful: Int64?) -> [Int64] {
+        var again: [Int64] = []
+        for (sequence, state) in missing {
+            if let oldestUseful, sequence < oldestUseful {
+                missing[sequence] = nil
+            } else if state.asks < maximumAsks, now >= state.asked + retryInterval {
+                missing[sequence] = (now, state.asks + 1)
+                again.append(sequence)
+            }
+        }
+        requested += again.count
+        return again.sorted()
+    }
+
+    /// When `due` next has something to ask for again; nil when nothing is left to ask for.
+    public var nextRetry: UInt64? { missing.values.filter { $0.asks < maximumAsks }.map { $0.asked + retryInterval }.min() }
+
+    /// Starts over (a FLUSH: the numbering continues, but nothing before it is wanted).
+    public mutating func reset() {
+        highest = nil
+        missing.removeAll()
+    }
+}

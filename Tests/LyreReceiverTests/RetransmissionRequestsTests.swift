@@ -1,0 +1,63 @@
+import LyreReceiver
+import Testing
+
+/// Which packets a receiver asks for again, and when: sans I/O, on a given clock.
+struct RetransmissionRequestsTests {
+    @Test func aGapIsAskedForWhenTheNextPacketArrives() {
+        var requests = RetransmissionRequests(retryInterval: 30_000_000)
+        #expect(requests.arrived(100, now: 0).isEmpty)
+        #expect(requests.arrived(101, now: 20).isEmpty)
+        #expect(requests.arrived(104, now: 40) == [102, 103])
+        #expect(requests.missingCount == 2 && requests.requested == 2)
+        // Reordered: 103 turns up by itself; 102 comes back after the request.
+        #expect(requests.arrived(103, now: 41).isEmpty)
+        #expect(requests.recovered == 1 && requests.missingCount == 1)
+        #expect(requests.arrived(102, now: 45).isEmpty)
+        #expect(requests.recovered == 2 && requests.missingCount == 0)
+        #expect(requests.nextRetry == nil)
+    }
+
+    @Test func askedAgainEveryIntervalWhileItCanStillPlay() {
+        var requests = RetransmissionRequests(retryInterval: 30, maximumAsks: 3)
+        _ = requests.arrived(1, now: 0)
+        #expect(requests.arrived(3, now: 100) == [2])
+        #expect(requests.nextRetry == 130)
+        #expect(requests.due(now: 129, oldestUseful: nil).isEmpty)
+        #expect(requests.due(now: 130, oldestUseful: nil) == [2])
+        #expect(requests.due(now: 160, oldestUseful: 2) == [2])
+        // Three asks: no more, and no timer for it.
+        #expect(requests.due(now: 190, oldestUseful: 2).isEmpty)
+        #expect(requests.nextRetry == nil)
+        #expect(requests.requested == 3)
+        // Once the jitter buffer is past it, it is forgotten.
+        _ = requests.due(now: 200, oldestUseful: 3)
+        #expect(requests.missingCount == 0)
+    }
+
+    @Test func aPacketTooLateToPlayIsNotAskedForAgain() {
+        var requests = RetransmissionRequests(retryInterval: 30)
+        _ = requests.arrived(10, now: 0)
+        _ = requests.arrived(14, now: 10)
+        #expect(requests.due(now: 50, oldestUseful: 13) == [13])
+        #expect(requests.missingCount == 1)
+    }
+
+    /// A jump larger than anything worth repairing (a sender that started its numbering again) asks for nothing.
+    @Test func aHugeJumpIsNotALoss() {
+        var requests = RetransmissionRequests(maximumMissing: 64)
+        _ = requests.arrived(1000, now: 0)
+        #expect(requests.arrived(1065, now: 1).count == 64)
+        #expect(requests.arrived(5000, now: 2).isEmpty)
+        #expect(requests.missingCount == 0)
+        #expect(requests.arrived(5002, now: 3) == [5001])
+    }
+
+    @Test func resetForgetsEverything() {
+        var requests = RetransmissionRequests()
+        _ = requests.arrived(1, now: 0)
+        _ = requests.arrived(5, now: 0)
+        requests.reset()
+        #expect(requests.missingCount == 0)
+        #expect(requests.arrived(9, now: 1).isEmpty)
+    }
+}
