@@ -119,7 +119,7 @@ public struct Playout: ~Copyable {
 
     public mutating func flush(nextSequence: UInt16?) {
         buffer.flush(nextSequence: nextSequence)
-        requests.reset()
+        requests.reset(next: buffer.nextDue)
         staged.removeAll()
         cursor = nil
         audible = false

@@ -75,9 +75,10 @@ public struct RetransmissionRequests: Sendable {
     /// When `due` next has something to ask for again; nil when nothing is left to ask for.
     public var nextRetry: UInt64? { missing.values.filter { $0.asks < maximumAsks }.map { $0.asked + retryInterval }.min() }
 
-    /// Starts over (a FLUSH: the numbering continues, but nothing before it is wanted).
-    public mutating func reset() {
-        highest = nil
+    /// Starts over (a FLUSH: nothing before it is wanted). With `next`, the sequence number the sender said
+    /// comes next (RECORD's or FLUSH's RTP-Info), so that losing the very first packets is noticed too.
+    public mutating func reset(next: Int64? = nil) {
+        highest = next.map { $0 - 1 }
         missing.removeAll()
     }
 }

@@ -10,23 +10,10 @@ import NIOCore
 ///
 /// Sendable: state is behind `lock`. Runs on the link's event loop.
 final class Retransmitter: Sendable {
-    /// What a room's retransmission did, for `lyre group` and the logs.
-    struct Counters: Sendable, Equatable {
-        /// Sequence numbers asked for in NACKs taken.
-        var requested = 0
-        var resent = 0
-        /// Asked for, but no longer kept (or never sent).
-        var unavailable = 0
-        /// Refused: asked too often, or over the bandwidth cap.
-        var refused = 0
-        /// Datagrams dropped: from elsewhere, for another stream, or not RTCP.
-        var dropped = 0
-    }
-
     private struct State {
         var expected: SocketAddress?
         var budget: RetransmissionBudget
-        var counters = Counters()
+        var counters = RetransmissionReport(requested: 0, resent: 0, unavailable: 0, refused: 0, dropped: 0)
         var lookup: (@Sendable (UInt16) -> [UInt8]?)?
         var send: (@Sendable ([UInt8]) -> Void)?
     }
@@ -49,7 +36,7 @@ final class Retransmitter: Sendable {
         }
     }
 
-    var counters: Counters { lock.withLockedValue { $0.counters } }
+    var report: RetransmissionReport { lock.withLockedValue { $0.counters } }
 
     /// A datagram on the link's RTCP socket.
     func received(_ datagram: [UInt8], from source: SocketAddress, now: UInt64 = HostClock.now()) {

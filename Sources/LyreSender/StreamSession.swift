@@ -59,6 +59,20 @@ public struct RoomReport: Sendable {
     public var outputDelayMilliseconds: Int
     /// The receiver's own statistics (streaming.md §3 `stats`), nil when it did not answer.
     public var statistics: [String: String]?
+    /// This sender's answers to the room's retransmission requests; nil when the receiver does not ask.
+    public var retransmission: RetransmissionReport?
+}
+
+/// What a sender did with one room's retransmission requests (streaming.md §4.1).
+public struct RetransmissionReport: Sendable, Equatable, Codable {
+    /// Sequence numbers asked for, and resent.
+    public var requested: Int
+    public var resent: Int
+    /// Asked for but no longer kept; refused for asking too often or over the bandwidth cap.
+    public var unavailable: Int
+    public var refused: Int
+    /// Datagrams on the RTCP port dropped: from another address, for another stream, or not RTCP.
+    public var dropped: Int
 }
 
 /// A playback to one or more receivers in sync: one **timeline** (queue, Opus encoder, pacer, anchor) and one
@@ -301,7 +315,8 @@ public final class StreamSession: @unchecked Sendable {
                 return RoomReport(
                     route: link.route, state: joining.contains(id) ? "joining" : running ? "playing" : "paused",
                     volume: Self.effective(levels[id] ?? 0), outputLatencyMilliseconds: outputLatencies[id] ?? 0,
-                    outputDelayMilliseconds: outputDelays[id] ?? 0, statistics: stats)
+                    outputDelayMilliseconds: outputDelays[id] ?? 0, statistics: stats,
+                    retransmission: link.retransmits ? link.retransmitter.report : nil)
             }
         }
     }

@@ -48,11 +48,12 @@ struct Group: ParsableCommand {
     static func table(_ json: String) -> String {
         guard let listing = try? JSONDecoder().decode(GroupListing.self, from: Data(json.utf8)) else { return json }
         func db(_ value: Double) -> String { value <= -144 ? "muted" : String(format: "%.1f dB", value) }
-        var rows = [["ROOM", "STATE", "CHANNELS", "VOLUME", "LATENCY", "DELAY", "RTT", "LOST", "ADDRESS"]]
+        var rows = [["ROOM", "STATE", "CHANNELS", "VOLUME", "LATENCY", "DELAY", "RTT", "LOST", "RESENT", "ADDRESS"]]
         for room in listing.rooms {
             let rtt = room.link?["rtt-us"].map { "\($0) us" } ?? "-"
             rows.append([room.name, room.state, room.channels, db(room.volume), String(format: "%.1f ms", room.outputLatencyMs),
-                         "\(room.outputDelayMs) ms", rtt, room.link?["lost"] ?? "-", room.address])
+                         "\(room.outputDelayMs) ms", rtt, room.link?["lost"] ?? "-", room.retransmission.map { "\($0.resent)" } ?? "-",
+                         room.address])
         }
         let widths = rows[0].indices.map { column in rows.map { $0[column].count }.max()! }
         let lines = rows.map { row in

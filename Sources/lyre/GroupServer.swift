@@ -101,8 +101,11 @@ struct GroupListing: Codable {
         var volume: Double
         var outputLatencyMs: Double
         var outputDelayMs: Int
-        /// The receiver's own figures: received, lost, late, concealed, clock offset and round trip.
+        /// The receiver's own figures: received, lost, late, concealed, asked again, recovered, clock offset
+        /// and round trip.
         var link: [String: String]?
+        /// What this sender did with the room's retransmission requests.
+        var retransmission: RetransmissionReport?
     }
 
     var volume: Double
@@ -113,7 +116,7 @@ struct GroupListing: Codable {
         self.rooms = rooms.map {
             Room(name: $0.route.name, id: $0.route.id, address: "\($0.route.host):\($0.route.port)", channels: $0.route.channels.rawValue,
                  state: $0.state, volume: $0.volume, outputLatencyMs: $0.outputLatencyMilliseconds, outputDelayMs: $0.outputDelayMilliseconds,
-                 link: $0.statistics)
+                 link: $0.statistics, retransmission: $0.retransmission)
         }
     }
 

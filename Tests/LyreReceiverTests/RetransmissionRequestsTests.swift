@@ -59,5 +59,8 @@ struct RetransmissionRequestsTests {
         requests.reset()
         #expect(requests.missingCount == 0)
         #expect(requests.arrived(9, now: 1).isEmpty)
+        // Told what comes next (RTP-Info), the loss of the first packets is noticed.
+        requests.reset(next: 20)
+        #expect(requests.arrived(22, now: 2) == [20, 21])
     }
 }

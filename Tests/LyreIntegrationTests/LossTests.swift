@@ -1,0 +1,114 @@
+import Foundation
+import Testing
+
+/// Loss recovery with real packet loss: nftables in the test network's own namespace drops RTP packets
+/// (original and resent alike) on their way to one receiver, which listens on 127.0.0.2 so that a rule can
+/// single it out; the kernel really drops them. What comes out of each room's WAV sink is measured.
+@Suite(.serialized)
+struct LossTests {
+    typealias Rooms = MultiRoomTests.Rooms
+
+    /// Drops RTP (version 2, payload type 96, no marker: second byte 0x60) to 127.0.0.2's media ports, picked
+    /// by `select` (an nft numgen expression).
+    static func dropRTP(_ network: TestNetwork, _ select: String) async throws {
+        let rules = try await network.shell("""
+            nft add table inet lyreloss && \
+            nft add chain inet lyreloss input '{ type filter hook input priority 0 ; }' && \
+            nft add rule inet lyreloss input ip daddr 127.0.0.2 udp dport 40000-60001 @th,72,8 0x60 \(select) counter drop
+            """)
+        #expect(rules.status == 0, "nft: \(rules.stderr)")
+    }
+
+    /// Packets the rule dropped.
+    static func dropped(_ network: TestNetwork) async throws -> Int {
+        let listing = try await network.run(["nft", "list", "table", "inet", "lyreloss"]).stdout
+        let match = listing.range(of: #"counter packets (\d+)"#, options: .regularExpression).map { String(listing[$0]) } ?? ""
+        return Int(match.split(separator: " ").last ?? "") ?? 0
+    }
+
+    /// A room's session statistics, from the line lyred logs when the session ends.
+    static func statistics(_ process: Spawned) -> [String: Int] {
+        let line = process.stderr.split(separator: "\n").last { $0.contains("stats: received=") } ?? ""
+        let text = line.range(of: "stats: ").map { line[$0.upperBound...] } ?? ""
+        return Dictionary(text.split(separator: " ").compactMap { pair in
+            let kv = pair.split(separator: "=", maxSplits: 1)
+            return kv.count == 2 ? Int(kv[1]).map { (String(kv[0]), $0) } : nil
+        }, uniquingKeysWith: { $1 })
+    }
+
+    /// 5 % random loss to one of two rooms at the default latency: every lost packet is asked for and
+    /// resent in time, so nothing is concealed and the lossy room's output is the clean room's; the clean
+    /// room asks for nothing and is not disturbed.
+    @Test func randomLossIsRecoveredAndTheOtherRoomIsUntouched() async throws {
+        let rooms = try await Rooms([("Clean", []), ("Lossy", ["--listen", "127.0.0.2"])])
+        defer { rooms.network.close() }
+        try await Self.dropRTP(rooms.network, "numgen random mod 100 lt 5")
+        let sweep = try await rooms.sweep(seconds: 8)
+        let play = try await rooms.network.run(["lyre", "play", sweep, "--host", "127.0.0.1:7730", "--host", "127.0.0.2:7731",
+                                                "--group-socket", "off"], timeout: 60)
+        #expect(play.status == 0, "lyre play: \(play.stderr)")
+        try await rooms.stop()
+        let dropped = try await Self.dropped(rooms.network)
+        let lossy = Self.statistics(rooms.lyred["Lossy"]!)
+        let clean = Self.statistics(rooms.lyred["Clean"]!)
+        #expect(dropped >= 5, "nft dropped \(dropped) packets")
+        #expect(lossy["lost"] == 0 && lossy["concealed"] == 0, "lossy room: \(lossy)")
+        #expect((lossy["recovered"] ?? 0) >= dropped * 8 / 10 && (lossy["nack"] ?? 0) >= dropped, "dropped \(dropped); \(lossy)")
+        #expect(clean["nack"] == 0 && clean["lost"] == 0 && clean["concealed"] == 0, "clean room: \(clean)")
+        // The lossy room's output against the clean room's: a concealed 20 ms frame would bring its 100 ms
+        // window under 10 dB.
+        let same = try await rooms.json(["compare", rooms.path("Clean", "wav"), rooms.path("Lossy", "wav")])
+        let snr = same["snr_db"] as? Double ?? 0
+        let worst = same["worst_window_snr_db"] as? Double ?? 0
+        #expect(snr > 40 && worst > 25 && same["gaps"] as? Int == 0, "lossy against clean: \(same)")
+        StreamingTests.expectSameAudio(try await rooms.compare(sweep, "Lossy"))
+    }
+
+    /// Bursts: 100 ms (5 packets) of consecutive loss in every second, at 1 s latency: all recovered.
+    @Test func burstsAreRecoveredAtOneSecondLatency() async throws {
+        let rooms = try await Rooms([("Lossy", ["--listen", "127.0.0.2"])])
+        defer { rooms.network.close() }
+        try await Self.dropRTP(rooms.network, "numgen inc mod 50 lt 5")
+        let sweep = try await rooms.sweep(seconds: 6)
+        let play = try await rooms.network.run(["lyre", "play", sweep, "--host", "127.0.0.2:7730", "--latency", "1000",
+                                                "--group-socket", "off"], timeout: 60)
+        #expect(play.status == 0, "lyre play: \(play.stderr)")
+        try await rooms.stop()
+        let dropped = try await Self.dropped(rooms.network)
+        let stats = Self.statistics(rooms.lyred["Lossy"]!)
+        #expect(dropped >= 25, "nft dropped \(dropped) packets")
+        #expect(stats["lost"] == 0 && stats["concealed"] == 0 && (stats["recovered"] ?? 0) >= 25, "dropped \(dropped); \(stats)")
+        StreamingTests.expectSameAudio(try await rooms.compare(sweep, "Lossy"))
+    }
+
+    /// Forged and malformed RTCP flooding the sender's RTCP port from another port: none of it is answered
+    /// (no packet is resent, the receiver gets nothing twice), the sender counts it, and the audio is intact.
+    @Test func aNACKFloodFromElsewhereIsDroppedAndCounted() async throws {
+        let rooms = try await Rooms([("Room", [])])
+        defer { rooms.network.close() }
+        let sweep = try await rooms.sweep(seconds: 6)
+        let play = try rooms.network.spawn(["lyre", "play", sweep, "--to", "Room", "--group-socket", rooms.groupSocket])
+        #expect(await eventually { rooms.lyred["Room"]!.stderr.contains("now playing:") }, "\(rooms.lyred["Room"]!.stderr)")
+        // The sender's RTCP port: of its UDP sockets, the one after an even port it also has (RTP).
+        let sockets = try await rooms.network.run(["ss", "-Hunap"]).stdout
+        let ports = Set(sockets.split(separator: "\n").filter { $0.contains("\"lyre\"") }.compactMap { line -> Int? in
+            line.split(separator: " ").dropFirst(3).first?.split(separator: ":").last.flatMap { Int($0) }
+        })
+        let rtcp = try #require(ports.first { $0 % 2 == 1 && ports.contains($0 - 1) }, "no RTP/RTCP pair among lyre's sockets: \(sockets)")
+        let flood = try await rooms.network.run(["python3", TestNetwork.tools + "/peers/nack-flood.py", "127.0.0.1", String(rtcp),
+                                                 "--count", "4000"])
+        #expect(flood.status == 0, "nack-flood: \(flood.stderr)")
+        let list = try await rooms.network.run(["lyre", "group", "--json", "--socket", rooms.groupSocket])
+        let listing = try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [String: Any]
+        let room = (listing?["rooms"] as? [[String: Any]])?.first
+        let retransmission = room?["retransmission"] as? [String: Int] ?? [:]
+        #expect((retransmission["dropped"] ?? 0) >= 1000 && retransmission["resent"] == 0 && retransmission["requested"] == 0,
+                "sender's retransmission figures: \(list.stdout) \(list.stderr)")
+        try await play.waitForExit(timeout: 30)
+        #expect(play.status == 0, "lyre play: \(play.stderr)")
+        try await rooms.stop()
+        let stats = Self.statistics(rooms.lyred["Room"]!)
+        #expect(stats["lost"] == 0 && stats["nack"] == 0 && stats["recovered"] == 0, "\(stats)")
+        StreamingTests.expectSameAudio(try await rooms.compare(sweep, "Room"))
+    }
+}
