@@ -139,8 +139,9 @@ struct StreamingTests {
     /// and 1.4 and 2.3 dB below at 128 and 256, where the receiver's own timing (not yet explained) seems to
     /// set the ceiling near 43 dB. So this holds it within 4 dB, which still catches what issue 10 found
     /// (with in-band FEC and an expected loss libopus chose its speech modes: 11 dB where the reference
-    /// gives 40), and the 1 dB goal stays open.
-    @Test(arguments: [32, 64, 128, 256])
+    /// gives 40), and the 1 dB goal stays open. The bitrates run one after another: four receivers at once
+    /// on two cores made the output's timing, not the encode, set the figure (a 17 dB window in one run).
+    @Test(.serialized, arguments: [32, 64, 128, 256])
     func encodeIsAsGoodAsFFmpegsLibopus(kbps: Int) async throws {
         guard TestNetwork.which("ffmpeg") != nil else { throw TestNetworkError("ffmpeg is missing: run Tools/test, which installs it") }
         let rig = try await Rig()
