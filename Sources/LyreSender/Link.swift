@@ -80,12 +80,9 @@ final class Link: Sendable {
         let retransmitter = Retransmitter(ssrc: ssrc, bitrate: configuration.bitrate)
         self.retransmitter = retransmitter
         do {
+            // Nothing is expected on the RTP socket; what comes is left to the pipeline's end, which drops it.
             (rtp, rtcp) = try MediaPorts.bindPair(host: local, eventLoop: client.channel.eventLoop) { channel, rtcp in
-                if rtcp {
-                    try channel.pipeline.syncOperations.addHandler(RTCPInput(retransmitter))
-                } else {
-                    try channel.pipeline.syncOperations.addHandler(DiscardingHandler<AddressedEnvelope<ByteBuffer>>())
-                }
+                if rtcp { try channel.pipeline.syncOperations.addHandler(RTCPInput(retransmitter)) }
             }.wait()
         } catch {
             client.close()
@@ -174,10 +171,4 @@ final class Link: Sendable {
         rtp.close(promise: nil)
         rtcp.close(promise: nil)
     }
-}
-
-/// Reads and drops what arrives (the RTP socket: nothing is expected there).
-private final class DiscardingHandler<T>: ChannelInboundHandler {
-    typealias InboundIn = T
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {}
 }

@@ -134,7 +134,7 @@ public final class StreamSession: @unchecked Sendable {
     /// Recently sent frames, by index since the anchor, to take back on pause.
     private var history: [(index: UInt64, pcm: ArraySlice<Float>)] = []
     /// The same frames as sent (RTP packets), for a room that joins: it gets those not yet due at once.
-    private var sentPackets: [(index: UInt64, bytes: [UInt8])] = []
+    private var sentPackets: [(index: UInt64, sequence: UInt16, bytes: [UInt8])] = []
     private var routeChangeHandlers: [@Sendable (OutputRouteChangeReason) -> Void] = []
     private var roomHandlers: [@Sendable (RoomChange) -> Void] = []
     private var routeChangeSent = false
@@ -213,12 +213,10 @@ public final class StreamSession: @unchecked Sendable {
     private func keptPacket(_ sequence: UInt16) -> [UInt8]? {
         lock.withLock {
             // Sent packets have consecutive sequence numbers: the one wanted is found by its distance.
-            guard let first = sentPackets.first, first.bytes.count >= 4 else { return nil }
-            let firstSequence = UInt16(first.bytes[2]) << 8 | UInt16(first.bytes[3])
-            let distance = Int(sequence &- firstSequence)
-            guard distance < sentPackets.count else { return nil }
-            let packet = sentPackets[distance].bytes
-            return packet[2] == UInt8(sequence >> 8) && packet[3] == UInt8(sequence & 0xFF) ? packet : nil
+            guard let first = sentPackets.first else { return nil }
+            let distance = Int(sequence &- first.sequence)
+            guard distance < sentPackets.count, sentPackets[distance].sequence == sequence else { return nil }
+            return sentPackets[distance].bytes
         }
     }
 
@@ -734,7 +732,7 @@ public final class StreamSession: @unchecked Sendable {
             // among the packets `add` sends it or from here.
             lock.withLock {
                 guard running, frame.index < framesSinceAnchor else { return }  // paused meanwhile: taken back
-                sentPackets.append((frame.index, bytes))
+                sentPackets.append((frame.index, frame.seq, bytes))
                 if sentPackets.count > history.count { sentPackets.removeFirst(sentPackets.count - history.count) }
                 for link in links { link.send(bytes) }
             }

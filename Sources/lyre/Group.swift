@@ -31,10 +31,7 @@ struct Group: ParsableCommand {
 
     func run() throws {
         let request = words.isEmpty ? "list" : words.joined(separator: " ")
-        let answer: String
-        do {
-            answer = try Remote.exchange(request, path: socket ?? GroupSocketPath.default, peer: "lyre play")
-        }
+        let answer = try Remote.exchange(request, path: socket ?? GroupSocketPath.default, peer: "lyre play")
         if answer == "ok" { return }
         guard answer.hasPrefix("ok ") else {
             throw CommandFailure(answer.hasPrefix("error ") ? String(answer.dropFirst(6)) : "unexpected answer from lyre play: \(answer)")
