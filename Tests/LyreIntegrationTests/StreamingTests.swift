@@ -132,35 +132,39 @@ struct StreamingTests {
         Self.expectSameAudio(try await Self.compare(rig.network, reference: sweep, output: rig.output))
     }
 
-    /// Lyre's Opus encode holds up against a reference nobody here wrote: the same full-band sweep through
-    /// ffmpeg's libopus at the same bitrate (encoded to Ogg, decoded by ffmpeg), each measured against the
-    /// input. Issue 10 asks for Lyre's output within 1 dB of the reference's SNR; measured end to end (through
-    /// the network and the receiver's drift correction) it is above the reference at 32 kbit/s, level at 64,
-    /// and 1.4 and 2.3 dB below at 128 and 256, where the receiver's own timing (not yet explained) seems to
-    /// set the ceiling near 43 dB. So this holds it within 4 dB, which still catches what issue 10 found
-    /// (with in-band FEC and an expected loss libopus chose its speech modes: 11 dB where the reference
-    /// gives 40), and the 1 dB goal stays open. The bitrates run one after another: four receivers at once
-    /// on two cores made the output's timing, not the encode, set the figure (a 17 dB window in one run).
+    /// Lyre's Opus encode against a reference nobody here wrote: the same full-band sweep through ffmpeg's
+    /// libopus at the same bitrate (encoded to Ogg, decoded by ffmpeg), each measured against the input.
+    /// Lyre's stream is decoded by ffmpeg too, straight from its RTP (Tools/peers/rtsp-sink.py), so the two
+    /// differ only in the encode, and issue 10's goal holds: within 1 dB at every bitrate (measured +3.9,
+    /// −0.1, 0.0 and 0.0 dB at 32, 64, 128 and 256 kbit/s). Measured end to end through lyred instead, the
+    /// receiver's clock tracking (µs of phase are dB at 20 kHz) set the figure, 1–2 dB lower and 6 dB in a
+    /// busy run; what the receiver does to the audio is checked against the input by the other tests. The
+    /// bitrates run one after another.
     @Test(.serialized, arguments: [32, 64, 128, 256])
     func encodeIsAsGoodAsFFmpegsLibopus(kbps: Int) async throws {
         guard TestNetwork.which("ffmpeg") != nil else { throw TestNetworkError("ffmpeg is missing: run Tools/test, which installs it") }
-        let rig = try await Rig()
-        defer { rig.network.close() }
-        let sweep = try await Self.sweep(rig.network, rate: 48000, seconds: 4)
-        let opus = rig.network.scratch.appendingPathComponent("reference.opus").path
-        let decoded = rig.network.scratch.appendingPathComponent("reference.wav").path
-        let encode = try await rig.network.run(["ffmpeg", "-loglevel", "error", "-y", "-i", sweep, "-c:a", "libopus",
-                                                "-b:a", "\(kbps)k", opus])
+        let network = try TestNetwork(avahi: false)
+        defer { network.close() }
+        let sweep = try await Self.sweep(network, rate: 48000, seconds: 4)
+        let opus = network.scratch.appendingPathComponent("reference.opus").path
+        let decoded = network.scratch.appendingPathComponent("reference.wav").path
+        let encode = try await network.run(["ffmpeg", "-loglevel", "error", "-y", "-i", sweep, "-c:a", "libopus",
+                                            "-b:a", "\(kbps)k", opus])
         #expect(encode.status == 0, "ffmpeg: \(encode.stderr)")
-        let decode = try await rig.network.run(["ffmpeg", "-loglevel", "error", "-y", "-i", opus, "-ar", "48000", decoded])
+        let decode = try await network.run(["ffmpeg", "-loglevel", "error", "-y", "-i", opus, "-ar", "48000", decoded])
         #expect(decode.status == 0, "ffmpeg: \(decode.stderr)")
-        let play = try await rig.network.run(["lyre", "play", sweep, "--host", "127.0.0.1:\(rig.port)", "--bitrate", String(kbps)])
+        let out = network.scratch.appendingPathComponent("lyre.wav").path
+        let sink = try network.spawn(["python3", TestNetwork.tools + "/peers/rtsp-sink.py", "7750", out], name: "rtsp-sink")
+        #expect(await eventually { sink.stdout.contains("listening") }, "rtsp-sink: \(sink.stderr)")
+        let play = try await network.run(["lyre", "play", sweep, "--host", "127.0.0.1:7750", "--bitrate", String(kbps)])
         #expect(play.status == 0, "lyre play: \(play.stderr)")
-        try await rig.stop()
-        let reference = try await Self.compare(rig.network, reference: sweep, output: decoded)
-        let lyre = try await Self.compare(rig.network, reference: sweep, output: rig.output)
+        try await sink.waitForExit(timeout: 20)
+        #expect(sink.jsonLines.last?["ffmpeg_status"] as? Int == 0, "ffmpeg: \(sink.stdout) \(sink.stderr)")
+        let reference = try await Self.compare(network, reference: sweep, output: decoded)
+        let lyre = try await Self.compare(network, reference: sweep, output: out)
         let (mine, theirs) = (lyre["snr_db"] as? Double ?? -100, reference["snr_db"] as? Double ?? 100)
-        #expect(mine >= theirs - 4 && lyre["gaps"] as? Int == 0, "\(kbps) kbit/s: Lyre \(mine) dB, ffmpeg's libopus \(theirs) dB: \(lyre)")
+        print("encode at \(kbps) kbit/s: Lyre \(mine) dB, ffmpeg's libopus \(theirs) dB")
+        #expect(mine >= theirs - 1 && lyre["gaps"] as? Int == 0, "\(kbps) kbit/s: Lyre \(mine) dB, ffmpeg's libopus \(theirs) dB: \(lyre)")
     }
 
     /// What `lyre play` sends is standard RTP: ffmpeg decodes it from the SDP the sender announced, given
