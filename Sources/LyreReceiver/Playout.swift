@@ -67,6 +67,7 @@ public struct Playout: ~Copyable {
 
     private var buffer = JitterBuffer()
     private var requests = RetransmissionRequests()
+    private var reception = ReceptionStatistics()
     private let decoder: OpusDecoder?
     private var anchor: (rtp: UInt32, senderClock: UInt64)?
     private var recording = false
@@ -120,6 +121,7 @@ public struct Playout: ~Copyable {
     public mutating func flush(nextSequence: UInt16?) {
         buffer.flush(nextSequence: nextSequence)
         requests.reset(next: buffer.nextDue)
+        reception.restart(next: buffer.nextDue)
         staged.removeAll()
         cursor = nil
         audible = false
@@ -148,6 +150,7 @@ public struct Playout: ~Copyable {
         statistics.received += 1
         if !timed, recording, anchor == nil { anchor = (packet.timestamp, arrival) }
         let sequence = buffer.extend(packet.sequenceNumber)
+        reception.arrived(sequence: sequence, timestamp: packet.timestamp, arrival: arrival)
         switch buffer.insert(packet) {
         case .accepted:
             let missing = requests.arrived(sequence, now: arrival)
@@ -165,6 +168,22 @@ public struct Playout: ~Copyable {
         let again = requests.due(now: now, oldestUseful: buffer.nextDue)
         countRequests()
         return again.map { UInt16(truncatingIfNeeded: $0) }
+    }
+
+    /// A sender report arrived at local time `arrival` (streaming.md §4.2).
+    public mutating func senderReport(_ report: RTCPSenderReport, arrival: UInt64) {
+        reception.senderReport(ntpTime: report.ntpTime, arrival: arrival)
+    }
+
+    /// The receiver report and Lyre's reception report for the stream `mediaSSRC`, as one compound RTCP
+    /// datagram from `receiverSSRC` at local time `now` (streaming.md §4.2).
+    public mutating func receptionReport(receiverSSRC: UInt32, mediaSSRC: UInt32, now: UInt64) -> [UInt8] {
+        let block = reception.block(ssrc: mediaSSRC, now: now)
+        let lyre = LyreReceptionReport(
+            ssrc: receiverSSRC, mediaSSRC: mediaSSRC, missed: UInt32(clamping: requests.missed),
+            recoveredByRetransmission: UInt32(clamping: statistics.recovered), recoveredByFEC: UInt32(clamping: statistics.recoveredByFEC),
+            lost: UInt32(clamping: statistics.lost), concealedFrames: UInt32(clamping: statistics.concealed))
+        return RTCPPacket.compound([RTCPReceiverReport(ssrc: receiverSSRC, blocks: [block]).serialized(), lyre.serialized()])
     }
 
     /// When `retransmissionsDue` next has something to ask for again.

@@ -50,8 +50,10 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     private var timingPort: UInt16?
     private var interleaved: (rtp: UInt8, rtcp: UInt8)?
     private var lockedSSRC: UInt32?
-    /// Where retransmission requests go (the sender's RTCP port), when the sender takes them (§4.1).
-    private var nackTarget: SocketAddress?
+    /// Where RTCP feedback goes (the sender's RTCP port), and which kinds the sender takes: NACKs (§4.1)
+    /// and reception reports (§4.2).
+    private var feedbackTarget: SocketAddress?
+    private var feedback: Set<FeedbackHeader.Kind> = []
     private var nackTimer: Scheduled<Void>?
     /// This end's SSRC in the RTCP it sends.
     private let receiverSSRC = UInt32.random(in: 1...UInt32.max)
@@ -242,10 +244,12 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             reply = context.eventLoop.makeSucceededFuture(TransportSpec(lower: .tcp(channels: channels), ssrc: transport.ssrc))
         case .udp:
             let local = context.localAddress?.ipAddress ?? "127.0.0.1"
-            // A sender that keeps what it sent asks for NACKs and names its RTCP port (the second client port).
-            if RetransmitHeader.offersNACK(request.headers[RetransmitHeader.name]), case .udp(let client?, _) = transport.lower
+            // A sender that takes RTCP feedback (NACKs, reports) names its RTCP port: the second client port.
+            let kinds = FeedbackHeader.kinds(request.headers[FeedbackHeader.name])
+            if !kinds.isEmpty, case .udp(let client?, _) = transport.lower,
+                let target = try? SocketAddress(ipAddress: peerIP, port: Int(client.1))
             {
-                nackTarget = try? SocketAddress(ipAddress: peerIP, port: Int(client.1))
+                (feedbackTarget, feedback) = (target, kinds)
             }
             reply = MediaPorts.bindPair(host: local, eventLoop: context.eventLoop) { channel, rtcp in
                 try channel.pipeline.syncOperations.addHandler(MediaHandler(owner: bound, rtcp: rtcp))
@@ -281,7 +285,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
                 me.registry.output.play(controller)
                 me.startTimer()
                 var headers = [("Transport", spec.serialized), ("Session", session)]
-                if me.nackTarget != nil { headers.append((RetransmitHeader.name, RetransmitHeader.nack)) }
+                if !me.feedback.isEmpty { headers.append((FeedbackHeader.name, FeedbackHeader.value(me.feedback))) }
                 me.send(.response(200, cseq: cseq, headers: headers))
             case .failure(let error):
                 me.logger.error("SETUP failed: \(error)")
@@ -551,14 +555,25 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
 
     /// Asks the sender for packets again with an RTCP generic NACK (streaming.md §4.1), when it takes them.
     private func askAgain(_ sequences: [UInt16]) {
-        guard !sequences.isEmpty, let nackTarget, mediaChannels.count == 2, let lockedSSRC else { return }
-        let nack = RTCPGenericNACK(senderSSRC: receiverSSRC, mediaSSRC: lockedSSRC, sequences: sequences)
-        mediaChannels[1].writeAndFlush(AddressedEnvelope(remoteAddress: nackTarget, data: ByteBuffer(bytes: nack.serialized())), promise: nil)
+        guard !sequences.isEmpty, feedback.contains(.nack), let lockedSSRC else { return }
+        sendFeedback(RTCPGenericNACK(senderSSRC: receiverSSRC, mediaSSRC: lockedSSRC, sequences: sequences).serialized())
+    }
+
+    /// Sends the receiver report and Lyre's reception report (streaming.md §4.2), when the sender takes them.
+    private func report() {
+        guard feedback.contains(.report), let lockedSSRC, let controller else { return }
+        sendFeedback(controller.withPlayout { $0.receptionReport(receiverSSRC: receiverSSRC, mediaSSRC: lockedSSRC, now: HostClock.now()) })
+    }
+
+    /// RTCP from the session's RTCP port to the sender's.
+    private func sendFeedback(_ bytes: [UInt8]) {
+        guard let feedbackTarget, mediaChannels.count == 2 else { return }
+        mediaChannels[1].writeAndFlush(AddressedEnvelope(remoteAddress: feedbackTarget, data: ByteBuffer(bytes: bytes)), promise: nil)
     }
 
     /// One timer, for the next time a missing packet is to be asked for again.
     private func armRetransmissionTimer() {
-        guard nackTarget != nil, nackTimer == nil, let context, let next = controller?.withPlayout({ $0.nextRetransmission }) else { return }
+        guard feedback.contains(.nack), nackTimer == nil, let context, let next = controller?.withPlayout({ $0.nextRetransmission }) else { return }
         let now = HostClock.now()
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
         nackTimer = context.eventLoop.scheduleTask(in: .nanoseconds(Int64(next > now ? next - now : 0))) {
@@ -576,8 +591,21 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             dropMedia(.foreign)
             return
         }
-        guard !rtcp else { return }
         var buffer = envelope.data
+        guard !rtcp else {
+            // The sender's reports (§4.2) from its RTCP port; other RTCP is accepted and ignored (§4).
+            guard envelope.remoteAddress == feedbackTarget, let controller else { return }
+            guard buffer.readableBytes <= RTPPacket.maximumSize, let packets = try? RTCPPacket.all(in: buffer.readBytes(length: buffer.readableBytes) ?? [])
+            else {
+                dropMedia(.malformed)
+                return
+            }
+            let now = HostClock.now()
+            for case .senderReport(let report) in packets where report.ssrc == lockedSSRC {
+                controller.withPlayout { $0.senderReport(report, arrival: now) }
+            }
+            return
+        }
         guard buffer.readableBytes <= RTPPacket.maximumSize else {
             dropMedia(.malformed)
             return
@@ -587,7 +615,8 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
 
     // MARK: idle timeout
 
-    /// Checks once a second that the sender is still there (the timing exchange has its own thread).
+    /// Once a second: checks that the sender is still there (the timing exchange has its own thread), and
+    /// sends the reception report when the sender takes it (§4.2).
     private func startTimer() {
         guard timer == nil, let context else { return }
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
@@ -601,6 +630,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
                     me.end(.timeout)
                     return
                 }
+                me.report()
                 schedule(after: .seconds(1))
             }
         }
@@ -614,7 +644,8 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         timer = nil
         nackTimer?.cancel()
         nackTimer = nil
-        nackTarget = nil
+        feedbackTarget = nil
+        feedback = []
         for channel in mediaChannels { channel.close(promise: nil) }
         mediaChannels = []
         timing?.close()

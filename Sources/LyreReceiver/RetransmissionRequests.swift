@@ -17,6 +17,8 @@ public struct RetransmissionRequests: Sendable {
     public private(set) var requested = 0
     /// Packets that arrived after being asked for.
     public private(set) var recovered = 0
+    /// Sequence numbers noticed missing (each once): what the network lost on the first try.
+    public private(set) var missed = 0
 
     public init(retryInterval: UInt64 = 30_000_000, maximumAsks: Int = 10, maximumMissing: Int = 256) {
         self.retryInterval = retryInterval
@@ -52,6 +54,7 @@ public struct RetransmissionRequests: Sendable {
             for old in missing.keys.sorted().prefix(missing.count - maximumMissing) { missing[old] = nil }
         }
         requested += skipped.count
+        missed += skipped.count
         return skipped
     }
 

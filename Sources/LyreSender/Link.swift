@@ -1,3 +1,4 @@
+import LyreClock
 import LyreRTSP
 import LyreWire
 import NIOConcurrencyHelpers
@@ -47,10 +48,12 @@ final class Link: Sendable {
     private let rtcp: Channel
     /// The receiver's RTP port.
     private let destination: SocketAddress
-    /// Answers the receiver's NACKs when it asks for retransmissions (streaming.md §4.1).
-    let retransmitter: Retransmitter
-    /// True when the receiver said it will ask (`Lyre-Retransmit` in SETUP's answer).
-    let retransmits: Bool
+    /// Takes the receiver's RTCP feedback: answers its NACKs (streaming.md §4.1) and reads its reports (§4.2).
+    let feedback: LinkFeedback
+    /// The feedback the receiver said it will send (`Lyre-Feedback` in SETUP's answer).
+    let feedbackKinds: Set<FeedbackHeader.Kind>
+    /// Sends a sender report a second, while the receiver reports.
+    private let reportTask: RepeatedTask?
 
     /// Connects and sets the stream up: OPTIONS, ANNOUNCE (with the room's channel map), SETUP, and a
     /// GET_PARAMETER for the receiver's volume. `kept` finds a packet the timeline sent, by sequence number,
@@ -58,7 +61,7 @@ final class Link: Sendable {
     /// notices, remote commands); `onClose` is called once when the connection drops. Both run on the
     /// connection's event queue, in order.
     init(route: OutputRoute, configuration: StreamConfiguration, ssrc: UInt32,
-         kept: @escaping @Sendable (UInt16) -> [UInt8]?,
+         kept: @escaping @Sendable (UInt16) -> [UInt8]?, rtpTime: @escaping @Sendable (UInt64) -> UInt32,
          onRequest: @escaping @Sendable (Link, RTSPMessage, @escaping RTSPClient.Reply) -> Void,
          onClose: @escaping @Sendable (Link) -> Void) throws {
         self.route = route
@@ -77,12 +80,12 @@ final class Link: Sendable {
             client.close()
             throw error
         }
-        let retransmitter = Retransmitter(ssrc: ssrc, bitrate: configuration.bitrate)
-        self.retransmitter = retransmitter
+        let feedback = LinkFeedback(ssrc: ssrc, bitrate: configuration.bitrate)
+        self.feedback = feedback
         do {
             // Nothing is expected on the RTP socket; what comes is left to the pipeline's end, which drops it.
             (rtp, rtcp) = try MediaPorts.bindPair(host: local, eventLoop: client.channel.eventLoop) { channel, rtcp in
-                if rtcp { try channel.pipeline.syncOperations.addHandler(RTCPInput(retransmitter)) }
+                if rtcp { try channel.pipeline.syncOperations.addHandler(RTCPInput(feedback)) }
             }.wait()
         } catch {
             client.close()
@@ -105,7 +108,7 @@ final class Link: Sendable {
             let reply = try Self.check(
                 client.request("SETUP", uri: "rtsp://\(route.host):\(route.port)/streamid=0",
                                headers: [("Transport", transport.serialized), ("Lyre-Timing-Port", String(timing.port)),
-                                         (RetransmitHeader.name, RetransmitHeader.nack)]),
+                                         (FeedbackHeader.name, FeedbackHeader.value(Set(FeedbackHeader.Kind.allCases)))]),
                 "SETUP")
             guard let session = reply.headers["Session"]?.split(separator: ";").first.map(String.init),
                 let answer = reply.headers["Transport"].flatMap(TransportSpec.init(parsing:)),
@@ -114,12 +117,23 @@ final class Link: Sendable {
             sessionID = session
             let destination = try SocketAddress(ipAddress: peer, port: Int(server.0))
             self.destination = destination
-            retransmits = RetransmitHeader.offersNACK(reply.headers[RetransmitHeader.name])
-            if retransmits {
+            feedbackKinds = FeedbackHeader.kinds(reply.headers[FeedbackHeader.name])
+            let receiverRTCP = try SocketAddress(ipAddress: peer, port: Int(server.1))
+            if !feedbackKinds.isEmpty {
                 let rtp = rtp
-                retransmitter.start(receiver: try SocketAddress(ipAddress: peer, port: Int(server.1)), lookup: kept) { packet in
+                feedback.start(receiver: receiverRTCP, lookup: kept) { packet in
                     rtp.writeAndFlush(AddressedEnvelope(remoteAddress: destination, data: ByteBuffer(bytes: packet)), promise: nil)
                 }
+            }
+            if feedbackKinds.contains(.report) {
+                let rtcp = rtcp
+                reportTask = rtcp.eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(500), delay: .seconds(1)) { _ in
+                    let now = HostClock.now()
+                    let report = feedback.senderReport(now: now, rtpTime: rtpTime(now))
+                    rtcp.writeAndFlush(AddressedEnvelope(remoteAddress: receiverRTCP, data: ByteBuffer(bytes: report)), promise: nil)
+                }
+            } else {
+                reportTask = nil
             }
             // The sender owns the volume (as in AirPlay): start from what the receiver has now.
             let volumeReply = try client.request("GET_PARAMETER", headers: [("Session", session), ("Content-Type", "text/parameters")],
@@ -160,12 +174,14 @@ final class Link: Sendable {
 
     /// Sends one RTP packet (from the pacing thread).
     func send(_ packet: [UInt8]) {
+        feedback.sent(payloadBytes: max(0, packet.count - 12))
         rtp.writeAndFlush(AddressedEnvelope(remoteAddress: destination, data: ByteBuffer(bytes: packet)), promise: nil)
     }
 
     /// Ends the link: TEARDOWN first when `teardown` and the connection is still up, then closes everything.
     func close(teardown: Bool) {
         if teardown, !client.isClosed { _ = try? client.request("TEARDOWN", headers: [("Session", sessionID)], timeout: 1) }
+        reportTask?.cancel()
         client.close()
         timing.close()
         rtp.close(promise: nil)

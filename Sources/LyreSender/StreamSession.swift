@@ -61,6 +61,9 @@ public struct RoomReport: Sendable {
     public var statistics: [String: String]?
     /// This sender's answers to the room's retransmission requests; nil when the receiver does not ask.
     public var retransmission: RetransmissionReport?
+    /// The room's link as its receiver reports it (streaming.md §4.2); nil before its first report, or when
+    /// it does not report.
+    public var quality: LinkQuality?
 }
 
 /// What a sender did with one room's retransmission requests (streaming.md §4.1).
@@ -202,10 +205,19 @@ public final class StreamSession: @unchecked Sendable {
         try Link(
             route: route, configuration: configuration, ssrc: ssrc,
             kept: { [weak self] sequence in self?.keptPacket(sequence) },
+            rtpTime: { [weak self] now in self?.rtpTime(at: now) ?? 0 },
             onRequest: { [weak self] link, request, reply in
                 if let self { self.receiverRequest(request, from: link, reply: reply) } else { reply(503, []) }
             },
             onClose: { [weak self] link in self?.linkLost(link, reason: .oldDeviceUnavailable) })
+    }
+
+    /// The stream's RTP timestamp for sender-clock time `now` on the current anchor (for sender reports).
+    private func rtpTime(at now: UInt64) -> UInt32 {
+        lock.withLock {
+            let since = Int64(bitPattern: now &- anchorClock &- latency) * 48 / 1_000_000
+            return anchorRTP &+ UInt32(truncatingIfNeeded: since)
+        }
     }
 
     /// The packet with RTP sequence number `sequence` among those sent and kept (the latency and the lead
@@ -295,6 +307,11 @@ public final class StreamSession: @unchecked Sendable {
         notifyRoom(RoomChange(route: link.route, kind: .left(nil), remaining: lock.withLock { links.count }))
     }
 
+    /// Each room's link quality from its receiver's last report, without asking (for a status line).
+    public var linkQualities: [(route: OutputRoute, quality: LinkQuality)] {
+        lock.withLock { links.compactMap { link in link.feedback.quality.map { (link.route, $0) } } }
+    }
+
     /// Each room's state, volume, latencies and the receiver's link statistics (asked now, at once).
     public func rooms() -> [RoomReport] {
         let current = lock.withLock { links }
@@ -314,7 +331,8 @@ public final class StreamSession: @unchecked Sendable {
                     route: link.route, state: joining.contains(id) ? "joining" : running ? "playing" : "paused",
                     volume: Self.effective(levels[id] ?? 0), outputLatencyMilliseconds: outputLatencies[id] ?? 0,
                     outputDelayMilliseconds: outputDelays[id] ?? 0, statistics: stats,
-                    retransmission: link.retransmits ? link.retransmitter.report : nil)
+                    retransmission: link.feedbackKinds.contains(.nack) ? link.feedback.report : nil,
+                    quality: link.feedback.quality)
             }
         }
     }

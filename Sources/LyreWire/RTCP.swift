@@ -55,7 +55,34 @@ public struct RTCPGenericNACK: Sendable, Equatable {
     /// Every generic NACK in a compound RTCP datagram; other RTCP packets in it are skipped. Throws when the
     /// datagram is not well-formed RTCP (RFC 3550 §6.4: version 2, lengths that add up).
     public static func all(in datagram: [UInt8]) throws(RTCPParseError) -> [RTCPGenericNACK] {
-        var found: [RTCPGenericNACK] = []
+        try RTCPPacket.all(in: datagram).compactMap { if case .nack(let nack) = $0 { nack } else { nil } }
+    }
+
+    init(parsing packet: ArraySlice<UInt8>) throws(RTCPParseError) {
+        let at = packet.startIndex
+        guard packet.count >= 12 else { throw .truncated }
+        var sequences: [UInt16] = []
+        for pair in stride(from: at + 12, to: packet.endIndex, by: 4) {
+            let (pid, blp) = (packet.readUInt16(at: pair), packet.readUInt16(at: pair + 2))
+            sequences.append(pid)
+            for bit in 0..<16 where blp & (1 << bit) != 0 { sequences.append(pid &+ UInt16(bit + 1)) }
+        }
+        self.init(senderSSRC: packet.readUInt32(at: at + 4), mediaSSRC: packet.readUInt32(at: at + 8), sequences: sequences)
+    }
+}
+
+/// One RTCP packet of a compound datagram (RFC 3550 §6): the kinds Lyre reads, and the rest by type.
+public enum RTCPPacket: Sendable, Equatable {
+    case senderReport(RTCPSenderReport)
+    case receiverReport(RTCPReceiverReport)
+    case nack(RTCPGenericNACK)
+    case lyreReception(LyreReceptionReport)
+    case other(payloadType: UInt8)
+
+    /// The packets of a compound RTCP datagram. Throws when the datagram is not well-formed RTCP (RFC 3550
+    /// §6.4: version 2, lengths that add up) or a packet Lyre reads is too short for what it says it holds.
+    public static func all(in datagram: [UInt8]) throws(RTCPParseError) -> [RTCPPacket] {
+        var found: [RTCPPacket] = []
         var offset = 0
         guard !datagram.isEmpty else { throw .truncated }
         while offset < datagram.count {
@@ -63,24 +90,214 @@ public struct RTCPGenericNACK: Sendable, Equatable {
             guard datagram[offset] >> 6 == 2 else { throw .badVersion }
             let length = (Int(datagram[offset + 2]) << 8 | Int(datagram[offset + 3]) + 1) * 4
             guard datagram.count - offset >= length else { throw .truncated }
-            let format = datagram[offset] & 0x1F
-            if datagram[offset + 1] == payloadType, format == Self.format {
-                guard length >= 12 else { throw .truncated }
-                var sequences: [UInt16] = []
-                var at = offset + 12
-                while at < offset + length {
-                    let (pid, blp) = (datagram.readUInt16(at: at), datagram.readUInt16(at: at + 2))
-                    sequences.append(pid)
-                    for bit in 0..<16 where blp & (1 << bit) != 0 { sequences.append(pid &+ UInt16(bit + 1)) }
-                    at += 4
-                }
-                found.append(RTCPGenericNACK(
-                    senderSSRC: datagram.readUInt32(at: offset + 4), mediaSSRC: datagram.readUInt32(at: offset + 8),
-                    sequences: sequences))
+            let packet = datagram[offset..<offset + length]
+            let count = datagram[offset] & 0x1F
+            switch datagram[offset + 1] {
+            case RTCPSenderReport.payloadType: found.append(.senderReport(try RTCPSenderReport(parsing: packet)))
+            case RTCPReceiverReport.payloadType: found.append(.receiverReport(try RTCPReceiverReport(parsing: packet)))
+            case RTCPGenericNACK.payloadType where count == RTCPGenericNACK.format: found.append(.nack(try RTCPGenericNACK(parsing: packet)))
+            case LyreReceptionReport.payloadType where count == LyreReceptionReport.subtype && packet.count >= 12
+                && Array(packet.dropFirst(8).prefix(4)) == LyreReceptionReport.name:
+                found.append(.lyreReception(try LyreReceptionReport(parsing: packet)))
+            case let other: found.append(.other(payloadType: other))
             }
             offset += length
         }
         return found
+    }
+
+    /// A compound datagram of `packets`, each already serialized.
+    public static func compound(_ packets: [[UInt8]]) -> [UInt8] { packets.flatMap { $0 } }
+}
+
+/// A reception report block (RFC 3550 §6.4.1): what one receiver saw of one source.
+public struct RTCPReportBlock: Sendable, Equatable {
+    public var ssrc: UInt32
+    /// Packets lost since the last report, as a fraction of those expected, ×256.
+    public var fractionLost: UInt8
+    /// Packets expected and not received since reception began (24 bits, signed: duplicates can make it
+    /// negative).
+    public var cumulativeLost: Int32
+    /// The highest sequence number received, extended with the count of wrap-arounds.
+    public var extendedHighestSequence: UInt32
+    /// Interarrival jitter, in RTP timestamp units (RFC 3550 §6.4.1, A.8).
+    public var jitter: UInt32
+    /// The middle 32 bits of the NTP timestamp of the last sender report, 0 if none.
+    public var lastSenderReport: UInt32
+    /// From receiving that sender report to sending this block, in 1/65536 s.
+    public var delaySinceLastSenderReport: UInt32
+
+    public init(ssrc: UInt32, fractionLost: UInt8, cumulativeLost: Int32, extendedHighestSequence: UInt32, jitter: UInt32,
+                lastSenderReport: UInt32, delaySinceLastSenderReport: UInt32) {
+        self.ssrc = ssrc
+        self.fractionLost = fractionLost
+        self.cumulativeLost = min(max(cumulativeLost, -0x80_0000), 0x7F_FFFF)
+        self.extendedHighestSequence = extendedHighestSequence
+        self.jitter = jitter
+        self.lastSenderReport = lastSenderReport
+        self.delaySinceLastSenderReport = delaySinceLastSenderReport
+    }
+
+    static let size = 24
+
+    func append(to bytes: inout [UInt8]) {
+        bytes.appendUInt32(ssrc)
+        bytes.appendUInt32(UInt32(fractionLost) << 24 | UInt32(bitPattern: cumulativeLost) & 0xFF_FFFF)
+        bytes.appendUInt32(extendedHighestSequence)
+        bytes.appendUInt32(jitter)
+        bytes.appendUInt32(lastSenderReport)
+        bytes.appendUInt32(delaySinceLastSenderReport)
+    }
+
+    init(parsing b: ArraySlice<UInt8>, at i: Int) {
+        let word = b.readUInt32(at: i + 4)
+        // Sign-extend the 24-bit count.
+        let lost = Int32(bitPattern: word << 8) >> 8
+        self.init(ssrc: b.readUInt32(at: i), fractionLost: UInt8(word >> 24), cumulativeLost: lost,
+                  extendedHighestSequence: b.readUInt32(at: i + 8), jitter: b.readUInt32(at: i + 12),
+                  lastSenderReport: b.readUInt32(at: i + 16), delaySinceLastSenderReport: b.readUInt32(at: i + 20))
+    }
+
+    static func blocks(_ count: UInt8, in packet: ArraySlice<UInt8>, from start: Int) throws(RTCPParseError) -> [RTCPReportBlock] {
+        guard packet.endIndex - start >= Int(count) * size else { throw .truncated }
+        return (0..<Int(count)).map { RTCPReportBlock(parsing: packet, at: start + $0 * size) }
+    }
+}
+
+/// NTP-format time (RFC 3550 §4) of a nanosecond clock: seconds in the high 32 bits, fraction in the low.
+/// Lyre puts its own monotonic clock here (streaming.md §4.2): only the sender reads it back.
+public enum NTPTime {
+    public static func from(nanoseconds: UInt64) -> UInt64 {
+        let seconds = nanoseconds / 1_000_000_000
+        let fraction = ((nanoseconds % 1_000_000_000) << 32) / 1_000_000_000
+        return seconds << 32 | fraction
+    }
+
+    /// The middle 32 bits (RFC 3550's "compact" form: 16.16 seconds), as LSR and round trips use.
+    public static func compact(nanoseconds: UInt64) -> UInt32 { UInt32(truncatingIfNeeded: from(nanoseconds: nanoseconds) >> 16) }
+
+    /// A compact duration (1/65536 s units) in nanoseconds.
+    public static func nanoseconds(compact: UInt32) -> UInt64 { (UInt64(compact) * 1_000_000_000) >> 16 }
+
+    /// A duration in nanoseconds, compact (1/65536 s units).
+    public static func compact(duration nanoseconds: UInt64) -> UInt32 { UInt32(truncatingIfNeeded: (nanoseconds << 16) / 1_000_000_000) }
+}
+
+/// A sender report (RFC 3550 §6.4.1, PT 200). Lyre's sender sends one a second to each room, without
+/// report blocks; receivers answer with its time in their reports, which gives the sender the round trip.
+public struct RTCPSenderReport: Sendable, Equatable {
+    public static let payloadType: UInt8 = 200
+    public var ssrc: UInt32
+    public var ntpTime: UInt64
+    public var rtpTime: UInt32
+    public var packetCount: UInt32
+    public var octetCount: UInt32
+    public var blocks: [RTCPReportBlock]
+
+    public init(ssrc: UInt32, ntpTime: UInt64, rtpTime: UInt32, packetCount: UInt32, octetCount: UInt32, blocks: [RTCPReportBlock] = []) {
+        self.ssrc = ssrc
+        self.ntpTime = ntpTime
+        self.rtpTime = rtpTime
+        self.packetCount = packetCount
+        self.octetCount = octetCount
+        self.blocks = Array(blocks.prefix(31))
+    }
+
+    public func serialized() -> [UInt8] {
+        var bytes: [UInt8] = [0x80 | UInt8(blocks.count), Self.payloadType]
+        bytes.appendUInt16(UInt16(6 + blocks.count * 6))
+        bytes.appendUInt32(ssrc)
+        bytes.appendUInt64(ntpTime)
+        bytes.appendUInt32(rtpTime)
+        bytes.appendUInt32(packetCount)
+        bytes.appendUInt32(octetCount)
+        for block in blocks { block.append(to: &bytes) }
+        return bytes
+    }
+
+    init(parsing p: ArraySlice<UInt8>) throws(RTCPParseError) {
+        let at = p.startIndex
+        guard p.count >= 28 else { throw .truncated }
+        self.init(ssrc: p.readUInt32(at: at + 4), ntpTime: p.readUInt64(at: at + 8), rtpTime: p.readUInt32(at: at + 16),
+                  packetCount: p.readUInt32(at: at + 20), octetCount: p.readUInt32(at: at + 24),
+                  blocks: try RTCPReportBlock.blocks(p[at] & 0x1F, in: p, from: at + 28))
+    }
+}
+
+/// A receiver report (RFC 3550 §6.4.2, PT 201).
+public struct RTCPReceiverReport: Sendable, Equatable {
+    public static let payloadType: UInt8 = 201
+    public var ssrc: UInt32
+    public var blocks: [RTCPReportBlock]
+
+    public init(ssrc: UInt32, blocks: [RTCPReportBlock]) {
+        self.ssrc = ssrc
+        self.blocks = Array(blocks.prefix(31))
+    }
+
+    public func serialized() -> [UInt8] {
+        var bytes: [UInt8] = [0x80 | UInt8(blocks.count), Self.payloadType]
+        bytes.appendUInt16(UInt16(1 + blocks.count * 6))
+        bytes.appendUInt32(ssrc)
+        for block in blocks { block.append(to: &bytes) }
+        return bytes
+    }
+
+    init(parsing p: ArraySlice<UInt8>) throws(RTCPParseError) {
+        let at = p.startIndex
+        guard p.count >= 8 else { throw .truncated }
+        self.init(ssrc: p.readUInt32(at: at + 4), blocks: try RTCPReportBlock.blocks(p[at] & 0x1F, in: p, from: at + 8))
+    }
+}
+
+/// What a Lyre receiver did about loss (streaming.md §4.2), in an RTCP APP packet (RFC 3550 §6.7: PT 204,
+/// subtype 0, name `LYRE`) sent with each receiver report. A receiver report counts a resent packet as
+/// received, so it shows only what stayed lost; this shows what the network lost and what was repaired.
+/// Counts are since the session began.
+public struct LyreReceptionReport: Sendable, Equatable {
+    public static let payloadType: UInt8 = 204
+    public static let subtype: UInt8 = 0
+    static let name: [UInt8] = Array("LYRE".utf8)
+
+    public var ssrc: UInt32
+    public var mediaSSRC: UInt32
+    /// Packets that did not come the first time (gaps noticed on arrival).
+    public var missed: UInt32
+    /// Of those, packets that came when asked for again (§4.1).
+    public var recoveredByRetransmission: UInt32
+    /// Of those, packets rebuilt from FEC (§4.3).
+    public var recoveredByFEC: UInt32
+    /// Packets never played (concealed instead).
+    public var lost: UInt32
+    /// Frames (48 kHz) of concealment played.
+    public var concealedFrames: UInt32
+
+    public init(ssrc: UInt32, mediaSSRC: UInt32, missed: UInt32, recoveredByRetransmission: UInt32, recoveredByFEC: UInt32,
+                lost: UInt32, concealedFrames: UInt32) {
+        self.ssrc = ssrc
+        self.mediaSSRC = mediaSSRC
+        self.missed = missed
+        self.recoveredByRetransmission = recoveredByRetransmission
+        self.recoveredByFEC = recoveredByFEC
+        self.lost = lost
+        self.concealedFrames = concealedFrames
+    }
+
+    public func serialized() -> [UInt8] {
+        var bytes: [UInt8] = [0x80 | Self.subtype, Self.payloadType]
+        bytes.appendUInt16(8)
+        bytes.appendUInt32(ssrc)
+        bytes += Self.name
+        for value in [mediaSSRC, missed, recoveredByRetransmission, recoveredByFEC, lost, concealedFrames] { bytes.appendUInt32(value) }
+        return bytes
+    }
+
+    init(parsing p: ArraySlice<UInt8>) throws(RTCPParseError) {
+        let at = p.startIndex
+        guard p.count >= 36 else { throw .truncated }
+        let v = (0..<6).map { p.readUInt32(at: at + 12 + 4 * $0) }
+        self.init(ssrc: p.readUInt32(at: at + 4), mediaSSRC: v[0], missed: v[1], recoveredByRetransmission: v[2],
+                  recoveredByFEC: v[3], lost: v[4], concealedFrames: v[5])
     }
 }
 
@@ -89,15 +306,21 @@ public enum RTCPParseError: Error, Sendable, Equatable {
     case badVersion
 }
 
-/// `Lyre-Retransmit` (streaming.md §4.1): in SETUP, the sender says it resends packets asked for by NACK to
-/// its second client port; the receiver echoes it when it will ask.
-public enum RetransmitHeader {
-    public static let name = "Lyre-Retransmit"
-    public static let nack = "nack"
+/// `Lyre-Feedback` (streaming.md §4.1, §4.2): in a UDP SETUP, the RTCP feedback a sender takes on its second
+/// client port: `nack` (it resends packets asked for) and `report` (receiver reports and Lyre's reception
+/// report, which it shows as the room's link quality). The receiver's answer lists those it will send.
+public enum FeedbackHeader {
+    public static let name = "Lyre-Feedback"
 
-    /// True when the header's comma-separated list has `nack`.
-    public static func offersNACK(_ value: String?) -> Bool {
-        value?.split(separator: ",").contains { String($0).trimmingSpaces.lowercased() == nack } ?? false
+    public enum Kind: String, Sendable, CaseIterable { case nack, report }
+
+    /// The kinds a header's comma-separated list names; unknown ones are ignored.
+    public static func kinds(_ value: String?) -> Set<Kind> {
+        Set(value?.split(separator: ",").compactMap { Kind(rawValue: String($0).trimmingSpaces.lowercased()) } ?? [])
+    }
+
+    public static func value(_ kinds: Set<Kind>) -> String {
+        Kind.allCases.filter(kinds.contains).map(\.rawValue).joined(separator: ", ")
     }
 }
 

@@ -129,13 +129,17 @@ public struct TimingPacket: Sendable, Equatable {
     }
 }
 
-extension Array where Element == UInt8 {
+extension RandomAccessCollection where Element == UInt8, Index == Int {
+    /// Big-endian reads at absolute index `i` (a slice keeps its parent's indices).
     func readUInt16(at i: Int) -> UInt16 { UInt16(self[i]) << 8 | UInt16(self[i + 1]) }
-    mutating func appendUInt16(_ v: UInt16) { append(contentsOf: [UInt8(v >> 8), UInt8(v & 0xFF)]) }
     func readUInt32(at i: Int) -> UInt32 {
         UInt32(self[i]) << 24 | UInt32(self[i + 1]) << 16 | UInt32(self[i + 2]) << 8 | UInt32(self[i + 3])
     }
     func readUInt64(at i: Int) -> UInt64 { UInt64(readUInt32(at: i)) << 32 | UInt64(readUInt32(at: i + 4)) }
+}
+
+extension Array where Element == UInt8 {
+    mutating func appendUInt16(_ v: UInt16) { append(contentsOf: [UInt8(v >> 8), UInt8(v & 0xFF)]) }
     mutating func appendUInt32(_ v: UInt32) { append(contentsOf: [UInt8(v >> 24), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)]) }
     mutating func appendUInt64(_ v: UInt64) {
         appendUInt32(UInt32(v >> 32))

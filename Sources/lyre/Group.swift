@@ -7,10 +7,10 @@ struct Group: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List, add or remove the rooms of the running 'lyre play'.",
         discussion: """
-            'lyre group' lists each room: its state, channels, volume, latency and link figures. 'lyre group add \\
-            NAME[=CHANNELS]' adds a room while the audio plays (it starts in sync); 'lyre group remove NAME' takes \\
-            one out, and the others play on. 'lyre group volume DB' sets the group volume (every room moves by the \\
-            same dB); 'lyre group volume NAME DB' sets one room's.
+            'lyre group' lists each room: its state, channels, volume, latency and link quality (loss, recovered, \
+            jitter, round trip). 'lyre group add NAME[=CHANNELS]' adds a room while the audio plays (it starts in \
+            sync); 'lyre group remove NAME' takes one out, and the others play on. 'lyre group volume DB' sets the \
+            group volume (every room moves by the same dB); 'lyre group volume NAME DB' sets one room's.
             """)
 
     @Argument(help: ArgumentHelp("Nothing (list), add NAME[=CHANNELS], remove NAME, or volume [NAME] DB.", valueName: "REQUEST"))
@@ -45,12 +45,15 @@ struct Group: ParsableCommand {
     static func table(_ json: String) -> String {
         guard let listing = try? JSONDecoder().decode(GroupListing.self, from: Data(json.utf8)) else { return json }
         func db(_ value: Double) -> String { value <= -144 ? "muted" : String(format: "%.1f dB", value) }
-        var rows = [["ROOM", "STATE", "CHANNELS", "VOLUME", "LATENCY", "DELAY", "RTT", "LOST", "RESENT", "ADDRESS"]]
+        var rows = [["ROOM", "STATE", "CHANNELS", "VOLUME", "LATENCY", "DELAY", "RTT", "LOSS", "RECOVERED", "JITTER", "RESENT", "ADDRESS"]]
         for room in listing.rooms {
-            let rtt = room.link?["rtt-us"].map { "\($0) us" } ?? "-"
+            let rtt = room.quality?.roundTripMilliseconds.map { String(format: "%.1f ms", $0) } ?? room.link?["rtt-us"].map { "\($0) us" } ?? "-"
+            let quality = room.quality
             rows.append([room.name, room.state, room.channels, db(room.volume), String(format: "%.1f ms", room.outputLatencyMs),
-                         "\(room.outputDelayMs) ms", rtt, room.link?["lost"] ?? "-", room.retransmission.map { "\($0.resent)" } ?? "-",
-                         room.address])
+                         "\(room.outputDelayMs) ms", rtt, quality.map { String(format: "%.1f%%", $0.lossPercent) } ?? "-",
+                         quality.map { "\($0.recovered + $0.recoveredByFEC)/\($0.missed)" } ?? "-",
+                         quality.map { String(format: "%.1f ms", $0.jitterMilliseconds) } ?? "-",
+                         room.retransmission.map { "\($0.resent)" } ?? "-", room.address])
         }
         let widths = rows[0].indices.map { column in rows.map { $0[column].count }.max()! }
         let lines = rows.map { row in

@@ -106,6 +106,8 @@ struct GroupListing: Codable {
         var link: [String: String]?
         /// What this sender did with the room's retransmission requests.
         var retransmission: RetransmissionReport?
+        /// The room's link quality from its receiver's reports (loss, recovered, jitter, round trip).
+        var quality: LinkQuality?
     }
 
     var volume: Double
@@ -116,7 +118,7 @@ struct GroupListing: Codable {
         self.rooms = rooms.map {
             Room(name: $0.route.name, id: $0.route.id, address: "\($0.route.host):\($0.route.port)", channels: $0.route.channels.rawValue,
                  state: $0.state, volume: $0.volume, outputLatencyMs: $0.outputLatencyMilliseconds, outputDelayMs: $0.outputDelayMilliseconds,
-                 link: $0.statistics, retransmission: $0.retransmission)
+                 link: $0.statistics, retransmission: $0.retransmission, quality: $0.quality)
         }
     }
 

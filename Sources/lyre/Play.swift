@@ -139,17 +139,29 @@ struct Play: AsyncParsableCommand {
         let interrupt = DispatchSource.makeSignalSource(signal: SIGINT)
         interrupt.setEventHandler { player.stop() }
         interrupt.resume()
+        // Each room's link quality, from its receiver's reports (streaming.md §4.2), in the log every 5 s.
+        let logger = Logger(label: "lyre.play")
+        let qualityLog = DispatchSource.makeTimerSource()
+        qualityLog.schedule(deadline: .now() + 5, repeating: 5)
+        qualityLog.setEventHandler {
+            for (route, quality) in session.linkQualities { logger.info("\(route): \(quality.summary)") }
+        }
+        qualityLog.resume()
+        defer { qualityLog.cancel() }
         let outcome: Result<QueuePlayer.Outcome, Error> = await withCheckedContinuation { continuation in
             let thread = Thread {
                 continuation.resume(returning: Result {
                     try player.play { progress in
                         guard terminal else { return }
+                        // The room with the worst link, once a receiver has reported.
+                        let worst = session.linkQualities.max { $0.quality.lossPercent < $1.quality.lossPercent }
+                        let link = worst.map { "  \(session.routes.count > 1 ? "\($0.route) " : "")\($0.quality.summary)" } ?? ""
                         let total = progress.duration.map { " / " + NowPlayingInfo.clockText($0) } ?? ""
                         let by = progress.artist.map { " — \($0)" } ?? ""
                         let place = items.count > 1 ? "  [\(progress.index + 1)/\(items.count)]" : ""
                         let volume = session.volume <= -144 ? "  muted" : session.volume < 0 ? "  \(Int(session.volume.rounded())) dB" : ""
                         FileHandle.standardError.write(Data(
-                            "\r\u{1B}[K\(progress.paused ? "⏸" : "▶") \(progress.title)\(by)  \(NowPlayingInfo.clockText(progress.elapsed))\(total)\(place)\(volume)".utf8))
+                            "\r\u{1B}[K\(progress.paused ? "⏸" : "▶") \(progress.title)\(by)  \(NowPlayingInfo.clockText(progress.elapsed))\(total)\(place)\(volume)\(link)".utf8))
                     }
                 })
             }

@@ -45,12 +45,20 @@ struct LossTests {
         try await Self.dropRTP(rooms.network, "numgen random mod 100 lt 5")
         let sweep = try await rooms.sweep(seconds: 8)
         let play = try await rooms.network.run(["lyre", "play", sweep, "--host", "127.0.0.1:7730", "--host", "127.0.0.2:7731",
-                                                "--group-socket", "off"], timeout: 60)
+                                                "--group-socket", "off", "--log-level", "info"], timeout: 60)
         #expect(play.status == 0, "lyre play: \(play.stderr)")
         try await rooms.stop()
         let dropped = try await Self.dropped(rooms.network)
         let lossy = Self.statistics(rooms.lyred["Lossy"]!)
         let clean = Self.statistics(rooms.lyred["Clean"]!)
+        // The sender's log shows each room's link from its receiver's reports (streaming.md §4.2), 5 s in.
+        func reported(_ room: String) -> String? {
+            play.stderr.split(separator: "\n").last { $0.contains("'\(room)': loss ") }.map(String.init)
+        }
+        let lossyLink = try #require(reported("127.0.0.2:7731"), "no link quality logged: \(play.stderr)")
+        let percent = lossyLink.range(of: #"loss [0-9.]+%"#, options: .regularExpression).map { Double(lossyLink[$0].dropFirst(5).dropLast()) ?? 0 } ?? 0
+        #expect(percent > 1.5 && percent < 10 && lossyLink.contains("recovered") && lossyLink.contains("rtt "), "\(lossyLink)")
+        #expect(reported("127.0.0.1:7730")?.contains("loss 0.0%, jitter") == true, "\(play.stderr)")
         #expect(dropped >= 5, "nft dropped \(dropped) packets")
         #expect(lossy["lost"] == 0 && lossy["concealed"] == 0, "lossy room: \(lossy)")
         #expect((lossy["recovered"] ?? 0) >= dropped * 8 / 10 && (lossy["nack"] ?? 0) >= dropped, "dropped \(dropped); \(lossy)")

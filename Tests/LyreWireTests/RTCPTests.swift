@@ -35,11 +35,46 @@ struct RTCPTests {
         #expect(throws: RTCPParseError.truncated) { try RTCPGenericNACK.all(in: [0x81, 205, 0, 1, 0, 0, 0, 5]) }
     }
 
-    @Test func theHeaderOffersNACK() {
-        #expect(RetransmitHeader.offersNACK("nack"))
-        #expect(RetransmitHeader.offersNACK("fec, NACK "))
-        #expect(!RetransmitHeader.offersNACK("fec"))
-        #expect(!RetransmitHeader.offersNACK(nil))
+    @Test func theFeedbackHeaderListsKinds() {
+        #expect(FeedbackHeader.kinds("nack") == [.nack])
+        #expect(FeedbackHeader.kinds("fec, NACK , report") == [.nack, .report])
+        #expect(FeedbackHeader.kinds("fec").isEmpty)
+        #expect(FeedbackHeader.kinds(nil).isEmpty)
+        #expect(FeedbackHeader.value([.report, .nack]) == "nack, report")
+    }
+
+    /// A sender report and a receiver report with a Lyre reception report, round trip through the codec,
+    /// with the bytes of RFC 3550's layout.
+    @Test func reportsRoundTrip() throws {
+        let block = RTCPReportBlock(ssrc: 0xA0B0_C0D0, fractionLost: 13, cumulativeLost: -2, extendedHighestSequence: 0x1_0005,
+                                    jitter: 96, lastSenderReport: 0x1234_5678, delaySinceLastSenderReport: 0x8000)
+        let rr = RTCPReceiverReport(ssrc: 7, blocks: [block])
+        let bytes = rr.serialized()
+        #expect(bytes.count == 32 && Array(bytes[0..<4]) == [0x81, 201, 0, 7])
+        // Fraction lost, then the 24-bit two's complement count.
+        #expect(Array(bytes[12..<16]) == [13, 0xFF, 0xFF, 0xFE])
+        let app = LyreReceptionReport(ssrc: 7, mediaSSRC: 0xA0B0_C0D0, missed: 50, recoveredByRetransmission: 40,
+                                      recoveredByFEC: 9, lost: 1, concealedFrames: 960)
+        let sr = RTCPSenderReport(ssrc: 0xA0B0_C0D0, ntpTime: NTPTime.from(nanoseconds: 1_500_000_000), rtpTime: 4, packetCount: 5, octetCount: 6)
+        #expect(sr.serialized().count == 28)
+        #expect(try RTCPPacket.all(in: RTCPPacket.compound([rr.serialized(), app.serialized(), sr.serialized()]))
+            == [.receiverReport(rr), .lyreReception(app), .senderReport(sr)])
+        // Another application's APP packet is not Lyre's.
+        var other = app.serialized()
+        other[8] = UInt8(ascii: "X")
+        #expect(try RTCPPacket.all(in: other) == [.other(payloadType: 204)])
+        // A report that says it has more blocks than it holds.
+        var short = rr.serialized()
+        short[0] = 0x82
+        #expect(throws: RTCPParseError.truncated) { try RTCPPacket.all(in: short) }
+    }
+
+    /// NTP format of a nanosecond clock: 1.5 s is 1 s and a half fraction; the compact form and durations.
+    @Test func ntpTimes() {
+        #expect(NTPTime.from(nanoseconds: 1_500_000_000) == 1 << 32 | 1 << 31)
+        #expect(NTPTime.compact(nanoseconds: 1_500_000_000) == 0x0001_8000)
+        #expect(NTPTime.nanoseconds(compact: 0x8000) == 500_000_000)
+        #expect(NTPTime.compact(duration: 250_000_000) == 0x4000)
     }
 
     /// Each packet at most `maximumPerPacket` times; bytes within the bucket, which refills at the rate.
