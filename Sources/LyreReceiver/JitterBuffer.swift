@@ -28,16 +28,28 @@ public struct JitterBuffer: Sendable {
         return highest + delta
     }
 
-    public mutating func insert(_ packet: RTPPacket) -> Insertion {
-        let sequence = extend(packet.sequenceNumber)
-        if let nextDue, sequence < nextDue { return .late }
-        highest = max(highest ?? sequence, sequence)
+    /// True when the packet with extended sequence number `sequence` is buffered.
+    public func contains(_ sequence: Int64) -> Bool {
+        let at = index(of: sequence)
+        return at < packets.count && packets[at].sequence == sequence
+    }
+
+    /// Where `sequence` is or would go (binary search).
+    private func index(of sequence: Int64) -> Int {
         var low = 0
         var high = packets.count
         while low < high {
             let mid = (low + high) / 2
             if packets[mid].sequence < sequence { low = mid + 1 } else { high = mid }
         }
+        return low
+    }
+
+    public mutating func insert(_ packet: RTPPacket) -> Insertion {
+        let sequence = extend(packet.sequenceNumber)
+        if let nextDue, sequence < nextDue { return .late }
+        highest = max(highest ?? sequence, sequence)
+        let low = index(of: sequence)
         if low < packets.count, packets[low].sequence == sequence { return .duplicate }
         packets.insert((sequence, packet), at: low)
         if packets.count > capacity {

@@ -68,6 +68,7 @@ public struct Playout: ~Copyable {
     private var buffer = JitterBuffer()
     private var requests = RetransmissionRequests()
     private var reception = ReceptionStatistics()
+    private var repair = FECRepair()
     private let decoder: OpusDecoder?
     private var anchor: (rtp: UInt32, senderClock: UInt64)?
     private var recording = false
@@ -122,6 +123,7 @@ public struct Playout: ~Copyable {
         buffer.flush(nextSequence: nextSequence)
         requests.reset(next: buffer.nextDue)
         reception.restart(next: buffer.nextDue)
+        repair.reset()
         staged.removeAll()
         cursor = nil
         audible = false
@@ -151,16 +153,33 @@ public struct Playout: ~Copyable {
         if !timed, recording, anchor == nil { anchor = (packet.timestamp, arrival) }
         let sequence = buffer.extend(packet.sequenceNumber)
         reception.arrived(sequence: sequence, timestamp: packet.timestamp, arrival: arrival)
+        var missing: [Int64] = []
         switch buffer.insert(packet) {
         case .accepted:
-            let missing = requests.arrived(sequence, now: arrival)
-            countRequests()
-            return missing.map { UInt16(truncatingIfNeeded: $0) }
+            missing = requests.arrived(sequence, now: arrival) { [buffer] in buffer.contains($0) }
         case .late: statistics.late += 1
         case .duplicate: statistics.duplicates += 1
         case .overflowed: statistics.overflowed += 1
         }
-        return []
+        insertRebuilt(repair.media(packet))
+        countRequests()
+        return missing.map { UInt16(truncatingIfNeeded: $0) }
+    }
+
+    /// An FEC packet arrived (streaming.md §4.3): the packet it rebuilds, if any, goes into the buffer.
+    public mutating func receiveParity(_ parity: FECPacket) {
+        insertRebuilt(repair.parity(parity))
+        countRequests()
+    }
+
+    /// Packets rebuilt from FEC: into the buffer when still wanted, and not to be asked for again.
+    private mutating func insertRebuilt(_ packets: [RTPPacket]) {
+        for packet in packets {
+            let sequence = buffer.extend(packet.sequenceNumber)
+            guard case .accepted = buffer.insert(packet) else { continue }
+            statistics.recoveredByFEC += 1
+            requests.repaired(sequence)
+        }
     }
 
     /// The missing packets to ask for again at local time `now`: those that can still be played.

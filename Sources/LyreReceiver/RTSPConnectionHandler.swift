@@ -54,6 +54,8 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     /// and reception reports (§4.2).
     private var feedbackTarget: SocketAddress?
     private var feedback: Set<FeedbackHeader.Kind> = []
+    /// The sender's FEC packets (§4.3), when it sends them.
+    private var fec: FECHeader?
     private var nackTimer: Scheduled<Void>?
     /// This end's SSRC in the RTCP it sends.
     private let receiverSSRC = UInt32.random(in: 1...UInt32.max)
@@ -251,6 +253,8 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             {
                 (feedbackTarget, feedback) = (target, kinds)
             }
+            // FEC on a payload type of its own, other than the media's.
+            fec = FECHeader(parsing: request.headers[FECHeader.name]).flatMap { $0.payloadType == format.payloadType ? nil : $0 }
             reply = MediaPorts.bindPair(host: local, eventLoop: context.eventLoop) { channel, rtcp in
                 try channel.pipeline.syncOperations.addHandler(MediaHandler(owner: bound, rtcp: rtcp))
             }.map { ports in
@@ -286,6 +290,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
                 me.startTimer()
                 var headers = [("Transport", spec.serialized), ("Session", session)]
                 if !me.feedback.isEmpty { headers.append((FeedbackHeader.name, FeedbackHeader.value(me.feedback))) }
+                if let fec = me.fec { headers.append((FECHeader.name, fec.serialized)) }
                 me.send(.response(200, cseq: cseq, headers: headers))
             case .failure(let error):
                 me.logger.error("SETUP failed: \(error)")
@@ -537,6 +542,19 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             return
         }
         if RTPPacket.isRTCP(bytes) { return }
+        if let fec, bytes.count >= 2, bytes[1] & 0x7F == fec.payloadType {
+            // FEC for the locked stream only (its CSRC), from the sender's address (checked by the caller).
+            guard let parity = try? FECPacket(parsing: bytes) else {
+                dropMedia(.malformed)
+                return
+            }
+            guard parity.protectedSSRC == lockedSSRC else {
+                dropMedia(.foreign)
+                return
+            }
+            controller.withPlayout { $0.receiveParity(parity) }
+            return
+        }
         guard let packet = try? RTPPacket(parsing: bytes) else {
             dropMedia(.malformed)
             return
@@ -646,6 +664,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         nackTimer = nil
         feedbackTarget = nil
         feedback = []
+        fec = nil
         for channel in mediaChannels { channel.close(promise: nil) }
         mediaChannels = []
         timing?.close()

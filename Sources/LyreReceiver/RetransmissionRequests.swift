@@ -17,7 +17,8 @@ public struct RetransmissionRequests: Sendable {
     public private(set) var requested = 0
     /// Packets that arrived after being asked for.
     public private(set) var recovered = 0
-    /// Sequence numbers noticed missing (each once): what the network lost on the first try.
+    /// Sequence numbers found missing (each once, those FEC rebuilt before the gap showed included): what the
+    /// network lost on the first try.
     public private(set) var missed = 0
 
     public init(retryInterval: UInt64 = 30_000_000, maximumAsks: Int = 10, maximumMissing: Int = 256) {
@@ -30,8 +31,8 @@ public struct RetransmissionRequests: Sendable {
     public var missingCount: Int { missing.count }
 
     /// A packet arrived (its extended sequence number): returns the sequence numbers it shows missing, to ask
-    /// for now.
-    public mutating func arrived(_ sequence: Int64, now: UInt64) -> [Int64] {
+    /// for now. Those `have` says are here already (rebuilt from FEC before the gap showed) are not missing.
+    public mutating func arrived(_ sequence: Int64, now: UInt64, have: (Int64) -> Bool = { _ in false }) -> [Int64] {
         if missing.removeValue(forKey: sequence) != nil {
             recovered += 1
             return []
@@ -48,14 +49,20 @@ public struct RetransmissionRequests: Sendable {
             missing.removeAll()
             return []
         }
-        let skipped = Array(highest + 1..<sequence)
+        let skipped = (highest + 1..<sequence).filter { !have($0) }
         for lost in skipped { missing[lost] = (now, 1) }
         if missing.count > maximumMissing {
             for old in missing.keys.sorted().prefix(missing.count - maximumMissing) { missing[old] = nil }
         }
         requested += skipped.count
-        missed += skipped.count
+        missed += Int(gap)
         return skipped
+    }
+
+    /// A missing packet was rebuilt from FEC (§4.3): not to be asked for again, and not counted as recovered
+    /// by retransmission.
+    public mutating func repaired(_ sequence: Int64) {
+        missing[sequence] = nil
     }
 
     /// The sequence numbers to ask for again now. Those before `oldestUseful` (the next packet due out of

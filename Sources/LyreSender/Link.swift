@@ -52,6 +52,8 @@ final class Link: Sendable {
     let feedback: LinkFeedback
     /// The feedback the receiver said it will send (`Lyre-Feedback` in SETUP's answer).
     let feedbackKinds: Set<FeedbackHeader.Kind>
+    /// True when the receiver takes this playback's FEC packets (`Lyre-FEC` echoed in SETUP's answer).
+    let takesFEC: Bool
     /// Sends a sender report a second, while the receiver reports.
     private let reportTask: RepeatedTask?
 
@@ -60,7 +62,7 @@ final class Link: Sendable {
     /// to resend when the receiver asks. `onRequest` takes the receiver's own requests (session-end
     /// notices, remote commands); `onClose` is called once when the connection drops. Both run on the
     /// connection's event queue, in order.
-    init(route: OutputRoute, configuration: StreamConfiguration, ssrc: UInt32,
+    init(route: OutputRoute, configuration: StreamConfiguration, ssrc: UInt32, fec: FECHeader?,
          kept: @escaping @Sendable (UInt16) -> [UInt8]?, rtpTime: @escaping @Sendable (UInt64) -> UInt32,
          onRequest: @escaping @Sendable (Link, RTSPMessage, @escaping RTSPClient.Reply) -> Void,
          onClose: @escaping @Sendable (Link) -> Void) throws {
@@ -105,11 +107,10 @@ final class Link: Sendable {
             }
             let ports = (UInt16(rtp.localAddress?.port ?? 0), UInt16(rtcp.localAddress?.port ?? 0))
             let transport = TransportSpec(lower: .udp(client: ports, server: nil), ssrc: ssrc)
-            let reply = try Self.check(
-                client.request("SETUP", uri: "rtsp://\(route.host):\(route.port)/streamid=0",
-                               headers: [("Transport", transport.serialized), ("Lyre-Timing-Port", String(timing.port)),
-                                         (FeedbackHeader.name, FeedbackHeader.value(Set(FeedbackHeader.Kind.allCases)))]),
-                "SETUP")
+            var setup = [("Transport", transport.serialized), ("Lyre-Timing-Port", String(timing.port)),
+                         (FeedbackHeader.name, FeedbackHeader.value(Set(FeedbackHeader.Kind.allCases)))]
+            if let fec { setup.append((FECHeader.name, fec.serialized)) }
+            let reply = try Self.check(client.request("SETUP", uri: "rtsp://\(route.host):\(route.port)/streamid=0", headers: setup), "SETUP")
             guard let session = reply.headers["Session"]?.split(separator: ";").first.map(String.init),
                 let answer = reply.headers["Transport"].flatMap(TransportSpec.init(parsing:)),
                 case .udp(_, let server?) = answer.lower
@@ -118,6 +119,7 @@ final class Link: Sendable {
             let destination = try SocketAddress(ipAddress: peer, port: Int(server.0))
             self.destination = destination
             feedbackKinds = FeedbackHeader.kinds(reply.headers[FeedbackHeader.name])
+            takesFEC = fec != nil && FECHeader(parsing: reply.headers[FECHeader.name]) == fec
             let receiverRTCP = try SocketAddress(ipAddress: peer, port: Int(server.1))
             if !feedbackKinds.isEmpty {
                 let rtp = rtp
@@ -172,9 +174,10 @@ final class Link: Sendable {
         try Self.check(client.request(method, headers: [("Session", sessionID)] + headers, body: body, timeout: timeout), what ?? method)
     }
 
-    /// Sends one RTP packet (from the pacing thread).
-    func send(_ packet: [UInt8]) {
-        feedback.sent(payloadBytes: max(0, packet.count - 12))
+    /// Sends one RTP packet (from the pacing thread): media, or an FEC packet (not counted in the sender
+    /// report's counts, which are the media stream's).
+    func send(_ packet: [UInt8], parity: Bool = false) {
+        if !parity { feedback.sent(payloadBytes: max(0, packet.count - 12)) }
         rtp.writeAndFlush(AddressedEnvelope(remoteAddress: destination, data: ByteBuffer(bytes: packet)), promise: nil)
     }
 

@@ -20,8 +20,38 @@ public struct StreamConfiguration: Sendable {
     /// Shown by the receiver while it plays.
     public var senderName = "Lyre"
     public var senderID: String?
+    /// Packet-level FEC (streaming.md §4.3).
+    public var fec = FECMode.auto
 
     public init() {}
+
+    /// How a sender sends FEC: not at all, when the latency is too short for a resend, or always with one
+    /// parity packet per `row` media packets (2…15).
+    public enum FECMode: Sendable, Equatable {
+        case off, auto
+        case row(Int)
+    }
+
+    /// Under this latency (ms) `auto` sends FEC: a lost packet asked for again would come too late, or only
+    /// just in time, on anything but a quiet network.
+    public static let fecLatencyThreshold = 100
+
+    /// Media packets per parity packet, or nil for no FEC. `auto` picks the longest row whose packets all
+    /// come within half of what the latency and the send-ahead leave (the rest is for the network and the
+    /// output), at least 2 and at most 10.
+    public var fecRow: Int? {
+        switch fec {
+        case .off: return nil
+        case .row(let row): return row
+        case .auto:
+            guard latencyMilliseconds < Self.fecLatencyThreshold else { return nil }
+            let window = latencyMilliseconds + leadMilliseconds
+            return max(2, min(10, window / (2 * frameMilliseconds)))
+        }
+    }
+
+    /// How far ahead of its due time the sender sends each frame, ms.
+    var leadMilliseconds: Int { min(latencyMilliseconds / 2, 100) }
 }
 
 /// Why the route to the receiver changed, as `AVAudioSession.RouteChangeReason` says it on iOS.
@@ -166,7 +196,7 @@ public final class StreamSession: @unchecked Sendable {
         self.configuration = configuration
         frameSamples = 48 * configuration.frameMilliseconds
         frameNanoseconds = UInt64(configuration.frameMilliseconds) * 1_000_000
-        lead = UInt64(min(configuration.latencyMilliseconds / 2, 100)) * 1_000_000
+        lead = UInt64(configuration.leadMilliseconds) * 1_000_000
         anchorRTP = UInt32.random(in: 0...UInt32.max)
         sequence = UInt16.random(in: 0...UInt16.max)
         ssrc = UInt32.random(in: 1...UInt32.max)
@@ -201,9 +231,13 @@ public final class StreamSession: @unchecked Sendable {
         return results.withLockedValue { r in items.indices.map { r[$0]! } }
     }
 
+    /// The payload type of FEC packets (the media's is 96).
+    static let fecPayloadType: UInt8 = 97
+
     private func connect(_ route: OutputRoute) throws -> Link {
         try Link(
             route: route, configuration: configuration, ssrc: ssrc,
+            fec: configuration.fecRow.map { FECHeader(payloadType: Self.fecPayloadType, row: $0) },
             kept: { [weak self] sequence in self?.keptPacket(sequence) },
             rtpTime: { [weak self] now in self?.rtpTime(at: now) ?? 0 },
             onRequest: { [weak self] link, request, reply in
@@ -705,6 +739,8 @@ public final class StreamSession: @unchecked Sendable {
 
     private func pace(with encoder: borrowing OpusEncoder) {
         let samplesPerFrame = frameSamples * 2
+        // One parity packet per row of media packets, to the rooms that take FEC (streaming.md §4.3).
+        var fec = configuration.fecRow.map { FECEncoder(row: $0, payloadType: Self.fecPayloadType, ssrc: ssrc ^ 0x5A5A_5A5A) }
         while true {
             let step = lock.withLock { () -> (ended: Bool, running: Bool, due: UInt64) in
                 (ended, running, anchorClock + framesSinceAnchor * frameNanoseconds)
@@ -753,6 +789,7 @@ public final class StreamSession: @unchecked Sendable {
                 sentPackets.append((frame.index, frame.seq, bytes))
                 if sentPackets.count > history.count { sentPackets.removeFirst(sentPackets.count - history.count) }
                 for link in links { link.send(bytes) }
+                if let parity = fec?.add(packet) { for link in links where link.takesFEC { link.send(parity, parity: true) } }
             }
         }
     }

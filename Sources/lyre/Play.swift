@@ -47,6 +47,9 @@ struct Play: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Opus frame length in ms: 10 or 20.", valueName: "MS"))
     var frame: Int = 20
 
+    @Option(help: ArgumentHelp("Packet FEC: off, auto (on under \(StreamConfiguration.fecLatencyThreshold) ms of latency) or N, one parity packet per N packets (2 to 15).", valueName: "off|auto|N"))
+    var fec: String = "auto"
+
     @Option(help: ArgumentHelp("Raw stdin layout: s16le, s16be, s24le, s32le, f32le or u8, then rate and channels.", valueName: "SAMPLE:RATE:CHANNELS"))
     var format: String = "s16le:48000:2"
 
@@ -78,6 +81,7 @@ struct Play: AsyncParsableCommand {
         guard (20...2000).contains(latency) else { throw ValidationError("--latency must be between 20 and 2000 ms") }
         guard (6...510).contains(bitrate) else { throw ValidationError("--bitrate must be between 6 and 510 kbit/s") }
         guard frame == 10 || frame == 20 else { throw ValidationError("--frame must be 10 or 20 ms") }
+        guard fecMode != nil else { throw ValidationError("--fec must be off, auto or a row of 2 to 15 packets") }
         guard RawPCMFormat(format) != nil else { throw ValidationError("--format must look like s16le:44100:2") }
         for room in to { _ = try RoomSpec(room) }
         for room in host where try RoomSpec(room).hostPort == nil {
@@ -102,6 +106,7 @@ struct Play: AsyncParsableCommand {
         configuration.latencyMilliseconds = latency
         configuration.bitrate = bitrate * 1000
         configuration.frameMilliseconds = frame
+        configuration.fec = fecMode!
         configuration.senderName = name ?? Self.defaultSenderName()
         let sources: [AudioSource] = files.map {
             $0 == "-" ? .raw(fileDescriptor: 0, format: RawPCMFormat(format)!) : .file(path: $0)
@@ -180,6 +185,14 @@ struct Play: AsyncParsableCommand {
         case .failure(let error):
             session.close()
             throw CommandFailure("\(error)")
+        }
+    }
+
+    private var fecMode: StreamConfiguration.FECMode? {
+        switch fec.lowercased() {
+        case "off": .off
+        case "auto": .auto
+        default: Int(fec).flatMap { (2...FECPacket.maximumRow).contains($0) ? .row($0) : nil }
         }
     }
 

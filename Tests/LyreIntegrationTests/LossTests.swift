@@ -89,6 +89,28 @@ struct LossTests {
         StreamingTests.expectSameAudio(try await rooms.compare(sweep, "Lossy"))
     }
 
+    /// 2 % random loss at 20 ms latency, too short to count on a resend: FEC (on by itself under 100 ms, one
+    /// parity packet per 2 at this latency) rebuilds lost packets as they are found missing, and the
+    /// receiver counts them; nothing is left as a gap.
+    @Test func fecRepairsLossAtTwentyMilliseconds() async throws {
+        let rooms = try await Rooms([("Lossy", ["--listen", "127.0.0.2"])])
+        defer { rooms.network.close() }
+        try await Self.dropRTP(rooms.network, "numgen random mod 100 lt 2")
+        let sweep = try await rooms.sweep(seconds: 8)
+        let play = try await rooms.network.run(["lyre", "play", sweep, "--host", "127.0.0.2:7730", "--latency", "20", "--frame", "10",
+                                                "--group-socket", "off"], timeout: 60)
+        #expect(play.status == 0, "lyre play: \(play.stderr)")
+        try await rooms.stop()
+        let dropped = try await Self.dropped(rooms.network)
+        let stats = Self.statistics(rooms.lyred["Lossy"]!)
+        let fec = stats["fec"] ?? 0
+        #expect(dropped >= 4, "nft dropped \(dropped) packets")
+        #expect(fec >= dropped / 2 && fec + (stats["recovered"] ?? 0) + (stats["lost"] ?? 0) >= dropped, "dropped \(dropped); \(stats)")
+        #expect((stats["lost"] ?? 0) * 10 <= dropped, "dropped \(dropped); \(stats)")
+        let comparison = try await rooms.compare(sweep, "Lossy")
+        #expect(comparison["gaps"] as? Int == 0, "\(comparison)")
+    }
+
     /// Forged and malformed RTCP flooding the sender's RTCP port from another port: none of it is answered
     /// (no packet is resent, the receiver gets nothing twice), the sender counts it, and the audio is intact.
     @Test func aNACKFloodFromElsewhereIsDroppedAndCounted() async throws {

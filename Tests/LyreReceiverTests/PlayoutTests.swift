@@ -53,7 +53,7 @@ struct PlayoutTests {
     /// Plays `pcm` through a Playout whose output runs `skewPPM` fast against the local clock, the sender's
     /// clock `offset` ns ahead of it, in blocks of `block` frames.
     static func play(_ pcm: [Int16], skewPPM: Double = 0, senderDriftPPM: Double = 0, block: Int = 240,
-                     latency: UInt64 = 100_000_000, extraSeconds: Double = 0.5) throws -> Run {
+                     latency: UInt64 = 100_000_000, extraSeconds: Double = 0.5, fecRow: Int? = nil) throws -> Run {
         var playout = try Playout(format: format, latency: latency, timed: true)
         let start: UInt64 = 5_000_000_000
         let offset: Int64 = 1_234_567  // sender minus local
@@ -71,7 +71,19 @@ struct PlayoutTests {
         feedTiming(until: start)
         let rtpStart: UInt32 = 4_294_000_000  // wraps during the run
         playout.record(anchor: PlaybackAnchor(rtpTime: rtpStart, senderClock: UInt64(Int64(start) + offset)))
-        for packet in packets(pcm, start: rtpStart, sequence: 65000) { playout.receive(packet, arrival: start) }
+        let sent = packets(pcm, start: rtpStart, sequence: 65000)
+        if let fecRow {
+            // One packet of each row lost, at a different place each row; its parity delivered before or after
+            // the rest of the row.
+            for (r, row) in stride(from: 0, to: sent.count - fecRow + 1, by: fecRow).map({ Array(sent[$0..<($0 + fecRow)]) }).enumerated() {
+                let parity = try FECPacket(parsing: FECPacket(protecting: row).serialized(payloadType: 97, sequenceNumber: UInt16(r), timestamp: 0, ssrc: 2))
+                if r % 2 == 0 { playout.receiveParity(parity) }
+                for (i, packet) in row.enumerated() where i != r % fecRow { playout.receive(packet, arrival: start) }
+                if r % 2 == 1 { playout.receiveParity(parity) }
+            }
+        } else {
+            for packet in sent { playout.receive(packet, arrival: start) }
+        }
         var run = Run(statistics: playout.statistics)
         var presented = Double(start) + Double(latency) - 20_000_000
         let seconds = Double(pcm.count / 2) / rate + Double(latency) / 1e9 + extraSeconds
@@ -170,6 +182,17 @@ struct PlayoutTests {
             #expect(abs(window.errorMicroseconds) < 25 && window.snr > 40, "\(window)")
         }
         #expect(run.statistics.corrections == 0)
+    }
+
+    /// One packet lost in every row of 5, its row's parity delivered before or after the rest: every lost
+    /// packet is rebuilt, and the output is the input sample for sample, as with nothing lost.
+    @Test func fecRebuildsOneLossPerRow() throws {
+        let pcm = Self.sweep(seconds: 2)
+        let run = try Self.play(pcm, fecRow: 5)
+        #expect(run.statistics.recoveredByFEC == 40 && run.statistics.lost == 0 && run.statistics.concealed == 0, "\(run.statistics)")
+        for window in Self.measure(pcm, run, skewPPM: 0) {
+            #expect(abs(window.errorMicroseconds) < 25 && window.snr > 40, "\(window)")
+        }
     }
 }
 
