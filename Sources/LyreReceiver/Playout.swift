@@ -75,6 +75,12 @@ public struct Playout: ~Copyable {
     /// Decoded samples (interleaved stereo) starting at RTP position `stagedStart`.
     private var staged: [Int16] = []
     private var stagedStart: Int64 = 0
+    /// Where the last concealment staged ends (input position).
+    private var concealedEnd: Int64 = .min
+    /// Input positions the output went past with nothing staged (the buffer ran dry), not yet counted.
+    private var starved: (from: Int64, to: Int64)?
+    /// True once something of this recording has been staged, so that `stagedStart` means something.
+    private var staging = false
     /// Next input position to read, in extended RTP time.
     private var cursor: Int64?
     /// True once this recording has put audio out: until then the cursor follows the clock estimate
@@ -125,6 +131,8 @@ public struct Playout: ~Copyable {
         reception.restart(next: buffer.nextDue)
         repair.reset()
         staged.removeAll()
+        staging = false
+        starved = nil
         cursor = nil
         audible = false
         anchor = nil
@@ -235,11 +243,17 @@ public struct Playout: ~Copyable {
             // Far off (a stall, a clock step): start again on the schedule.
             statistics.corrections += 1
             audible = false
+            starved = nil
         }
         if !audible {
             let start = Int64(due.rounded())
             cursor = start
             fill(until: start + Int64(frames))
+            // Audio due before this block that came too late (the first packets resent or rebuilt after their
+            // time, or a restart after a stall): it is skipped, and heard as silence, so it counts as concealed
+            // (concealment staged there already counted when it was made).
+            let skipFrom = max(stagedStart, concealedEnd)
+            statistics.concealed += stagedFrames(from: skipFrom, count: Int(max(0, start - skipFrom)))
             guard stagedFrames(from: start, count: frames) > 0 else {
                 // Nothing to hear in this block: silence, and the cursor moves on with the schedule.
                 cursor = start + Int64(frames)
@@ -288,6 +302,8 @@ public struct Playout: ~Copyable {
             }
         }
         position += Double(frames) * ratio
+        let stagedEnd = stagedStart + Int64(staged.count / 2)
+        if Int64(position.rounded(.down)) > stagedEnd { starved = (starved?.from ?? stagedEnd, Int64(position.rounded(.down))) }
         // Keep what the next block's kernel reaches back to.
         cursor = Int64(position.rounded(.down)) - reach + 1
         channels.apply(to: &out)
@@ -354,10 +370,17 @@ public struct Playout: ~Copyable {
             if let due = buffer.nextDue, head.sequence > due {
                 // Packets missing before this one: conceal the time they covered, now that it is needed.
                 let missing = Int(head.sequence - due)
-                let gap = Int(max(0, min(position - stagedEnd, 48000)))
+                // From the end of what is staged or, before anything is, from the anchor's time (the first
+                // packet's, RECORD's RTP-Info): losing the first packets loses anchor…position.
+                let from = staging ? stagedEnd : (anchor.map { extended($0.rtp) } ?? position)
+                let gap = Int(max(0, min(position - from, 48000)))
                 statistics.lost += missing
                 if staged.isEmpty { stagedStart = position - Int64(gap) }
+                staging = true
                 conceal(frames: gap, before: missing == 1 ? head.packet : nil)
+                concealedEnd = stagedStart + Int64(staged.count / 2)
+                // Counted as concealed already, starved or not.
+                if let starved { self.starved = concealedEnd >= starved.to ? nil : (max(starved.from, concealedEnd), starved.to) }
                 buffer.nextDue = head.sequence
                 continue
             }
@@ -366,6 +389,7 @@ public struct Playout: ~Copyable {
                 // First packet, or a jump in the timeline (resume, a new talk spurt): restart staging here.
                 staged.removeAll()
                 stagedStart = position
+                staging = true
             } else if position > stagedEnd {
                 staged.append(contentsOf: repeatElement(0, count: Int(position - stagedEnd) * 2))
             } else if position < stagedEnd {
@@ -381,8 +405,19 @@ public struct Playout: ~Copyable {
             swap(&target, &staged)
             decode(head.packet, into: &target)
             swap(&target, &staged)
+            countStarved(audioFrom: position)
         }
         // Samples before the cursor are stale (the cursor jumped ahead): they are dropped by `render`.
+    }
+
+    /// Audio from input position `from` to the end of what is staged just came; what of it the output already
+    /// went past (it ran dry there and played silence) is a dropout, counted as concealed. Counted only when the
+    /// audio comes, so that the silence after a stream's end is not.
+    private mutating func countStarved(audioFrom from: Int64) {
+        guard let starved else { return }
+        let end = stagedStart + Int64(staged.count / 2)
+        statistics.concealed += Int(max(0, min(end, starved.to) - max(from, starved.from)))
+        self.starved = end >= starved.to ? nil : (max(starved.from, end), starved.to)
     }
 
     private func decode(_ packet: RTPPacket, into output: inout [Int16]) {
@@ -412,11 +447,10 @@ public struct Playout: ~Copyable {
         statistics.concealed += frames
         var produced: [Int16] = []
         if format.encoding == .opus {
-            if let next, frames <= OpusFormat.maximumFrame,
-                (try? decoder?.decodeFEC(from: next.payload, frames: frames, into: &produced)) != nil
-            {
-                statistics.recoveredByFEC += 1
-            } else {
+            // Opus's in-band FEC, when the next packet carries it (a plain RTSP publisher's speech); for a packet
+            // without it (Lyre's music stream) libopus conceals instead. Either way the frames count as concealed.
+            let inBand = next.map { frames <= OpusFormat.maximumFrame && (try? decoder?.decodeFEC(from: $0.payload, frames: frames, into: &produced)) != nil } ?? false
+            if !inBand {
                 produced.removeAll()
                 var left = frames
                 while left > 0 {

@@ -108,7 +108,7 @@ final class Link: Sendable {
             let ports = (UInt16(rtp.localAddress?.port ?? 0), UInt16(rtcp.localAddress?.port ?? 0))
             let transport = TransportSpec(lower: .udp(client: ports, server: nil), ssrc: ssrc)
             var setup = [("Transport", transport.serialized), ("Lyre-Timing-Port", String(timing.port)),
-                         (FeedbackHeader.name, FeedbackHeader.value(Set(FeedbackHeader.Kind.allCases)))]
+                         (FeedbackHeader.name, FeedbackHeader.value(configuration.resend ? [.nack, .report] : [.report]))]
             if let fec { setup.append((FECHeader.name, fec.serialized)) }
             let reply = try Self.check(client.request("SETUP", uri: "rtsp://\(route.host):\(route.port)/streamid=0", headers: setup), "SETUP")
             guard let session = reply.headers["Session"]?.split(separator: ";").first.map(String.init),

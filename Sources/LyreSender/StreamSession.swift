@@ -22,6 +22,8 @@ public struct StreamConfiguration: Sendable {
     public var senderID: String?
     /// Packet-level FEC (streaming.md §4.3).
     public var fec = FECMode.auto
+    /// Resends lost packets when a receiver asks (streaming.md §4.1).
+    public var resend = true
 
     public init() {}
 

@@ -44,11 +44,14 @@ struct Play: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Opus bitrate in kbit/s (6 to 510).", valueName: "KBPS"))
     var bitrate: Int = 128
 
-    @Option(help: ArgumentHelp("Opus frame length in ms: 10 or 20.", valueName: "MS"))
-    var frame: Int = 20
+    @Option(help: ArgumentHelp("Opus frame length in ms: 10 or 20 (default: 10 under 50 ms of latency, so that a lost packet can be rebuilt in time; else 20).", valueName: "MS"))
+    var frame: Int?
 
     @Option(help: ArgumentHelp("Packet FEC: off, auto (on under \(StreamConfiguration.fecLatencyThreshold) ms of latency) or N, one parity packet per N packets (2 to 15).", valueName: "off|auto|N"))
     var fec: String = "auto"
+
+    @Flag(inversion: .prefixedNo, help: "Resend lost packets when a receiver asks (--no-resend: never, as version 1 senders).")
+    var resend = true
 
     @Option(help: ArgumentHelp("Raw stdin layout: s16le, s16be, s24le, s32le, f32le or u8, then rate and channels.", valueName: "SAMPLE:RATE:CHANNELS"))
     var format: String = "s16le:48000:2"
@@ -80,7 +83,7 @@ struct Play: AsyncParsableCommand {
         guard !files.isEmpty else { throw ValidationError("name at least one file to play, or '-' for stdin") }
         guard (20...2000).contains(latency) else { throw ValidationError("--latency must be between 20 and 2000 ms") }
         guard (6...510).contains(bitrate) else { throw ValidationError("--bitrate must be between 6 and 510 kbit/s") }
-        guard frame == 10 || frame == 20 else { throw ValidationError("--frame must be 10 or 20 ms") }
+        guard frame == nil || frame == 10 || frame == 20 else { throw ValidationError("--frame must be 10 or 20 ms") }
         guard fecMode != nil else { throw ValidationError("--fec must be off, auto or a row of 2 to 15 packets") }
         guard RawPCMFormat(format) != nil else { throw ValidationError("--format must look like s16le:44100:2") }
         for room in to { _ = try RoomSpec(room) }
@@ -105,8 +108,9 @@ struct Play: AsyncParsableCommand {
         var configuration = StreamConfiguration()
         configuration.latencyMilliseconds = latency
         configuration.bitrate = bitrate * 1000
-        configuration.frameMilliseconds = frame
+        configuration.frameMilliseconds = frame ?? (latency < 50 ? 10 : 20)
         configuration.fec = fecMode!
+        configuration.resend = resend
         configuration.senderName = name ?? Self.defaultSenderName()
         let sources: [AudioSource] = files.map {
             $0 == "-" ? .raw(fileDescriptor: 0, format: RawPCMFormat(format)!) : .file(path: $0)
