@@ -27,7 +27,7 @@ public struct PlayoutStatistics: Sendable, Equatable {
     public var text: String {
         var parts = [
             "received=\(received)", "late=\(late)", "lost=\(lost)", "concealed=\(concealed)", "fec=\(recoveredByFEC)",
-            "nack=\(requested)", "recovered=\(recovered)",
+            "nack=\(requested)", "recovered=\(recovered)", "duplicates=\(duplicates)",
             "foreign=\(foreign)", "malformed=\(malformed)", "corrections=\(corrections)",
             "depth-ms=\(Int(depthMilliseconds.rounded()))",
         ]
@@ -195,6 +195,12 @@ public struct Playout: ~Copyable {
         let again = requests.due(now: now, oldestUseful: buffer.nextDue)
         countRequests()
         return again.map { UInt16(truncatingIfNeeded: $0) }
+    }
+
+    /// Whether gaps are asked for again (the sender takes NACKs, §4.1); they are counted either way.
+    public var asksForResends: Bool {
+        get { requests.asking }
+        set { requests.asking = newValue }
     }
 
     /// A sender report arrived at local time `arrival` (streaming.md §4.2).

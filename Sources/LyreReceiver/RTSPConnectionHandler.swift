@@ -266,6 +266,8 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
                 return TransportSpec(lower: .udp(client: nil, server: p), ssrc: transport.ssrc)
             }
         }
+        let asks = feedback.contains(.nack)
+        controller.withPlayout { $0.asksForResends = asks }
         if let timingPort {
             do {
                 let registry = registry

@@ -6,6 +6,8 @@
 /// being asked for is counted as recovered. At most `maximumMissing` sequence numbers are tracked: a
 /// larger jump (a sender that restarted its numbering) is not a loss to repair.
 public struct RetransmissionRequests: Sendable {
+    /// False when the sender takes no NACKs: gaps are still counted (`missed`), nothing is asked for.
+    public var asking = true
     public var retryInterval: UInt64
     public var maximumAsks: Int
     public var maximumMissing: Int
@@ -49,13 +51,14 @@ public struct RetransmissionRequests: Sendable {
             missing.removeAll()
             return []
         }
+        missed += Int(gap)
+        guard asking else { return [] }
         let skipped = (highest + 1..<sequence).filter { !have($0) }
         for lost in skipped { missing[lost] = (now, 1) }
         if missing.count > maximumMissing {
             for old in missing.keys.sorted().prefix(missing.count - maximumMissing) { missing[old] = nil }
         }
         requested += skipped.count
-        missed += Int(gap)
         return skipped
     }
 

@@ -10,11 +10,11 @@ struct LossTests {
 
     /// Drops RTP (version 2, payload type 96, no marker: second byte 0x60) to 127.0.0.2's media ports, picked
     /// by `select` (an nft numgen expression).
-    static func dropRTP(_ network: TestNetwork, _ select: String) async throws {
+    static func dropRTP(_ network: TestNetwork, _ select: String, packets: String = "@th,72,8 0x60") async throws {
         let rules = try await network.shell("""
             nft add table inet lyreloss && \
             nft add chain inet lyreloss input '{ type filter hook input priority 0 ; }' && \
-            nft add rule inet lyreloss input ip daddr 127.0.0.2 udp dport 40000-60001 @th,72,8 0x60 \(select) counter drop
+            nft add rule inet lyreloss input ip daddr 127.0.0.2 udp dport 40000-60001 \(packets) \(select) counter drop
             """)
         #expect(rules.status == 0, "nft: \(rules.stderr)")
     }
@@ -109,6 +109,59 @@ struct LossTests {
         #expect((stats["lost"] ?? 0) * 10 <= dropped, "dropped \(dropped); \(stats)")
         let comparison = try await rooms.compare(sweep, "Lossy")
         #expect(comparison["gaps"] as? Int == 0, "\(comparison)")
+    }
+
+    /// Reordering, duplicates, delay and jitter within the jitter buffer (Tools/peers/udp-relay.py in the
+    /// RTSP session's media path): no effect on the output, which is the same as a room's without them.
+    @Test func reorderingAndDuplicatesDoNotChangeTheOutput() async throws {
+        let rooms = try await Rooms([("Clean", []), ("Relayed", [])])
+        defer { rooms.network.close() }
+        let ready = rooms.network.scratch.appendingPathComponent("relay.ready").path
+        let counts = rooms.network.scratch.appendingPathComponent("relay.json").path
+        let relay = try rooms.network.spawn(["python3", TestNetwork.tools + "/peers/udp-relay.py", "--rtsp", "127.0.0.1:7800",
+                                             "--forward", "127.0.0.1:7731", "--delay", "5", "--jitter", "15", "--reorder", "10",
+                                             "--duplicate", "5", "--seed", "3", "--ready", ready, "--stats", counts])
+        #expect(await eventually { FileManager.default.fileExists(atPath: ready) }, "relay: \(relay.stderr)")
+        let sweep = try await rooms.sweep(seconds: 8)
+        let play = try await rooms.network.run(["lyre", "play", sweep, "--host", "127.0.0.1:7730", "--host", "127.0.0.1:7800",
+                                                "--group-socket", "off"], timeout: 60)
+        #expect(play.status == 0, "lyre play: \(play.stderr)")
+        relay.signal(SIGTERM)
+        try await relay.waitForExit(timeout: 10)
+        try await rooms.stop()
+        let impaired = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: counts))) as? [String: Any] ?? [:]
+        let stats = Self.statistics(rooms.lyred["Relayed"]!)
+        #expect((impaired["reordered"] as? Int ?? 0) >= 20 && (impaired["duplicated"] as? Int ?? 0) >= 10 && impaired["rewritten"] as? Int == 1,
+                "relay: \(impaired)")
+        #expect(stats["lost"] == 0 && stats["concealed"] == 0 && (stats["duplicates"] ?? 0) >= 10, "relayed room: \(stats)")
+        let same = try await rooms.json(["compare", rooms.path("Clean", "wav"), rooms.path("Relayed", "wav")])
+        #expect((same["snr_db"] as? Double ?? 0) > 40 && (same["worst_window_snr_db"] as? Double ?? 0) > 25 && same["gaps"] as? Int == 0,
+                "relayed against clean: \(same)")
+    }
+
+    /// ffmpeg as a publisher (it keeps nothing to resend) under 5 % loss: it still plays, every loss is
+    /// concealed, and nothing is asked for.
+    @Test func ffmpegStillPlaysUnderLoss() async throws {
+        guard TestNetwork.which("ffmpeg") != nil else { throw TestNetworkError("ffmpeg is missing: run Tools/test, which installs it") }
+        let rooms = try await Rooms([("Lossy", ["--listen", "127.0.0.2"])])
+        defer { rooms.network.close() }
+        // RTP of any dynamic payload type (ffmpeg's is its own choice), marker or not.
+        try await Self.dropRTP(rooms.network, "numgen random mod 100 lt 5", packets: "@th,64,2 2 @th,73,7 96-127")
+        let sweep = try await rooms.sweep(seconds: 6)
+        let push = try await rooms.network.run([
+            "ffmpeg", "-loglevel", "error", "-re", "-i", sweep, "-c:a", "libopus", "-b:a", "128k", "-ar", "48000",
+            "-rtsp_transport", "udp", "-f", "rtsp", "rtsp://127.0.0.2:7730/",
+        ], timeout: 60)
+        #expect(push.status == 0, "ffmpeg: \(push.stderr)")
+        try await rooms.stop()
+        let dropped = try await Self.dropped(rooms.network)
+        let stats = Self.statistics(rooms.lyred["Lossy"]!)
+        #expect(dropped >= 5, "nft dropped \(dropped) packets")
+        #expect((stats["lost"] ?? 0) >= dropped / 2 && (stats["concealed"] ?? 0) > 0 && stats["nack"] == 0 && stats["recovered"] == 0,
+                "dropped \(dropped); \(stats)")
+        // Concealment is heard (the SNR falls to about 10 dB), but the whole file plays.
+        let comparison = try await rooms.compare(sweep, "Lossy")
+        #expect((comparison["snr_db"] as? Double ?? 0) > 3 && (comparison["matched_seconds"] as? Double ?? 0) > 5.5, "\(comparison)")
     }
 
     /// Forged and malformed RTCP flooding the sender's RTCP port from another port: none of it is answered

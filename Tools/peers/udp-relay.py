@@ -698,6 +698,8 @@ def main():
     proxy = None
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    # A parent may start us with these blocked (a test runner's thread mask is inherited): take them.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
     listen = args.rtsp or args.listen
     try:
         if args.rtsp:
