@@ -159,8 +159,6 @@ public final class StreamSession: @unchecked Sendable {
     private var lastEnabled: EnabledCommands?
     private var queue = SampleQueue()
     private var finishing = false
-    /// True once the last packet has been sent again (see `pace`).
-    private var tailProbed = false
     private var running = false
     private var ended = false
     private var anchorClock: UInt64 = 0
@@ -781,17 +779,7 @@ public final class StreamSession: @unchecked Sendable {
                 return (nil, index, sequence, rtp)  // nothing queued: the slot passes in silence
             }
             wakeQueueWaiters()
-            guard let frame, let pcm = frame.pcm else {
-                // The slot after the stream's last packet: send that packet again, once. A receiver notices a
-                // loss only when a later packet comes, so a lost last packet would go unnoticed (the stream
-                // just ends early); this one is asked for like any other (streaming.md §4.1).
-                lock.withLock {
-                    guard finishing, queue.isEmpty, !tailProbed, let last = sentPackets.last else { return }
-                    tailProbed = true
-                    for link in links { link.send(last.bytes) }
-                }
-                continue
-            }
+            guard let frame, let pcm = frame.pcm else { continue }
             guard let payload = try? pcm.withUnsafeBufferPointer({ try encoder.encode($0, frames: frameSamples) }) else { continue }
             // One encode, the same packet to every room.
             let packet = RTPPacket(marker: false, payloadType: 96, sequenceNumber: frame.seq, timestamp: frame.rtp, ssrc: ssrc, payload: payload)
