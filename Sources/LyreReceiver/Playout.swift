@@ -68,7 +68,8 @@ public struct Playout: ~Copyable {
     private var buffer = JitterBuffer()
     private var requests = RetransmissionRequests()
     private var reception = ReceptionStatistics()
-    private var repair = FECRepair()
+    /// FEC repair (§4.3), only when the sender sends FEC: it keeps every packet that comes.
+    private var repair: FECRepair?
     private let decoder: OpusDecoder?
     private var anchor: (rtp: UInt32, senderClock: UInt64)?
     private var recording = false
@@ -129,7 +130,7 @@ public struct Playout: ~Copyable {
         buffer.flush(nextSequence: nextSequence)
         requests.reset(next: buffer.nextDue)
         reception.restart(next: buffer.nextDue)
-        repair.reset()
+        repair?.reset()
         staged.removeAll()
         staging = false
         starved = nil
@@ -169,14 +170,14 @@ public struct Playout: ~Copyable {
         case .duplicate: statistics.duplicates += 1
         case .overflowed: statistics.overflowed += 1
         }
-        insertRebuilt(repair.media(packet))
+        if let rebuilt = repair?.media(packet) { insertRebuilt(rebuilt) }
         countRequests()
         return missing.map { UInt16(truncatingIfNeeded: $0) }
     }
 
     /// An FEC packet arrived (streaming.md §4.3): the packet it rebuilds, if any, goes into the buffer.
     public mutating func receiveParity(_ parity: FECPacket) {
-        insertRebuilt(repair.parity(parity))
+        if let rebuilt = repair?.parity(parity) { insertRebuilt(rebuilt) }
         countRequests()
     }
 
@@ -195,6 +196,12 @@ public struct Playout: ~Copyable {
         let again = requests.due(now: now, oldestUseful: buffer.nextDue)
         countRequests()
         return again.map { UInt16(truncatingIfNeeded: $0) }
+    }
+
+    /// Whether the sender sends FEC packets (§4.3), so that recent packets are kept to rebuild from.
+    public var repairsFromFEC: Bool {
+        get { repair != nil }
+        set { repair = newValue ? repair ?? FECRepair() : nil }
     }
 
     /// Whether gaps are asked for again (the sender takes NACKs, §4.1); they are counted either way.

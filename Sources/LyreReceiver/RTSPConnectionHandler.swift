@@ -266,8 +266,11 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
                 return TransportSpec(lower: .udp(client: nil, server: p), ssrc: transport.ssrc)
             }
         }
-        let asks = feedback.contains(.nack)
-        controller.withPlayout { $0.asksForResends = asks }
+        let (asks, repairs) = (feedback.contains(.nack), fec != nil)
+        controller.withPlayout {
+            $0.asksForResends = asks
+            $0.repairsFromFEC = repairs
+        }
         if let timingPort {
             do {
                 let registry = registry

@@ -92,7 +92,7 @@ final class LinkFeedback: Sendable {
                 case .receiverReport(let report):
                     guard let block = report.blocks.first(where: { $0.ssrc == ssrc }) else { continue }
                     var quality = state.quality ?? LinkQuality()
-                    quality.update(block, now: now, packetsSent: state.packetsSent)
+                    quality.update(block, now: now)
                     state.quality = quality
                 case .lyreReception(let reception) where reception.mediaSSRC == ssrc:
                     var quality = state.quality ?? LinkQuality()
@@ -129,7 +129,7 @@ public struct LinkQuality: Sendable, Equatable, Codable {
 
     /// A report block at `now` (sender clock): jitter and, when it answers a sender report, the round trip
     /// (RFC 3550 §6.4.1: arrival − LSR − DLSR, on the compact NTP scale of the sender's own clock).
-    mutating func update(_ block: RTCPReportBlock, now: UInt64, packetsSent: UInt32) {
+    mutating func update(_ block: RTCPReportBlock, now: UInt64) {
         jitterMilliseconds = Double(block.jitter) / 48
         guard block.lastSenderReport != 0 else { return }
         let trip = NTPTime.compact(nanoseconds: now) &- block.lastSenderReport &- block.delaySinceLastSenderReport

@@ -55,6 +55,7 @@ struct PlayoutTests {
     static func play(_ pcm: [Int16], skewPPM: Double = 0, senderDriftPPM: Double = 0, block: Int = 240,
                      latency: UInt64 = 100_000_000, extraSeconds: Double = 0.5, fecRow: Int? = nil) throws -> Run {
         var playout = try Playout(format: format, latency: latency, timed: true)
+        playout.repairsFromFEC = fecRow != nil  // as SETUP does when the sender sends FEC
         let start: UInt64 = 5_000_000_000
         let offset: Int64 = 1_234_567  // sender minus local
         // Timing samples one a second over the run: the sender's clock drifts by senderDriftPPM.
