@@ -376,27 +376,35 @@ public struct Playout: ~Copyable {
     }
 
     /// Decodes packets in sequence order until samples reach `end` or the buffer runs dry, concealing gaps.
+    ///
+    /// Nothing is taken before its time: a missing packet is concealed only once the audio before it is all
+    /// staged and its own time falls within `end`, one missing packet at a time, and the first packet of a
+    /// recording waits until it is due. Until then a resend or a rebuild may still bring what is missing (or
+    /// a reordered earlier packet); once the buffer has moved past a packet, it is late for good.
     private mutating func fill(until end: Int64) {
         while stagedStart + Int64(staged.count / 2) < end, let head = buffer.first {
             let stagedEnd = stagedStart + Int64(staged.count / 2)
             let position = extended(head.packet.timestamp)
             if let due = buffer.nextDue, head.sequence > due {
-                // Packets missing before this one: conceal the time they covered, now that it is needed.
-                let missing = Int(head.sequence - due)
                 // From the end of what is staged or, before anything is, from the anchor's time (the first
                 // packet's, RECORD's RTP-Info): losing the first packets loses anchor…position.
                 let from = staging ? stagedEnd : (anchor.map { extended($0.rtp) } ?? position)
-                let gap = Int(max(0, min(position - from, 48000)))
-                statistics.lost += missing
-                if staged.isEmpty { stagedStart = position - Int64(gap) }
+                guard from < end else { break }
+                // The missing packets share the time up to this one; the first of them is concealed now.
+                let missing = head.sequence - due
+                let span = max(0, min(position - from, 48000))
+                let gap = Int(span / missing)
+                statistics.lost += 1
+                if staged.isEmpty { stagedStart = position - span }
                 staging = true
                 conceal(frames: gap, before: missing == 1 ? head.packet : nil)
                 concealedEnd = stagedStart + Int64(staged.count / 2)
                 // Counted as concealed already, starved or not.
                 if let starved { self.starved = concealedEnd >= starved.to ? nil : (max(starved.from, concealedEnd), starved.to) }
-                buffer.nextDue = head.sequence
+                buffer.nextDue = due + 1
                 continue
             }
+            if !staging, position >= end { break }
             _ = buffer.removeFirst()
             if staged.isEmpty || position < stagedEnd - 48000 || position > stagedEnd + 48000 {
                 // First packet, or a jump in the timeline (resume, a new talk spurt): restart staging here.

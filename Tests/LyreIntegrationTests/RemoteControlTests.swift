@@ -267,8 +267,13 @@ struct RemoteControlTests {
         #expect(await rig.waitForNowPlaying { $0["title"] as? String == "Two" } != nil, "Next")
         let titleShown = await eventually { await rig.playerctlPrints(["metadata", "title"], prefix: "Two") }
         #expect(titleShown, "MPRIS metadata after Next")
+        // Previous as media players do it: more than 3 s into an item it starts the item again; within 3 s it
+        // goes back to the item before.
+        #expect(await rig.waitForNowPlaying { $0["title"] as? String == "Two" && Self.position($0) > 3.2 } != nil, "Two plays on")
         try await expectOK("previous")
-        #expect(await rig.waitForNowPlaying { $0["title"] as? String == "One" } != nil, "Previous")
+        #expect(await rig.waitForNowPlaying { $0["title"] as? String == "Two" && Self.position($0) < 2 } != nil, "Previous restarts Two")
+        try await expectOK("previous")
+        #expect(await rig.waitForNowPlaying { $0["title"] as? String == "One" } != nil, "Previous again")
         try await expectOK("pause")
         #expect(await rig.waitForNowPlaying { $0["state"] as? String == "paused" } != nil, "Pause")
         try await expectOK("play")

@@ -53,7 +53,8 @@ struct PlayoutTests {
     /// Plays `pcm` through a Playout whose output runs `skewPPM` fast against the local clock, the sender's
     /// clock `offset` ns ahead of it, in blocks of `block` frames.
     static func play(_ pcm: [Int16], skewPPM: Double = 0, senderDriftPPM: Double = 0, block: Int = 240,
-                     latency: UInt64 = 100_000_000, extraSeconds: Double = 0.5, fecRow: Int? = nil) throws -> Run {
+                     latency: UInt64 = 100_000_000, extraSeconds: Double = 0.5, fecRow: Int? = nil,
+                     withheld: [Int: Double] = [:]) throws -> Run {
         var playout = try Playout(format: format, latency: latency, timed: true)
         playout.repairsFromFEC = fecRow != nil  // as SETUP does when the sender sends FEC
         let start: UInt64 = 5_000_000_000
@@ -71,8 +72,12 @@ struct PlayoutTests {
         }
         feedTiming(until: start)
         let rtpStart: UInt32 = 4_294_000_000  // wraps during the run
+        // As RECORD does: its RTP-Info names the first packet, then its anchor.
+        playout.flush(nextSequence: 65000)
         playout.record(anchor: PlaybackAnchor(rtpTime: rtpStart, senderClock: UInt64(Int64(start) + offset)))
         let sent = packets(pcm, start: rtpStart, sequence: 65000)
+        // Packets `withheld` (by index) arrive that many seconds after the start instead (a resend), or never.
+        var pending = withheld.map { (index: $0.key, at: Double(start) + $0.value * 1e9) }.sorted { $0.at < $1.at }
         if let fecRow {
             // One packet of each row lost, at a different place each row; its parity delivered before or after
             // the rest of the row.
@@ -83,7 +88,7 @@ struct PlayoutTests {
                 if r % 2 == 1 { playout.receiveParity(parity) }
             }
         } else {
-            for packet in sent { playout.receive(packet, arrival: start) }
+            for (i, packet) in sent.enumerated() where withheld[i] == nil { playout.receive(packet, arrival: start) }
         }
         var run = Run(statistics: playout.statistics)
         var presented = Double(start) + Double(latency) - 20_000_000
@@ -91,6 +96,10 @@ struct PlayoutTests {
         let framePeriod = 1e9 / rate / (1 + skewPPM * 1e-6)
         while run.left.count < Int(seconds * rate) {
             feedTiming(until: UInt64(presented))
+            while let next = pending.first, next.at <= presented {
+                playout.receive(sent[next.index], arrival: UInt64(next.at))
+                pending.removeFirst()
+            }
             let (out, _) = playout.render(frames: block, presentation: UInt64(presented.rounded()))
             run.records.append((run.left.count, presented))
             run.left += stride(from: 0, to: out.count, by: 2).map { Double(out[$0]) }
@@ -200,6 +209,31 @@ struct PlayoutTests {
 extension PlayoutTests {
     /// The sine that best fits `x` (amplitude, phase and frequency near `frequency`, cycles per sample), and
     /// the SNR of `x` against it, dB: a four-parameter least-squares fit (IEEE 1057), by Gauss-Newton steps.
+    /// The first 5 packets lost and resent, arriving after the output has started (with silence, 20 ms before
+    /// the first sample is due) but before their time: they are played, nothing is lost or late. (The buffer
+    /// took the first packet that came at the first block and concealed the ones before it there and then, so
+    /// that their resends came late: LossTests' bursts at 1 s latency, under load.)
+    @Test func firstPacketsResentBeforeTheirTimeArePlayed() throws {
+        let pcm = Self.sweep(seconds: 1)
+        let run = try Self.play(pcm, withheld: Dictionary(uniqueKeysWithValues: (0..<5).map { ($0, 0.09) }))
+        #expect(run.statistics.lost == 0 && run.statistics.late == 0 && run.statistics.concealed == 0, "\(run.statistics)")
+        for window in Self.measure(pcm, run, skewPPM: 0, every: 0.1, from: 0) {
+            #expect(abs(window.errorMicroseconds) < 25 && window.snr > 40, "\(window)")
+        }
+    }
+
+    /// Three packets missing in a row, the last two resent after the first one's time has come but before
+    /// their own: only the first is concealed (its 10 ms), the other two are played.
+    @Test func aGapIsConcealedOnePacketAtATimeAsItComesDue() throws {
+        let pcm = Self.sweep(seconds: 1)
+        let run = try Self.play(pcm, withheld: [50: .infinity, 51: 0.602, 52: 0.602])
+        #expect(run.statistics.lost == 1 && run.statistics.late == 0 && run.statistics.concealed == 480, "\(run.statistics)")
+        let windows = Self.measure(pcm, run, skewPPM: 0, every: 0.05)
+        for window in windows where abs(window.at - 0.5) > 0.06 {
+            #expect(abs(window.errorMicroseconds) < 25 && window.snr > 40, "\(window)")
+        }
+    }
+
     static func sineFitSNR(_ x: [Double], frequency: Double) -> Double {
         var w = 2 * Double.pi * frequency
         var (a, b, c) = (0.0, 0.0, 0.0)
