@@ -32,6 +32,8 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     typealias OutboundOut = RTSPOutbound
 
     static let methods = "OPTIONS, ANNOUNCE, SETUP, RECORD, FLUSH, SET_PARAMETER, GET_PARAMETER, TEARDOWN"
+    /// Requests that change a session, so only its own connection may make them.
+    static let sessionMethods: Set<String> = ["SETUP", "RECORD", "FLUSH", "SET_PARAMETER", "TEARDOWN"]
 
     enum State { case initial, announced, ready, recording }
 
@@ -138,9 +140,18 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         }
         let method = request.method ?? ""
         logger.trace("\(method) \(request.uri ?? "")")
-        if let sessionID, let given = request.headers["Session"], given.split(separator: ";").first.map(String.init) != sessionID {
+        let given = request.headers["Session"].flatMap { $0.split(separator: ";").first.map(String.init) }
+        if let sessionID, let given, given != sessionID {
             send(.response(454, cseq: cseq))
             return
+        }
+        // Only a session's own connection changes it (streaming.md §3): a connection without one gets 454 when
+        // it names a session (it is not this connection's) and 455 when it names none, and changes nothing.
+        if sessionID == nil, Self.sessionMethods.contains(method) {
+            registry.count(\.badRequests)
+            return given != nil
+                ? refuse(454, cseq: cseq, "no such session on this connection")
+                : refuse(455, cseq: cseq, "no session: ANNOUNCE first")
         }
         switch method {
         case "OPTIONS":

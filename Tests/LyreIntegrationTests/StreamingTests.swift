@@ -200,6 +200,33 @@ struct StreamingTests {
         #expect(first.stderr.contains("'Bob' took over"), "\(first.stderr)")
     }
 
+    /// A second connection that never set up a session (Tools/peers/rtsp-intruder.py) sends every request that
+    /// would change the session that plays: each is refused with 454 or 455 and changes nothing. The volume
+    /// reads the same, no metadata of its shows, and the sender's audio comes out whole and at full level.
+    @Test func onlyTheSessionsOwnConnectionChangesIt() async throws {
+        let rig = try await Rig()
+        defer { rig.network.close() }
+        let sweep = try await Self.sweep(rig.network, rate: 48000, seconds: 6)
+        let play = try rig.network.spawn(["lyre", "play", sweep, "--to", "Speaker", "--name", "Alice"])
+        #expect(await eventually { rig.lyred.stderr.contains("now playing:") }, "\(rig.lyred.stderr)")
+        let intruder = try await rig.network.run(["python3", TestNetwork.tools + "/peers/rtsp-intruder.py", "127.0.0.1", String(rig.port)])
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(intruder.stdout.utf8)) as? [String: Any], "\(intruder.stderr)")
+        let requests = report["requests"] as? [[String: Any]] ?? []
+        #expect(requests.count == 16, "\(report)")
+        for request in requests {
+            let expected = request["session"] as? Bool == true ? 454 : 455
+            #expect(request["status"] as? Int == expected && !(request["error"] as? String ?? "").isEmpty, "\(request)")
+        }
+        #expect(report["volume_after"] as? String == report["volume_before"] as? String, "\(report)")
+        try await play.waitForExit(timeout: 30)
+        #expect(play.status == 0, "lyre play: \(play.stderr)")
+        try await rig.stop()
+        #expect(!rig.lyred.stderr.contains("Intruder") && rig.lyred.stderr.contains("late=0"), "\(rig.lyred.stderr)")
+        let comparison = try await Self.compare(rig.network, reference: sweep, output: rig.output)
+        Self.expectSameAudio(comparison)
+        #expect((comparison["gain"] as? Double ?? 0) > 0.9, "the volume changed: \(comparison)")
+    }
+
     @Test func receiverGoneMakesTheSenderPause() async throws {
         let rig = try await Rig()
         defer { rig.network.close() }
@@ -292,7 +319,7 @@ struct StreamingTests {
         let rig = try await Rig()
         defer { rig.network.close() }
         let abuse = try await rig.network.shell(
-            "exec python3 \(TestNetwork.tools)/peers/rtsp-abuse.py 127.0.0.1 \(rig.port) --count 10000 --pid $(pidof lyred)",
+            "exec python3 \(TestNetwork.tools)/peers/rtsp-abuse.py 127.0.0.1 \(rig.port) --count 10000 --timeout 3 --pid $(pidof lyred)",
             timeout: 240)
         let report = try #require(
             try JSONSerialization.jsonObject(with: Data(abuse.stdout.utf8)) as? [String: Any], "rtsp-abuse: \(abuse.stderr)")
