@@ -193,7 +193,7 @@ public struct Playout: ~Copyable {
 
     /// The missing packets to ask for again at local time `now`: those that can still be played.
     public mutating func retransmissionsDue(now: UInt64) -> [UInt16] {
-        let again = requests.due(now: now, oldestUseful: buffer.nextDue)
+        let again = requests.due(now: now, oldestUseful: buffer.nextDue) { [buffer] in buffer.contains($0) }
         countRequests()
         return again.map { UInt16(truncatingIfNeeded: $0) }
     }
@@ -208,6 +208,12 @@ public struct Playout: ~Copyable {
     public var asksForResends: Bool {
         get { requests.asking }
         set { requests.asking = newValue }
+    }
+
+    /// The sender says it has sent up to `report.highestSequence` (streaming.md §4.1): what has not come of it
+    /// soon is asked for (the last packets of a stream, which no later packet shows missing).
+    public mutating func senderSent(_ report: LyreSentReport, arrival: UInt64) {
+        requests.sent(through: buffer.extend(report.highestSequence), now: arrival)
     }
 
     /// A sender report arrived at local time `arrival` (streaming.md §4.2).

@@ -635,8 +635,15 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
                 return
             }
             let now = HostClock.now()
-            for case .senderReport(let report) in packets where report.ssrc == lockedSSRC {
-                controller.withPlayout { $0.senderReport(report, arrival: now) }
+            for packet in packets {
+                switch packet {
+                case .senderReport(let report) where report.ssrc == lockedSSRC:
+                    controller.withPlayout { $0.senderReport(report, arrival: now) }
+                case .lyreSent(let sent) where sent.ssrc == lockedSSRC && feedback.contains(.nack):
+                    controller.withPlayout { $0.senderSent(sent, arrival: now) }
+                    armRetransmissionTimer()
+                default: continue
+                }
             }
             return
         }

@@ -54,8 +54,10 @@ final class Link: Sendable {
     let feedbackKinds: Set<FeedbackHeader.Kind>
     /// True when the receiver takes this playback's FEC packets (`Lyre-FEC` echoed in SETUP's answer).
     let takesFEC: Bool
-    /// Sends a sender report a second, while the receiver reports.
+    /// Sends the reports a second (§4.1, §4.2), while the receiver takes them.
     private let reportTask: RepeatedTask?
+    /// Sends the reports now; nil when the receiver takes none.
+    private let sendReports: (@Sendable () -> Void)?
 
     /// Connects and sets the stream up: OPTIONS, ANNOUNCE (with the room's channel map), SETUP, and a
     /// GET_PARAMETER for the receiver's volume. `kept` finds a packet the timeline sent, by sequence number,
@@ -127,14 +129,17 @@ final class Link: Sendable {
                     rtp.writeAndFlush(AddressedEnvelope(remoteAddress: destination, data: ByteBuffer(bytes: packet)), promise: nil)
                 }
             }
-            if feedbackKinds.contains(.report) {
-                let rtcp = rtcp
-                reportTask = rtcp.eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(500), delay: .seconds(1)) { _ in
+            if !feedbackKinds.isEmpty {
+                let (rtcp, kinds) = (rtcp, feedbackKinds)
+                let send: @Sendable () -> Void = {
                     let now = HostClock.now()
-                    let report = feedback.senderReport(now: now, rtpTime: rtpTime(now))
-                    rtcp.writeAndFlush(AddressedEnvelope(remoteAddress: receiverRTCP, data: ByteBuffer(bytes: report)), promise: nil)
+                    guard let reports = feedback.reports(now: now, rtpTime: rtpTime(now), kinds: kinds) else { return }
+                    rtcp.writeAndFlush(AddressedEnvelope(remoteAddress: receiverRTCP, data: ByteBuffer(bytes: reports)), promise: nil)
                 }
+                sendReports = send
+                reportTask = rtcp.eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(500), delay: .seconds(1)) { _ in send() }
             } else {
+                sendReports = nil
                 reportTask = nil
             }
             // The sender owns the volume (as in AirPlay): start from what the receiver has now.
@@ -177,9 +182,13 @@ final class Link: Sendable {
     /// Sends one RTP packet (from the pacing thread): media, or an FEC packet (not counted in the sender
     /// report's counts, which are the media stream's).
     func send(_ packet: [UInt8], parity: Bool = false) {
-        if !parity { feedback.sent(payloadBytes: max(0, packet.count - 12)) }
+        if !parity, packet.count >= 12 { feedback.sent(sequence: UInt16(packet[2]) << 8 | UInt16(packet[3]), payloadBytes: packet.count - 12) }
         rtp.writeAndFlush(AddressedEnvelope(remoteAddress: destination, data: ByteBuffer(bytes: packet)), promise: nil)
     }
+
+    /// Sends the reports now, after the stream's last packet: Lyre's sent report lets the receiver ask for
+    /// last packets that were lost, which no later packet shows missing (streaming.md §4.1).
+    func reportNow() { sendReports?() }
 
     /// Ends the link: TEARDOWN first when `teardown` and the connection is still up, then closes everything.
     func close(teardown: Bool) {

@@ -22,6 +22,8 @@ final class LinkFeedback: Sendable {
         /// RTP packets and payload bytes sent to this room (for sender reports and the loss figure).
         var packetsSent: UInt32 = 0
         var octetsSent: UInt32 = 0
+        /// The highest sequence number sent to this room, for Lyre's sent report (§4.1).
+        var highestSent: UInt16?
     }
 
     let ssrc: UInt32
@@ -47,19 +49,29 @@ final class LinkFeedback: Sendable {
     /// The room's link quality from its last reception report; nil before the first.
     var quality: LinkQuality? { lock.withLockedValue { $0.quality } }
 
-    /// An RTP packet of `payloadBytes` went to the room.
-    func sent(payloadBytes: Int) {
+    /// RTP packet `sequence` of `payloadBytes` went to the room.
+    func sent(sequence: UInt16, payloadBytes: Int) {
         lock.withLockedValue {
             $0.packetsSent &+= 1
             $0.octetsSent &+= UInt32(truncatingIfNeeded: payloadBytes)
+            if $0.highestSent.map({ Int16(bitPattern: sequence &- $0) > 0 }) ?? true { $0.highestSent = sequence }
         }
     }
 
-    /// The sender report to send now: `now` on the sender's clock, `rtpTime` the stream's timestamp for it.
-    func senderReport(now: UInt64, rtpTime: UInt32) -> [UInt8] {
+    /// The reports to send now, as one compound RTCP datagram (nil when there are none): the sender report
+    /// (§4.2) when the room takes reports, `now` on the sender's clock and `rtpTime` the stream's timestamp
+    /// for it; and Lyre's sent report (§4.1) when it takes NACKs and something was sent.
+    func reports(now: UInt64, rtpTime: UInt32, kinds: Set<FeedbackHeader.Kind>) -> [UInt8]? {
         lock.withLockedValue {
-            RTCPSenderReport(ssrc: ssrc, ntpTime: NTPTime.from(nanoseconds: now), rtpTime: rtpTime,
-                             packetCount: $0.packetsSent, octetCount: $0.octetsSent).serialized()
+            var packets: [[UInt8]] = []
+            if kinds.contains(.report) {
+                packets.append(RTCPSenderReport(ssrc: ssrc, ntpTime: NTPTime.from(nanoseconds: now), rtpTime: rtpTime,
+                                                packetCount: $0.packetsSent, octetCount: $0.octetsSent).serialized())
+            }
+            if kinds.contains(.nack), let highest = $0.highestSent {
+                packets.append(LyreSentReport(ssrc: ssrc, highestSequence: highest).serialized())
+            }
+            return packets.isEmpty ? nil : RTCPPacket.compound(packets)
         }
     }
 
@@ -99,7 +111,7 @@ final class LinkFeedback: Sendable {
                     quality.update(reception, packetsSent: state.packetsSent)
                     state.quality = quality
                 case .nack, .lyreReception: state.counters.dropped += 1  // for another stream
-                case .senderReport, .other: continue
+                case .senderReport, .lyreSent, .other: continue
                 }
             }
             return (packets, state.send)

@@ -743,6 +743,7 @@ public final class StreamSession: @unchecked Sendable {
         let samplesPerFrame = frameSamples * 2
         // One parity packet per row of media packets, to the rooms that take FEC (streaming.md §4.3).
         var fec = configuration.fecRow.map { FECEncoder(row: $0, payloadType: Self.fecPayloadType, ssrc: ssrc ^ 0x5A5A_5A5A) }
+        var sentLastSlot = false
         while true {
             let step = lock.withLock { () -> (ended: Bool, running: Bool, due: UInt64) in
                 (ended, running, anchorClock + framesSinceAnchor * frameNanoseconds)
@@ -779,7 +780,14 @@ public final class StreamSession: @unchecked Sendable {
                 return (nil, index, sequence, rtp)  // nothing queued: the slot passes in silence
             }
             wakeQueueWaiters()
-            guard let frame, let pcm = frame.pcm else { continue }
+            guard let frame, let pcm = frame.pcm else {
+                // The first slot with nothing to send after a packet (the stream's end, or the app's audio ran
+                // dry): the reports go at once, so that a receiver that lost the last packets asks for them (§4.1).
+                if frame != nil, sentLastSlot { for link in lock.withLock({ links }) { link.reportNow() } }
+                sentLastSlot = false
+                continue
+            }
+            sentLastSlot = true
             guard let payload = try? pcm.withUnsafeBufferPointer({ try encoder.encode($0, frames: frameSamples) }) else { continue }
             // One encode, the same packet to every room.
             let packet = RTPPacket(marker: false, payloadType: 96, sequenceNumber: frame.seq, timestamp: frame.rtp, ssrc: ssrc, payload: payload)

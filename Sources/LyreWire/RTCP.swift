@@ -77,6 +77,7 @@ public enum RTCPPacket: Sendable, Equatable {
     case receiverReport(RTCPReceiverReport)
     case nack(RTCPGenericNACK)
     case lyreReception(LyreReceptionReport)
+    case lyreSent(LyreSentReport)
     case other(payloadType: UInt8)
 
     /// The packets of a compound RTCP datagram. Throws when the datagram is not well-formed RTCP (RFC 3550
@@ -99,6 +100,9 @@ public enum RTCPPacket: Sendable, Equatable {
             case LyreReceptionReport.payloadType where count == LyreReceptionReport.subtype && packet.count >= 12
                 && Array(packet.dropFirst(8).prefix(4)) == LyreReceptionReport.name:
                 found.append(.lyreReception(try LyreReceptionReport(parsing: packet)))
+            case LyreSentReport.payloadType where count == LyreSentReport.subtype && packet.count >= 12
+                && Array(packet.dropFirst(8).prefix(4)) == LyreSentReport.name:
+                found.append(.lyreSent(try LyreSentReport(parsing: packet)))
             case let other: found.append(.other(payloadType: other))
             }
             offset += length
@@ -298,6 +302,40 @@ public struct LyreReceptionReport: Sendable, Equatable {
         let v = (0..<6).map { p.readUInt32(at: at + 12 + 4 * $0) }
         self.init(ssrc: p.readUInt32(at: at + 4), mediaSSRC: v[0], missed: v[1], recoveredByRetransmission: v[2],
                   recoveredByFEC: v[3], lost: v[4], concealedFrames: v[5])
+    }
+}
+
+/// What a Lyre sender has sent (streaming.md §4.1), in an RTCP APP packet (PT 204, subtype 1, name `LYRE`):
+/// the highest sequence number of the stream sent to this receiver. It goes with each sender report and
+/// right after a stream's last packet, so that a receiver notices lost packets that no later packet shows
+/// missing (the end of a stream).
+public struct LyreSentReport: Sendable, Equatable {
+    public static let payloadType: UInt8 = 204
+    public static let subtype: UInt8 = 1
+    static let name = LyreReceptionReport.name
+
+    /// The stream's SSRC.
+    public var ssrc: UInt32
+    public var highestSequence: UInt16
+
+    public init(ssrc: UInt32, highestSequence: UInt16) {
+        self.ssrc = ssrc
+        self.highestSequence = highestSequence
+    }
+
+    public func serialized() -> [UInt8] {
+        var bytes: [UInt8] = [0x80 | Self.subtype, Self.payloadType]
+        bytes.appendUInt16(3)
+        bytes.appendUInt32(ssrc)
+        bytes += Self.name
+        bytes.appendUInt32(UInt32(highestSequence))
+        return bytes
+    }
+
+    init(parsing p: ArraySlice<UInt8>) throws(RTCPParseError) {
+        let at = p.startIndex
+        guard p.count >= 16 else { throw .truncated }
+        self.init(ssrc: p.readUInt32(at: at + 4), highestSequence: UInt16(truncatingIfNeeded: p.readUInt32(at: at + 12)))
     }
 }
 

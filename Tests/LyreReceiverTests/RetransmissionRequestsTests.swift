@@ -63,4 +63,39 @@ struct RetransmissionRequestsTests {
         requests.reset(next: 20)
         #expect(requests.arrived(22, now: 2) == [20, 21])
     }
+
+    /// The last packets of a stream, lost: no later packet shows them missing, but the sender's sent report
+    /// does. What has not come `sentGrace` after it is asked for; what comes meanwhile (delayed) is not.
+    @Test func theSendersSentReportShowsLostLastPackets() {
+        var requests = RetransmissionRequests(retryInterval: 30)
+        requests.sentGrace = 50
+        _ = requests.arrived(10, now: 0)
+        _ = requests.arrived(11, now: 10)
+        requests.sent(through: 14, now: 100)
+        #expect(requests.nextRetry == 150)
+        #expect(requests.arrived(12, now: 120).isEmpty)  // on its way: not missing
+        #expect(requests.due(now: 149, oldestUseful: 12).isEmpty)
+        #expect(requests.due(now: 150, oldestUseful: 12) == [13, 14])
+        #expect(requests.missed == 2 && requests.requested == 2 && requests.missingCount == 2)
+        #expect(requests.due(now: 180, oldestUseful: 12) == [13, 14])  // and again, as any loss
+        #expect(requests.arrived(14, now: 185).isEmpty && requests.recovered == 1)
+        // A report of what has already come, or one older, asks for nothing.
+        requests.sent(through: 14, now: 200)
+        requests.sent(through: 12, now: 200)
+        #expect(requests.due(now: 300, oldestUseful: 13) == [13] && requests.missed == 2)
+    }
+
+    /// A sent report's packets that can no longer be played, or that FEC rebuilt, are not asked for.
+    @Test func aSentReportAsksOnlyForWhatCanStillPlay() {
+        var requests = RetransmissionRequests(retryInterval: 30)
+        requests.sentGrace = 50
+        _ = requests.arrived(10, now: 0)
+        requests.sent(through: 14, now: 0)
+        #expect(requests.due(now: 50, oldestUseful: 12) { $0 == 13 } == [12, 14])
+        #expect(requests.requested == 2 && requests.missingCount == 2 && requests.missed == 4)
+        requests.reset(next: 20)
+        requests.sent(through: 25, now: 60)
+        requests.reset(next: 30)
+        #expect(requests.nextRetry == nil)
+    }
 }

@@ -70,6 +70,18 @@ struct RTCPTests {
     }
 
     /// NTP format of a nanosecond clock: 1.5 s is 1 s and a half fraction; the compact form and durations.
+    /// Lyre's sent report (streaming.md §4.1) after a sender report, in one datagram; the receiver's own
+    /// reception report is told apart from it by the subtype.
+    @Test func theSentReportRidesWithTheSenderReport() throws {
+        let sent = LyreSentReport(ssrc: 0xCAFE_F00D, highestSequence: 65535)
+        let bytes = sent.serialized()
+        #expect(bytes == [0x81, 204, 0, 3, 0xCA, 0xFE, 0xF0, 0x0D] + Array("LYRE".utf8) + [0, 0, 0xFF, 0xFF])
+        let report = RTCPSenderReport(ssrc: 0xCAFE_F00D, ntpTime: 1 << 32, rtpTime: 7, packetCount: 3, octetCount: 300)
+        let packets = try RTCPPacket.all(in: RTCPPacket.compound([report.serialized(), bytes]))
+        #expect(packets == [.senderReport(report), .lyreSent(sent)])
+        #expect(throws: RTCPParseError.truncated) { try RTCPPacket.all(in: Array(bytes.prefix(12)) ) }
+    }
+
     @Test func ntpTimes() {
         #expect(NTPTime.from(nanoseconds: 1_500_000_000) == 1 << 32 | 1 << 31)
         #expect(NTPTime.compact(nanoseconds: 1_500_000_000) == 0x0001_8000)
