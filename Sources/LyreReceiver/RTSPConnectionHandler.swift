@@ -155,7 +155,8 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         }
         switch method {
         case "OPTIONS":
-            send(.response(200, cseq: cseq, headers: [("Public", Self.methods)]))
+            let id = registry.configuration.deviceID.map { [(ReceiverIDHeader.name, $0)] } ?? []
+            send(.response(200, cseq: cseq, headers: [("Public", Self.methods)] + id))
         case "ANNOUNCE": announce(request, cseq: cseq)
         case "SETUP": setup(request, cseq: cseq)
         case "RECORD": record(request, cseq: cseq)

@@ -29,6 +29,9 @@ public struct ReceiverConfiguration: Sendable {
     public var controlSocketPath: String?
     /// When false, a control socket another receiver holds is a warning, and this one runs without one.
     public var controlSocketRequired = true
+    /// The device id it advertises (discovery.md), told in OPTIONS' `Lyre-Receiver-ID` so that a sender that
+    /// connects to a remembered address knows it reached the same receiver (streaming.md §3).
+    public var deviceID: String?
 
     public init() {}
 }

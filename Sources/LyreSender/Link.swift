@@ -71,7 +71,7 @@ final class Link: Sendable {
         self.route = route
         let box = NIOLockedValueBox<Link?>(nil)
         client = try RTSPClient(
-            host: route.host, port: route.port,
+            host: route.host, port: route.port, connectTimeout: .milliseconds(Int64(configuration.connectTimeoutMilliseconds)),
             onRequest: { request, reply in
                 if let link = box.withLockedValue({ $0 }) { onRequest(link, request, reply) } else { reply(503, []) }
             },
@@ -97,7 +97,12 @@ final class Link: Sendable {
             throw RTSPClient.Failure(description: "cannot open the media sockets: \(error)")
         }
         do {
-            try Self.check(client.request("OPTIONS", uri: "*"), "OPTIONS")
+            let options = try Self.check(client.request("OPTIONS", uri: "*"), "OPTIONS")
+            // A route found by id (discovery, or an address remembered from it) must reach that receiver:
+            // another may have the address now. A receiver that tells no id (version 1, or not Lyre) is taken.
+            if let id = route.id, let told = options.headers[ReceiverIDHeader.name], told.lowercased() != id {
+                throw RTSPClient.Failure(description: "\(route.host):\(route.port) is now another receiver (id \(told), not \(id))")
+            }
             let sdp = SessionDescription(audio: AudioFormat(encoding: .opus, payloadType: 96), origin: local)
             var announce = [("Content-Type", "application/sdp"), ("Lyre-Sender-Name", configuration.senderName),
                             ("Lyre-Latency", String(configuration.latencyMilliseconds)), ("Lyre-Channels", route.channels.rawValue)]

@@ -26,7 +26,8 @@ final class RTSPClient: Sendable {
     /// Where `onRequest` and `onClose` run.
     private let events: DispatchQueue
 
-    init(host: String, port: UInt16, onRequest: @escaping @Sendable (RTSPMessage, @escaping Reply) -> Void,
+    init(host: String, port: UInt16, connectTimeout: TimeAmount = .seconds(5),
+         onRequest: @escaping @Sendable (RTSPMessage, @escaping Reply) -> Void,
          onClose: @escaping @Sendable () -> Void) throws(Failure)
     {
         let events = DispatchQueue(label: "lyre-rtsp-events")
@@ -34,7 +35,7 @@ final class RTSPClient: Sendable {
         do {
             channel = try ClientBootstrap(group: Self.eventLoopGroup)
                 .channelOption(.socketOption(.tcp_nodelay), value: 1)
-                .connectTimeout(.seconds(5))
+                .connectTimeout(connectTimeout)
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
                         try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(RTSPFrameDecoder()))

@@ -24,6 +24,8 @@ public struct StreamConfiguration: Sendable {
     public var fec = FECMode.auto
     /// Resends lost packets when a receiver asks (streaming.md §4.1).
     public var resend = true
+    /// How long to wait for each receiver's TCP connection, ms.
+    public var connectTimeoutMilliseconds = 5000
 
     public init() {}
 

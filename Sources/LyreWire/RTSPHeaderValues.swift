@@ -172,3 +172,9 @@ public struct TextParameters: Sendable, Equatable {
         a.entries.map(\.name) == b.entries.map(\.name) && a.entries.map(\.value) == b.entries.map(\.value)
     }
 }
+
+/// `Lyre-Receiver-ID` (streaming.md §3): in a receiver's OPTIONS answer, its device id (discovery.md), so that
+/// a sender that connected to an address it remembered knows it reached the same receiver.
+public enum ReceiverIDHeader {
+    public static let name = "Lyre-Receiver-ID"
+}

@@ -103,8 +103,7 @@ struct Play: AsyncParsableCommand {
 
     func run() async throws {
         CommandLineMain.bootstrapLogging(level: logLevel)
-        let routes = try await resolveRoutes()
-        let label = routes.map(\.description).joined(separator: ", ")
+        var (routes, remembered) = try await resolveRoutes(known: true)
         var configuration = StreamConfiguration()
         configuration.latencyMilliseconds = latency
         configuration.bitrate = bitrate * 1000
@@ -121,10 +120,21 @@ struct Play: AsyncParsableCommand {
 
         let session: StreamSession
         do {
+            // A remembered address is tried briefly: when it does not answer as its receiver, browse.
+            configuration.connectTimeoutMilliseconds = remembered ? 1000 : 5000
             session = try StreamSession(routes: routes, configuration: configuration)
+        } catch where remembered {
+            Logger(label: "lyre.play").debug("remembered address failed (\(error)); looking for the receivers again")
+            KnownReceivers().forget(routes.compactMap(\.id))
+            routes = try await resolveRoutes(known: false).routes
+            configuration.connectTimeoutMilliseconds = 5000
+            do { session = try StreamSession(routes: routes, configuration: configuration) } catch {
+                throw CommandFailure("cannot play on \(routes.map(\.description).joined(separator: ", ")): \(error)")
+            }
         } catch {
-            throw CommandFailure("cannot play on \(label): \(error)")
+            throw CommandFailure("cannot play on \(routes.map(\.description).joined(separator: ", ")): \(error)")
         }
+        let label = routes.map(\.description).joined(separator: ", ")
         let player = QueuePlayer(items: items, session: session)
         let terminal = isatty(2) == 1
         session.observeRoomChanges { change in
@@ -218,16 +228,18 @@ struct Play: AsyncParsableCommand {
         }
     }
 
-    /// The rooms asked for with --host and --to, or the preferred output, or the only receiver.
-    private func resolveRoutes() async throws -> [OutputRoute] {
+    /// The rooms asked for with --host and --to, or the preferred output, or the only receiver: from
+    /// addresses remembered by id when `known` and every room has one, else through discovery.
+    private func resolveRoutes(known: Bool) async throws -> (routes: [OutputRoute], remembered: Bool) {
         let specs = try (host + to).map(RoomSpec.init)
-        let routes = try await resolver.routes(specs.isEmpty ? nil : specs)
+        let remembered = known ? resolver.knownRoutes(specs.isEmpty ? nil : specs) : nil
+        let routes = if let remembered { remembered } else { try await resolver.routes(specs.isEmpty ? nil : specs) }
         if to.count == 1, host.isEmpty, let id = routes.first?.id { PreferredOutput().save(id) }
         var seen = Set<String>()
         for route in routes where !seen.insert("\(route.host):\(route.port)").inserted {
             throw CommandFailure("\(route) is named twice; name each room once")
         }
-        return routes
+        return (routes, remembered != nil)
     }
 
     private var resolver: RouteResolver { RouteResolver(mode: mdns.mdns, interfaces: mdns.interfaces, timeout: timeout) }
@@ -246,9 +258,35 @@ struct RouteResolver: Sendable {
     /// Seconds to look for receivers.
     var timeout: Double
 
+    /// Routes for `specs` (or the preferred output when nil) from HOST:PORT and remembered addresses alone,
+    /// without browsing; nil unless every room is one or the other.
+    func knownRoutes(_ specs: [RoomSpec]?) -> [OutputRoute]? {
+        let known = KnownReceivers()
+        guard let specs else {
+            return PreferredOutput().load().flatMap(known.find).map { [OutputRoute(host: $0.host, port: $0.port, name: $0.name, id: $0.id)] }
+        }
+        var routes: [OutputRoute] = []
+        for spec in specs {
+            if let (host, port) = spec.hostPort {
+                routes.append(OutputRoute(host: host, port: port, channels: spec.channels))
+            } else if let entry = known.find(spec.name) {
+                routes.append(OutputRoute(host: entry.host, port: entry.port, name: entry.name, id: entry.id, channels: spec.channels))
+            } else {
+                return nil
+            }
+        }
+        return routes.contains { $0.id != nil } ? routes : nil
+    }
+
     /// Routes for `specs` (HOST:PORT directly, names and ids through mDNS); nil means the preferred output,
-    /// else the only receiver on the network.
+    /// else the only receiver on the network. Receivers found are remembered (`KnownReceivers`).
     func routes(_ specs: [RoomSpec]?) async throws -> [OutputRoute] {
+        let routes = try await browse(specs)
+        KnownReceivers().remember(routes)
+        return routes
+    }
+
+    private func browse(_ specs: [RoomSpec]?) async throws -> [OutputRoute] {
         var routes: [OutputRoute?] = specs?.map { spec in
             spec.hostPort.map { OutputRoute(host: $0.0, port: $0.1, channels: spec.channels) }
         } ?? [nil]

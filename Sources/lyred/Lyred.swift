@@ -107,6 +107,7 @@ struct Lyred: AsyncParsableCommand {
         // Several receivers on one host: only the first gets the default socket.
         configuration.controlSocketRequired = controlSocket != nil
         configuration.artworkDirectory = Self.artworkDirectory(controlSocket: socketPath)
+        configuration.deviceID = id.rawValue
         let streaming = Receiver(configuration: configuration, logger: logger)
         let boundPort: Int
         do {

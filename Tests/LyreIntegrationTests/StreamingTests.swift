@@ -227,6 +227,45 @@ struct StreamingTests {
         #expect((comparison["gain"] as? Double ?? 0) > 0.9, "the volume changed: \(comparison)")
     }
 
+    /// A receiver found once is played again without browsing: `lyre play` remembers its address by id and
+    /// connects straight there (it plays with avahi-daemon stopped). When another receiver has that address
+    /// now, its OPTIONS answer tells another id: lyre looks again, finds the receiver where it moved, plays
+    /// there and nothing at the other, and remembers the new address.
+    @Test func aKnownReceiverIsPlayedAtItsRememberedAddress() async throws {
+        let rig = try await Rig()
+        defer { rig.network.close() }
+        let sweep = try await Self.sweep(rig.network, rate: 48000, seconds: 1)
+        let known = rig.network.scratch.appendingPathComponent("state/lyre/receivers.json")
+        func remembered() throws -> [String: Any]? {
+            let entries = try JSONSerialization.jsonObject(with: Data(contentsOf: known)) as? [[String: Any]]
+            return entries?.first { $0["name"] as? String == "Speaker" }
+        }
+        let first = try await rig.network.run(["lyre", "play", sweep, "--to", "Speaker"])
+        #expect(first.status == 0, "\(first.stderr)")
+        let entry = try #require(try remembered(), "nothing remembered in \(known.path)")
+        #expect(entry["host"] as? String == "127.0.0.1" && entry["port"] as? Int == rig.port, "\(entry)")
+
+        let avahi = TestNetwork.tools + "/avahi-ctl"
+        #expect(try await rig.network.run([avahi, "stop"]).status == 0)
+        let second = try await rig.network.run(["lyre", "play", sweep, "--to", "Speaker", "--timeout", "1"])
+        #expect(second.status == 0, "without mDNS: \(second.stderr)")
+
+        // Speaker moves to another port (same state, same id); another receiver takes its old one.
+        try await rig.stop()
+        #expect(try await rig.network.run([avahi, "start"]).status == 0)
+        func receiver(_ name: String, port: Int, state: String) throws -> Spawned {
+            try rig.network.spawn(["lyred", "--name", name, "--port", String(port), "--state-dir", state, "--log-level", "info",
+                                   "--output", "wav:" + rig.network.scratch.appendingPathComponent("\(name).wav").path], name: name)
+        }
+        let other = try receiver("Other", port: rig.port, state: "/run/other")
+        let moved = try receiver("Speaker", port: rig.port + 1, state: "/run/lyred")
+        #expect(await eventually { other.stderr.contains("advertised as") && moved.stderr.contains("advertised as") })
+        let third = try await rig.network.run(["lyre", "play", sweep, "--to", "Speaker", "--log-level", "debug"])
+        #expect(third.status == 0 && third.stderr.contains("is now another receiver"), "\(third.stderr)")
+        #expect(moved.stderr.contains("session from") && !other.stderr.contains("session from"), "\(moved.stderr)\n\(other.stderr)")
+        #expect(try remembered()?["port"] as? Int == rig.port + 1)
+    }
+
     @Test func receiverGoneMakesTheSenderPause() async throws {
         let rig = try await Rig()
         defer { rig.network.close() }
@@ -309,10 +348,12 @@ struct StreamingTests {
         #expect(record.status == 0, "ffmpeg recording the sink's monitor: \(record.stderr)")
         let level = try await network.run(["python3", Self.audioTool, "level", raw, "--format", "raw:s16le:48000:2"])
         let json = try JSONSerialization.jsonObject(with: Data(level.stdout.utf8)) as? [String: Any]
-        let rms = json?["rms_dbfs"] as? Double ?? 0
+        // The median of 100 ms windows: a dropout under load (one lowered the whole second's RMS by 1.3 dB in
+        // CI) is not what this measures.
+        let rms = json?["median_window_dbfs"] as? Double ?? 0
         let seconds = json?["seconds"] as? Double ?? 0
         #expect(seconds > 0.5, "parec recorded \(seconds) s: \(level.stderr)")
-        #expect(abs(rms - (-9.03 - 3.75)) < 1, "level \(rms) dBFS: the volume must be applied once")
+        #expect(abs(rms - (-9.03 - 3.75)) < 1, "level \(rms) dBFS: the volume must be applied once (\(json ?? [:]))")
     }
 
     @Test func badInputIsRefusedAndLyredKeepsServing() async throws {

@@ -88,6 +88,10 @@ final class TestNetwork {
         process.arguments = ["--target", String(pid), "--net", "--mount", "--pid", "--"] + command
         var environment = ProcessInfo.processInfo.environment
         environment["LYRE_NETNS"] = "1"
+        // Each network is its own user's session: what `lyre` remembers (the preferred output, receivers'
+        // addresses) stays in it.
+        environment["XDG_STATE_HOME"] = scratch.appendingPathComponent("state").path
+        environment["XDG_CONFIG_HOME"] = scratch.appendingPathComponent("config").path
         process.environment = environment
         let out = try Self.touch(scratch.appendingPathComponent("\(label).out"))
         let err = try Self.touch(scratch.appendingPathComponent("\(label).err"))

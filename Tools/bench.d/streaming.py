@@ -6,7 +6,9 @@ sink (and once more into ALSA's null plugin), reads lyred's presentation log, an
 of lyred and of `lyre play`; once more at the default latency (250 ms), where lyred renders 50 ms blocks as
 snapclient's file player does; then Snapcast streams the same file for the same time. Medians over --runs.
 
-- first sample: `lyre play` started -> the first stream sample leaves the receiver's output.
+- first sample: `lyre play` started -> the first stream sample leaves the receiver's output; with --host, and
+  with --to NAME for a receiver never seen (found by browsing mDNS) and for a known one (its address
+  remembered from the run before: no browsing).
 - end-to-end latency: a sample's presentation minus the sender-clock time it was due at the sender
   (its anchor time, before the target latency); target is --latency.
 - presentation error: |presented - scheduled| per output block (one host, one clock), p50 / p99.
@@ -51,7 +53,7 @@ def wait_for(path, text, timeout=10):
     return False
 
 
-def run_lyre(work, sweep, latency, output, tag, env=None):
+def run_lyre(work, sweep, latency, output, tag, env=None, target=("--host", "127.0.0.1:7790"), sender_state=None):
     log = os.path.join(work, f"lyred-{tag}.log")
     pres = os.path.join(work, f"pres-{tag}.csv")
     lyred = subprocess.Popen(
@@ -64,8 +66,9 @@ def run_lyre(work, sweep, latency, output, tag, env=None):
         cpu0 = cpu_seconds(lyred.pid)
         wall0 = time.monotonic()
         started_ns = time.monotonic_ns()
-        play = subprocess.Popen([os.path.join(BIN, "lyre"), "play", sweep, "--host", "127.0.0.1:7790",
-                                 "--latency", str(latency)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        play_env = dict(os.environ, XDG_STATE_HOME=sender_state, XDG_CONFIG_HOME=sender_state) if sender_state else None
+        play = subprocess.Popen([os.path.join(BIN, "lyre"), "play", sweep, *target,
+                                 "--latency", str(latency)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=play_env)
         _, status, usage = os.wait4(play.pid, 0)
         play.returncode = status
         wall = time.monotonic() - wall0
@@ -105,12 +108,18 @@ def main():
     subprocess.run([sys.executable, os.path.join(TOOLS, "peers", "audio.py"), "sweep", sweep, "--seconds", str(a.seconds)],
                    check=True)
     alsa_conf = "/run/lyre-netns/asound-null.conf"  # written by Tools/netns: default PCM is ALSA's null plugin
-    lyre_runs, alsa_runs, default_runs, snap_runs = [], [], [], []
+    lyre_runs, alsa_runs, default_runs, snap_runs, unseen_runs, known_runs = [], [], [], [], [], []
     for i in range(a.runs):
         print(f"run {i + 1}/{a.runs}", file=sys.stderr)
         lyre_runs.append(run_lyre(work, sweep, a.latency, "wav:" + os.path.join(work, "out.wav"), f"wav{i}"))
         alsa_runs.append(run_lyre(work, sweep, a.latency, "default", f"alsa{i}", env=dict(os.environ, ALSA_CONFIG_PATH=alsa_conf)))
         default_runs.append(run_lyre(work, sweep, 250, "wav:" + os.path.join(work, "out.wav"), f"default{i}"))
+        # By name: first with nothing remembered (browsing), then again with the address that run remembered.
+        sender_state = tempfile.mkdtemp(prefix=f"sender{i}-", dir=work)
+        unseen_runs.append(run_lyre(work, sweep, a.latency, "wav:" + os.path.join(work, "out.wav"), f"unseen{i}",
+                                    target=("--to", "Bench"), sender_state=sender_state))
+        known_runs.append(run_lyre(work, sweep, a.latency, "wav:" + os.path.join(work, "out.wav"), f"known{i}",
+                                   target=("--to", "Bench"), sender_state=sender_state))
         out = subprocess.run([sys.executable, os.path.join(HERE, "snapcast.py"), "--input", sweep, "--seconds", str(a.seconds)],
                              capture_output=True, text=True)
         if out.returncode != 0:
@@ -121,7 +130,9 @@ def main():
         return statistics.median(r[key] for r in runs)
 
     print(f"\nlyre play -> lyred, --latency {a.latency}, {a.seconds:g} s sweep, median of {a.runs} runs")
-    print(f"  first sample out (WAV sink)         {med(lyre_runs, 'first_sample_ms'):8.1f} ms   (target <= 150)")
+    print(f"  first sample out (WAV sink)         {med(lyre_runs, 'first_sample_ms'):8.1f} ms   (--host HOST:PORT)")
+    print(f"    --to a known receiver             {med(known_runs, 'first_sample_ms'):8.1f} ms   (target <= 150; address remembered)")
+    print(f"    --to a receiver never seen        {med(unseen_runs, 'first_sample_ms'):8.1f} ms   (target <= 1200; browses mDNS)")
     print(f"  end-to-end latency (WAV sink)       {med(lyre_runs, 'e2e_ms'):8.3f} ms   (target <= 30, within 1 ms of {a.latency})")
     print(f"  presentation error WAV  p50 / p99   {med(lyre_runs, 'p50_us'):8.1f} / {med(lyre_runs, 'p99_us'):.1f} us   (p99 target <= 100)")
     print(f"  presentation error ALSA p50 / p99   {med(alsa_runs, 'p50_us'):8.1f} / {med(alsa_runs, 'p99_us'):.1f} us   (null plugin, self-paced)")

@@ -369,7 +369,13 @@ def cmd_level(a):
         print(f"audio.py level: no audio in {a.file}", file=sys.stderr)
         return 2
     rms = float(np.sqrt(np.mean(x * x)))
-    print(json.dumps({"rms_dbfs": round(20 * math.log10(max(rms, 1e-12)), 3), "seconds": round(len(x) / rate, 3)}))
+    # The median of 100 ms windows' levels: a steady signal's level, whatever a dropout did to a few windows.
+    n = max(1, rate // 10)
+    windows = [float(np.sqrt(np.mean(x[i:i + n] * x[i:i + n]))) for i in range(0, len(x) - n + 1, n)] or [rms]
+    median = float(np.median(windows))
+    print(json.dumps({"rms_dbfs": round(20 * math.log10(max(rms, 1e-12)), 3),
+                      "median_window_dbfs": round(20 * math.log10(max(median, 1e-12)), 3),
+                      "seconds": round(len(x) / rate, 3)}))
     return 0
 
 
