@@ -254,7 +254,7 @@ struct RemoteControlTests {
         let rig = try await Rig()
         defer { rig.network.close() }
         let (files, _) = try await Self.makeTracks(rig.network, seconds: [40, 40])
-        let play = try rig.network.spawn(["lyre", "play"] + files + ["--to", "Speaker"], name: "lyre-play")
+        let play = try rig.network.spawn(["lyre", "play"] + files + ["--to", "Speaker", "--log-level", "info"], name: "lyre-play")
         #expect(await rig.waitForNowPlaying { $0["title"] as? String == "One" && Self.position($0) > 0.5 } != nil, "\(play.stderr)")
         #expect(try await rig.mprisProperty("CanGoNext").contains("boolean true"))
         #expect(try await rig.mprisProperty("CanSeek").contains("boolean true"))
@@ -264,7 +264,8 @@ struct RemoteControlTests {
             #expect(result.status == 0, "playerctl \(arguments.joined(separator: " ")): \(result.stderr)", sourceLocation: sourceLocation)
         }
         try await expectOK("next")
-        #expect(await rig.waitForNowPlaying { $0["title"] as? String == "Two" } != nil, "Next")
+        #expect(await rig.waitForNowPlaying { $0["title"] as? String == "Two" } != nil,
+                "Next; lyred: \(rig.lyred.stderr.suffix(4000))\nlyre play: \(play.stderr.suffix(4000))")
         let titleShown = await eventually { await rig.playerctlPrints(["metadata", "title"], prefix: "Two") }
         #expect(titleShown, "MPRIS metadata after Next")
         // Previous as media players do it: more than 3 s into an item it starts the item again; within 3 s it
