@@ -352,6 +352,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         send(.response(200, cseq: cseq, headers: [("Session", sessionID!)]))
     }
 
+    /// Only on a connection with a session (`handle` refuses the rest), so every parameter is that session's.
     private func setParameter(_ request: RTSPMessage, cseq: Int) {
         let type = request.contentType
         switch type ?? "text/parameters" {
@@ -377,7 +378,6 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
                 }
                 registry.setVolume(db)
             case "remote-commands":
-                guard state != .initial else { return refuse(455, cseq: cseq, "no session: ANNOUNCE first") }
                 do {
                     commands = try EnabledCommands(list: value, skipInterval: parameters["skip-interval"])
                 } catch {
@@ -401,7 +401,6 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     }
 
     private func setNowPlaying(_ body: [UInt8], cseq: Int) {
-        guard state != .initial else { return refuse(455, cseq: cseq, "no session: ANNOUNCE first") }
         do {
             nowPlaying = try NowPlayingInfo(parsing: body)
         } catch {
@@ -415,7 +414,6 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     }
 
     private func setArtwork(_ body: [UInt8], type: String?, cseq: Int) {
-        guard state != .initial else { return refuse(455, cseq: cseq, "no session: ANNOUNCE first") }
         if body.isEmpty {
             artworkPath = nil
             artworkType = nil

@@ -129,13 +129,10 @@ final class Link: Sendable {
             takesFEC = fec != nil && FECHeader(parsing: reply.headers[FECHeader.name]) == fec
             let receiverRTCP = try SocketAddress(ipAddress: peer, port: Int(server.1))
             if !feedbackKinds.isEmpty {
-                let rtp = rtp
+                let (rtp, rtcp, kinds) = (rtp, rtcp, feedbackKinds)
                 feedback.start(receiver: receiverRTCP, lookup: kept) { packet in
                     rtp.writeAndFlush(AddressedEnvelope(remoteAddress: destination, data: ByteBuffer(bytes: packet)), promise: nil)
                 }
-            }
-            if !feedbackKinds.isEmpty {
-                let (rtcp, kinds) = (rtcp, feedbackKinds)
                 let send: @Sendable () -> Void = {
                     let now = HostClock.now()
                     guard let reports = feedback.reports(now: now, rtpTime: rtpTime(now), kinds: kinds) else { return }

@@ -93,15 +93,14 @@ public enum RTCPPacket: Sendable, Equatable {
             guard datagram.count - offset >= length else { throw .truncated }
             let packet = datagram[offset..<offset + length]
             let count = datagram[offset] & 0x1F
+            let lyre = packet.count >= 12 && Array(packet.dropFirst(8).prefix(4)) == LyreReceptionReport.name
             switch datagram[offset + 1] {
             case RTCPSenderReport.payloadType: found.append(.senderReport(try RTCPSenderReport(parsing: packet)))
             case RTCPReceiverReport.payloadType: found.append(.receiverReport(try RTCPReceiverReport(parsing: packet)))
             case RTCPGenericNACK.payloadType where count == RTCPGenericNACK.format: found.append(.nack(try RTCPGenericNACK(parsing: packet)))
-            case LyreReceptionReport.payloadType where count == LyreReceptionReport.subtype && packet.count >= 12
-                && Array(packet.dropFirst(8).prefix(4)) == LyreReceptionReport.name:
+            case LyreReceptionReport.payloadType where lyre && count == LyreReceptionReport.subtype:
                 found.append(.lyreReception(try LyreReceptionReport(parsing: packet)))
-            case LyreSentReport.payloadType where count == LyreSentReport.subtype && packet.count >= 12
-                && Array(packet.dropFirst(8).prefix(4)) == LyreSentReport.name:
+            case LyreSentReport.payloadType where lyre && count == LyreSentReport.subtype:
                 found.append(.lyreSent(try LyreSentReport(parsing: packet)))
             case let other: found.append(.other(payloadType: other))
             }
@@ -305,15 +304,13 @@ public struct LyreReceptionReport: Sendable, Equatable {
     }
 }
 
-/// What a Lyre sender has sent (streaming.md §4.1), in an RTCP APP packet (PT 204, subtype 1, name `LYRE`):
-/// the highest sequence number of the stream sent to this receiver. It goes with each sender report and
-/// right after a stream's last packet, so that a receiver notices lost packets that no later packet shows
-/// missing (the end of a stream).
+/// What a Lyre sender has sent (streaming.md §4.1), in an RTCP APP packet (PT 204, subtype 1, the reception
+/// report's name `LYRE`): the highest sequence number of the stream sent to this receiver. It goes with each
+/// sender report and right after a stream's last packet, so that a receiver notices lost packets that no
+/// later packet shows missing (the end of a stream).
 public struct LyreSentReport: Sendable, Equatable {
     public static let payloadType: UInt8 = 204
     public static let subtype: UInt8 = 1
-    static let name = LyreReceptionReport.name
-
     /// The stream's SSRC.
     public var ssrc: UInt32
     public var highestSequence: UInt16
@@ -327,7 +324,7 @@ public struct LyreSentReport: Sendable, Equatable {
         var bytes: [UInt8] = [0x80 | Self.subtype, Self.payloadType]
         bytes.appendUInt16(3)
         bytes.appendUInt32(ssrc)
-        bytes += Self.name
+        bytes += LyreReceptionReport.name
         bytes.appendUInt32(UInt32(highestSequence))
         return bytes
     }

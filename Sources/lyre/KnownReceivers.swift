@@ -51,17 +51,19 @@ struct KnownReceivers {
         // A name belongs to one receiver: an older entry with a found receiver's name is gone.
         let names = Set(found.map { $0.name.lowercased() })
         entries.removeAll { ids.contains($0.id) || names.contains($0.name.lowercased()) }
-        entries = Array((found + entries).prefix(Self.capacity))
-        guard let data = try? JSONEncoder().encode(entries) else { return }
-        try? FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        try? data.write(to: URL(fileURLWithPath: path), options: .atomic)
+        save(Array((found + entries).prefix(Self.capacity)))
     }
 
     /// Forgets receivers (their address did not answer as them).
     func forget(_ ids: [String]) {
         let entries = load()
         let kept = entries.filter { !ids.contains($0.id) }
-        guard kept != entries, let data = try? JSONEncoder().encode(kept) else { return }
+        if kept != entries { save(kept) }
+    }
+
+    private func save(_ entries: [Entry]) {
+        guard let data = try? JSONEncoder().encode(entries) else { return }
+        try? FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         try? data.write(to: URL(fileURLWithPath: path), options: .atomic)
     }
 }

@@ -118,21 +118,22 @@ struct Play: AsyncParsableCommand {
         for source in sources { do { try source.openCheck() } catch { throw CommandFailure("\(error)") } }
         let items = try queueItems(sources)
 
+        func cannotPlay(_ error: Error) -> CommandFailure {
+            CommandFailure("cannot play on \(routes.map(\.description).joined(separator: ", ")): \(error)")
+        }
         let session: StreamSession
         do {
             // A remembered address is tried briefly: when it does not answer as its receiver, browse.
-            configuration.connectTimeoutMilliseconds = remembered ? 1000 : 5000
-            session = try StreamSession(routes: routes, configuration: configuration)
+            var brief = configuration
+            if remembered { brief.connectTimeoutMilliseconds = 1000 }
+            session = try StreamSession(routes: routes, configuration: brief)
         } catch where remembered {
             Logger(label: "lyre.play").debug("remembered address failed (\(error)); looking for the receivers again")
             KnownReceivers().forget(routes.compactMap(\.id))
             routes = try await resolveRoutes(known: false).routes
-            configuration.connectTimeoutMilliseconds = 5000
-            do { session = try StreamSession(routes: routes, configuration: configuration) } catch {
-                throw CommandFailure("cannot play on \(routes.map(\.description).joined(separator: ", ")): \(error)")
-            }
+            do { session = try StreamSession(routes: routes, configuration: configuration) } catch { throw cannotPlay(error) }
         } catch {
-            throw CommandFailure("cannot play on \(routes.map(\.description).joined(separator: ", ")): \(error)")
+            throw cannotPlay(error)
         }
         let label = routes.map(\.description).joined(separator: ", ")
         let player = QueuePlayer(items: items, session: session)
@@ -267,8 +268,8 @@ struct RouteResolver: Sendable {
         }
         var routes: [OutputRoute] = []
         for spec in specs {
-            if let (host, port) = spec.hostPort {
-                routes.append(OutputRoute(host: host, port: port, channels: spec.channels))
+            if let route = spec.directRoute {
+                routes.append(route)
             } else if let entry = known.find(spec.name) {
                 routes.append(OutputRoute(host: entry.host, port: entry.port, name: entry.name, id: entry.id, channels: spec.channels))
             } else {
@@ -287,9 +288,7 @@ struct RouteResolver: Sendable {
     }
 
     private func browse(_ specs: [RoomSpec]?) async throws -> [OutputRoute] {
-        var routes: [OutputRoute?] = specs?.map { spec in
-            spec.hostPort.map { OutputRoute(host: $0.0, port: $0.1, channels: spec.channels) }
-        } ?? [nil]
+        var routes: [OutputRoute?] = specs?.map(\.directRoute) ?? [nil]
         guard routes.contains(where: { $0 == nil }) else { return routes.compactMap { $0 } }
         let browser: DeviceBrowser
         do { browser = try DeviceBrowser(mode: mode, interfaces: interfaces) } catch { throw CommandFailure("\(error)") }
@@ -379,6 +378,9 @@ struct RoomSpec: Sendable {
     var channels: ChannelMap
     /// Set when the room is HOST:PORT.
     var hostPort: (String, UInt16)?
+
+    /// The route when the room is HOST:PORT, found without discovery.
+    var directRoute: OutputRoute? { hostPort.map { OutputRoute(host: $0.0, port: $0.1, channels: channels) } }
 
     init(_ text: String) throws {
         var name = text
