@@ -35,7 +35,11 @@ let package = Package(
         .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
         // Fixed-signature wrappers for the variadic opus_*_ctl: see Sources/COpusShim/include/COpusShim.h.
         .target(name: "COpusShim", dependencies: ["COpus"]),
-        .systemLibrary(name: "CSndfile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
+        .systemLibrary(
+            name: "CFFmpeg", pkgConfig: "libavformat",
+            providers: [.apt(["libavformat-dev", "libavcodec-dev", "libswresample-dev", "libavutil-dev"])]),
+        // FFmpeg's demux/decode loop, in C beside the macros it needs: see Sources/CFFmpegShim/include/CFFmpegShim.h.
+        .target(name: "CFFmpegShim", dependencies: ["CFFmpeg"]),
         .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
         .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
         // Kernel receive timestamps (SCM_TIMESTAMPNS and the CMSG macros): see Sources/CSocketShim/include/CSocketShim.h.
@@ -47,8 +51,8 @@ let package = Package(
         // Clock: the host clock, and the sockets of the timing exchange with kernel receive timestamps.
         .target(name: "LyreClock", dependencies: ["CSocketShim"]),
 
-        // Media: ALSA and WAV output, file decoding (libsndfile), resampling (libsoxr); Opus.
-        .target(name: "LyreAudio", dependencies: ["CALSA", "CALSAShim", "CSndfile", "CSoxr", "LyreWire", "LyreClock"]),
+        // Media: ALSA and WAV output, decoding (FFmpeg's libraries), resampling (libsoxr); Opus.
+        .target(name: "LyreAudio", dependencies: ["CALSA", "CALSAShim", "CFFmpeg", "CFFmpegShim", "CSoxr", "LyreWire", "LyreClock"]),
         .target(name: "LyreCodec", dependencies: ["COpus", "COpusShim"]),
 
         // A local control socket (lines in, lines out, this user only): lyred's, and lyre play's group socket.
@@ -130,6 +134,7 @@ let package = Package(
         .testTarget(
             name: "LyreRTSPTests",
             dependencies: ["LyreRTSP", "LyreWire", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio")]),
+        .testTarget(name: "LyreAudioTests", dependencies: ["LyreAudio"]),
         .testTarget(name: "LyreReceiverTests", dependencies: ["LyreReceiver", "LyreWire", "LyreAudio"]),
     ]
 )

@@ -1,16 +1,14 @@
-import CSndfile
+import CFFmpeg
+import CFFmpegShim
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
-/// An error from libsndfile, with `sf_strerror`'s text.
-public struct SndfileError: Error, CustomStringConvertible, Sendable {
+/// An error opening or converting audio: FFmpeg's or libsoxr's text.
+public struct AudioError: Error, CustomStringConvertible, Sendable {
     public let description: String
 }
 
 /// Raw PCM layout for headerless input such as stdin: `s16le:44100:2`.
 public struct RawPCMFormat: Sendable, Equatable {
+    /// FFmpeg's raw demuxer of the same name reads each.
     public enum Sample: String, Sendable, CaseIterable { case s16le, s16be, s24le, s32le, f32le, u8 }
     public var sample: Sample
     public var sampleRate: Int
@@ -30,82 +28,86 @@ public struct RawPCMFormat: Sendable, Equatable {
         else { return nil }
         self.init(sample: sample, sampleRate: rate, channels: channels)
     }
-
-    var sndfileFormat: Int32 {
-        let raw = Int32(SF_FORMAT_RAW)
-        switch sample {
-        case .s16le: return raw | Int32(SF_FORMAT_PCM_16) | Int32(SF_ENDIAN_LITTLE)
-        case .s16be: return raw | Int32(SF_FORMAT_PCM_16) | Int32(SF_ENDIAN_BIG)
-        case .s24le: return raw | Int32(SF_FORMAT_PCM_24) | Int32(SF_ENDIAN_LITTLE)
-        case .s32le: return raw | Int32(SF_FORMAT_PCM_32) | Int32(SF_ENDIAN_LITTLE)
-        case .f32le: return raw | Int32(SF_FORMAT_FLOAT) | Int32(SF_ENDIAN_LITTLE)
-        case .u8: return raw | Int32(SF_FORMAT_PCM_U8)
-        }
-    }
 }
 
-/// A `SNDFILE` open for reading (`sf_open` / `sf_close`): WAV, FLAC, Ogg Vorbis/Opus, MP3 and raw PCM.
-/// Samples come out as interleaved float in the file's own rate and channel count.
+/// An audio source decoded by FFmpeg's libraries (libavformat, libavcodec, libswresample): every container
+/// and codec they read, among them WAV, FLAC, Ogg Vorbis/Opus, MP3 and MP4/M4A (AAC, ALAC), and raw PCM.
+/// Samples come out as interleaved float in the source's own rate and channel count. This is the one
+/// decoding path: what a sender streams, what it plays locally, and the tags and cover art it describes.
 public struct AudioFileReader: ~Copyable {
-    private let handle: OpaquePointer
+    private let decoder: OpaquePointer
     public let sampleRate: Int
     public let channels: Int
-    /// Frames in the file; nil for streams (stdin) and formats that cannot tell.
+    /// Frames in the source; nil for streams (stdin) and containers that cannot tell.
     public let frames: Int?
-    /// String tags (`sf_get_string`): title, artist, album, genre, track number.
+    /// Tags by lower-case name as FFmpeg names them (`title`, `artist`, `album`, `album_artist`, `genre`,
+    /// `track`), the container's first and then the audio stream's (where Ogg keeps them).
     public let tags: [String: String]
 
     /// Opens a file by path.
-    public init(path: String) throws(SndfileError) {
-        var info = SF_INFO()
-        guard let handle = sf_open(path, Int32(SFM_READ), &info) else {
-            throw SndfileError(description: "cannot read \(path): \(String(cString: sf_strerror(nil)))")
+    public init(path: String) throws(AudioError) {
+        var error = [CChar](repeating: 0, count: 512)
+        guard let decoder = lyre_decoder_open_file(path, &error, error.count) else {
+            throw AudioError(description: Self.text(error))
         }
-        self.init(handle: handle, info: info)
+        self.init(decoder: decoder, streaming: false)
     }
 
     /// Reads headerless PCM from a file descriptor (0 for stdin). The descriptor is not closed.
-    public init(fileDescriptor: Int32, raw format: RawPCMFormat) throws(SndfileError) {
-        var info = SF_INFO()
-        info.samplerate = Int32(format.sampleRate)
-        info.channels = Int32(format.channels)
-        info.format = format.sndfileFormat
-        guard let handle = sf_open_fd(fileDescriptor, Int32(SFM_READ), &info, 0) else {
-            throw SndfileError(description: "cannot read raw PCM: \(String(cString: sf_strerror(nil)))")
-        }
-        self.init(handle: handle, info: info, streaming: true)
+    public init(fileDescriptor: Int32, raw format: RawPCMFormat) throws(AudioError) {
+        var error = [CChar](repeating: 0, count: 512)
+        guard let decoder = lyre_decoder_open_raw(fileDescriptor, format.sample.rawValue, Int32(format.sampleRate),
+                                                  Int32(format.channels), &error, error.count)
+        else { throw AudioError(description: Self.text(error)) }
+        self.init(decoder: decoder, streaming: true)
     }
 
-    private init(handle: OpaquePointer, info: SF_INFO, streaming: Bool = false) {
-        self.handle = handle
-        sampleRate = Int(info.samplerate)
-        channels = Int(info.channels)
-        frames = streaming || info.frames <= 0 || info.frames == Int64.max ? nil : Int(info.frames)
+    private init(decoder: OpaquePointer, streaming: Bool) {
+        self.decoder = decoder
+        sampleRate = Int(lyre_decoder_sample_rate(decoder))
+        channels = Int(lyre_decoder_channels(decoder))
+        let frames = lyre_decoder_frames(decoder)
+        self.frames = streaming || frames <= 0 ? nil : Int(frames)
         var tags: [String: String] = [:]
-        let names: [(Int32, String)] = [
-            (Int32(SF_STR_TITLE), "title"), (Int32(SF_STR_ARTIST), "artist"), (Int32(SF_STR_ALBUM), "album"),
-            (Int32(SF_STR_GENRE), "genre"), (Int32(SF_STR_TRACKNUMBER), "tracknumber"),
-        ]
-        for (id, name) in names {
-            if let text = sf_get_string(handle, id) {
-                tags[name] = String(decoding: UnsafeRawBufferPointer(start: text, count: strlen(text)), as: UTF8.self)
+        for which in [Int32(0), 1] {
+            var entry: UnsafeMutablePointer<AVDictionaryEntry>? = nil
+            while let next = av_dict_get(lyre_decoder_metadata(decoder, which), "", entry, AV_DICT_IGNORE_SUFFIX) {
+                entry = next
+                let key = String(cString: next.pointee.key).lowercased()
+                if tags[key] == nil { tags[key] = String(cString: next.pointee.value) }
             }
         }
         self.tags = tags
     }
 
-    deinit { sf_close(handle) }
+    deinit { lyre_decoder_close(decoder) }
+
+    private static func text(_ buffer: [CChar]) -> String {
+        String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// The embedded picture (FLAC PICTURE block, ID3v2 APIC frame, MP4 `covr` atom), the front cover when
+    /// the file says which; its bytes as stored, not yet checked to be an image.
+    public var picture: [UInt8]? {
+        var data: UnsafePointer<UInt8>? = nil
+        var size: Int32 = 0
+        guard lyre_decoder_picture(decoder, &data, &size) != 0, let data, size > 0 else { return nil }
+        return Array(UnsafeBufferPointer(start: data, count: Int(size)))
+    }
+
+    /// Packets skipped as undecodable so far.
+    public var decodeErrors: Int { lyre_decoder_errors(decoder) }
 
     /// Reads up to `frames` frames (interleaved) into `buffer`, replacing its contents; 0 at the end.
     public func read(frames: Int, into buffer: inout [Float]) -> Int {
         buffer = [Float](repeating: 0, count: frames * channels)
-        let got = buffer.withUnsafeMutableBufferPointer { sf_readf_float(handle, $0.baseAddress, sf_count_t(frames)) }
-        buffer.removeLast((frames - Int(max(got, 0))) * channels)
-        return Int(max(got, 0))
+        let got = buffer.withUnsafeMutableBufferPointer { lyre_decoder_read(decoder, $0.baseAddress, frames) }
+        buffer.removeLast((frames - got) * channels)
+        return got
     }
 
-    /// Moves to `frame` (`sf_seek`); false when the input cannot seek.
+    /// Moves to `frame`, sample-accurately; false when the input cannot seek.
     public func seek(toFrame frame: Int) -> Bool {
-        sf_seek(handle, sf_count_t(frame), SEEK_SET) >= 0
+        lyre_decoder_seek(decoder, Int64(frame)) >= 0
     }
 }

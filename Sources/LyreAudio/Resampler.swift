@@ -8,14 +8,14 @@ public struct Resampler: ~Copyable {
     public let outputRate: Double
     public let channels: Int
 
-    public init(from inputRate: Int, to outputRate: Int = 48000, channels: Int) throws(SndfileError) {
+    public init(from inputRate: Int, to outputRate: Int = 48000, channels: Int) throws(AudioError) {
         var error: soxr_error_t?
         var quality = soxr_quality_spec(UInt(SOXR_HQ), 0)
         var io = soxr_io_spec(SOXR_FLOAT32_I, SOXR_FLOAT32_I)
         guard let handle = soxr_create(Double(inputRate), Double(outputRate), UInt32(channels), &error, &io, &quality, nil),
             error == nil
         else {
-            throw SndfileError(description: "soxr_create: \(error.map { String(cString: $0) } ?? "failed")")
+            throw AudioError(description: "soxr_create: \(error.map { String(cString: $0) } ?? "failed")")
         }
         self.handle = handle
         self.inputRate = Double(inputRate)

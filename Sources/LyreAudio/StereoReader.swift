@@ -1,4 +1,4 @@
-/// A source read as 48 kHz interleaved stereo float: decoded by libsndfile, mapped to two channels, and
+/// A source read as 48 kHz interleaved stereo float: decoded by FFmpeg, mapped to two channels, and
 /// resampled by libsoxr when it is not at 48 kHz. What a sender streams and what it plays locally both
 /// come through here.
 public struct StereoReader: ~Copyable {
@@ -12,7 +12,7 @@ public struct StereoReader: ~Copyable {
     /// Everything has come out.
     public private(set) var isAtEnd = false
 
-    public init(_ reader: consuming AudioFileReader) throws(SndfileError) {
+    public init(_ reader: consuming AudioFileReader) throws(AudioError) {
         resampler = reader.sampleRate == 48000 ? nil : try Resampler(from: reader.sampleRate, channels: 2)
         duration = reader.frames.map { Double($0) / Double(reader.sampleRate) }
         self.reader = reader

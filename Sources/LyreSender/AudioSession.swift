@@ -54,7 +54,7 @@ public final class AudioSession: @unchecked Sendable {
 /// Short sounds for the user interface, as `AudioServicesPlaySystemSound` on iOS. They always play on the
 /// local output (`AudioSession.localOutput`) and are never sent to a receiver, even while the app streams.
 public enum SystemSound {
-    /// Plays a sound file (anything libsndfile reads) on the local output; returns when it has played.
+    /// Plays a sound file (anything FFmpeg's libraries read) on the local output; returns when it has played.
     public static func play(path: String, session: AudioSession = .shared) throws {
         var source = try StereoReader(AudioFileReader(path: path))
         let sink = try session.localOutput.open()

@@ -4,7 +4,7 @@ import LyreClock
 import LyreWire
 import NIOConcurrencyHelpers
 
-/// Where audio comes from: a file (anything libsndfile reads) or raw PCM on a file descriptor.
+/// Where audio comes from: a file (anything FFmpeg's libraries read) or raw PCM on a file descriptor.
 public enum AudioSource: Sendable, Equatable, CustomStringConvertible {
     case file(path: String)
     case raw(fileDescriptor: Int32, format: RawPCMFormat)
@@ -53,20 +53,30 @@ public struct TrackMetadata: Sendable, Equatable {
         self.trackCount = trackCount
     }
 
-    /// From a file's string tags (libsndfile); a track number like "3/12" gives the count too.
-    public init(tagsOf source: AudioSource) {
+    /// From a file's tags as FFmpeg names them (`AudioFileReader.tags`); a track number like "3/12" gives
+    /// the count too.
+    public init(tags: [String: String]) {
         self.init()
-        guard case .file = source, let reader = try? source.open() else { return }
-        let tags = reader.tags.filter { !$0.value.trimmingCharacters(in: .whitespaces).isEmpty }
+        let tags = tags.filter { !$0.value.trimmingCharacters(in: .whitespaces).isEmpty }
         title = tags["title"]
         artist = tags["artist"]
         album = tags["album"]
+        albumArtist = tags["album_artist"]
         genre = tags["genre"]
-        if let number = tags["tracknumber"] {
+        if let number = tags["track"] {
             let parts = number.split(separator: "/").map { Int($0.trimmingCharacters(in: .whitespaces)) }
             trackNumber = parts.first ?? nil
             trackCount = parts.count > 1 ? parts[1] : nil
         }
+    }
+}
+
+extension AudioSource {
+    /// What a file says about itself, read in one opening: its tags, and its cover art (`CoverArt.find`).
+    /// Nothing for a stream, or a file that cannot be read.
+    public func describe() -> (metadata: TrackMetadata, artwork: Artwork?) {
+        guard case .file(let path) = self, let reader = try? open() else { return (TrackMetadata(), nil) }
+        return (TrackMetadata(tags: reader.tags), CoverArt.find(for: path, embedded: reader.picture))
     }
 }
 

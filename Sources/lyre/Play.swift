@@ -12,7 +12,7 @@ struct Play: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Play audio files (or raw PCM on stdin) on a Lyre receiver.",
         discussion: """
-            Files are anything libsndfile reads (WAV, FLAC, Ogg Vorbis/Opus, MP3), played in order; '-' reads raw \
+            Files are anything FFmpeg reads (WAV, FLAC, Ogg Vorbis/Opus, MP3, M4A with AAC or ALAC, ...), played in order; '-' reads raw \
             PCM from stdin as --format says. Without --to, lyre plays to the saved preferred output, or to the \
             only receiver on the network. Ctrl-C stops and tears the session down.
 
@@ -21,7 +21,7 @@ struct Play: AsyncParsableCommand {
             rooms and adds or removes them. A room that goes away leaves the others playing.
 
             What plays is described to the receivers from each file's tags (or --title, --artist, --album), with \
-            cover art embedded in a FLAC file or in cover.jpg/folder.jpg beside it (or --artwork). Every room's \
+            cover art embedded in the file or in cover.jpg/folder.jpg beside it (or --artwork). Every room's \
             controls (lyre remote, MPRIS, media keys) drive the queue: play, pause, toggle, next, previous, seek, \
             skip, stop, and volume up/down (of that room).
             """)
@@ -219,12 +219,11 @@ struct Play: AsyncParsableCommand {
             do { cover = try Artwork(bytes: Array(data)) } catch { throw CommandFailure("--artwork '\(artwork)': \(error)") }
         }
         return sources.map { source in
-            var metadata = TrackMetadata(tagsOf: source)
+            var (metadata, art) = source.describe()
             if let title { metadata.title = title }
             if let artist { metadata.artist = artist }
             if let album { metadata.album = album }
-            var art = cover
-            if art == nil, case .file(let path) = source { art = CoverArt.find(for: path) }
+            if let cover { art = cover }
             return QueueItem(source: source, metadata: metadata, artwork: art)
         }
     }

@@ -1,0 +1,48 @@
+#ifndef LYRE_FFMPEG_SHIM_H
+#define LYRE_FFMPEG_SHIM_H
+
+// Audio decoding through FFmpeg's libraries: every container and codec they read (WAV, FLAC, Ogg Vorbis and
+// Opus, MP3, MP4/M4A with AAC or ALAC, ...), as interleaved float at the source's own rate and channel count.
+// The demux/decode/convert loop is FFmpeg's own send/receive pattern, kept in C beside the headers it uses
+// (AVERROR_EOF and friends are macros Swift cannot import); the Swift side is LyreAudio's AudioFileReader.
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct LyreDecoder LyreDecoder;
+struct AVDictionary;
+
+/// Opens a file and its best audio stream. NULL on failure, with a message in `error`.
+LyreDecoder *lyre_decoder_open_file(const char *path, char *error, size_t error_size);
+
+/// Reads headerless PCM from `fd` (not closed) with FFmpeg's raw demuxer `format` ("s16le", "f32le", ...).
+LyreDecoder *lyre_decoder_open_raw(int fd, const char *format, int sample_rate, int channels, char *error,
+                                   size_t error_size);
+
+int lyre_decoder_sample_rate(const LyreDecoder *decoder);
+int lyre_decoder_channels(const LyreDecoder *decoder);
+/// Frames in the source, from the container's duration; -1 when it cannot tell.
+int64_t lyre_decoder_frames(const LyreDecoder *decoder);
+
+/// The container's tags (`which` 0) and the audio stream's (1): Ogg keeps them on the stream.
+const struct AVDictionary *lyre_decoder_metadata(const LyreDecoder *decoder, int which);
+
+/// An embedded picture (FLAC PICTURE, ID3 APIC, MP4 covr: a stream with AV_DISPOSITION_ATTACHED_PIC), the
+/// front cover when one says so. 0 when there is none; the bytes live as long as the decoder.
+int lyre_decoder_picture(const LyreDecoder *decoder, const uint8_t **data, int *size);
+
+/// Decodes up to `frames` interleaved frames into `out`. Returns the frames written, 0 at the end.
+/// Packets the decoder rejects are skipped (counted in `lyre_decoder_errors`); a source that yields
+/// nothing but errors ends.
+long lyre_decoder_read(LyreDecoder *decoder, float *out, long frames);
+
+/// Packets skipped as undecodable.
+long lyre_decoder_errors(const LyreDecoder *decoder);
+
+/// Moves to `frame`, sample-accurately (the decoder starts at the keyframe before and drops up to it).
+/// 0 on success, negative when the source cannot seek.
+int lyre_decoder_seek(LyreDecoder *decoder, int64_t frame);
+
+void lyre_decoder_close(LyreDecoder *decoder);
+
+#endif

@@ -1,0 +1,356 @@
+#include "CFFmpegShim.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+#include <libavutil/opt.h>
+#include <libswresample/swresample.h>
+
+// A source that gives nothing but undecodable packets ends after this many in a row.
+enum { MAX_CONSECUTIVE_ERRORS = 64 };
+
+struct LyreDecoder {
+    AVFormatContext *format;
+    AVCodecContext *codec;
+    SwrContext *swr;
+    AVPacket *packet;
+    AVFrame *frame;
+    int stream;
+    int channels;
+    int sample_rate;
+    int swr_format;            // the input sample format swr was set up for (-1 before the first frame)
+    AVChannelLayout swr_layout; // and its layout
+    AVIOContext *io;           // raw PCM from a descriptor: our own reader
+    int fd;
+    int flushing;              // the decoder was sent its end (a NULL packet)
+    int ended;                 // and has given its last frame
+    int64_t skip_until;        // after a seek: drop frames before this one (-1: none)
+    int64_t position;          // the frame the next one taken is
+    int64_t total;             // frames the container says the stream has, when it says so exactly (-1: not)
+    long errors;
+    float *pending;            // decoded, converted, not yet read
+    long pending_frames;
+    long pending_offset;
+    long pending_capacity;
+};
+
+static void describe(int code, const char *what, char *error, size_t size) {
+    char text[AV_ERROR_MAX_STRING_SIZE] = {0};
+    av_strerror(code, text, sizeof text);
+    snprintf(error, size, "%s: %s", what, text);
+}
+
+// Finds the best audio stream and opens its decoder.
+static LyreDecoder *finish_open(LyreDecoder *d, const char *what, char *error, size_t error_size) {
+    const AVCodec *codec = NULL;
+    int stream = av_find_best_stream(d->format, AVMEDIA_TYPE_AUDIO, -1, -1, &codec, 0);
+    if (stream < 0 || codec == NULL) {
+        snprintf(error, error_size, "%s: no audio stream FFmpeg can decode", what);
+        lyre_decoder_close(d);
+        return NULL;
+    }
+    d->stream = stream;
+    AVStream *s = d->format->streams[stream];
+    d->codec = avcodec_alloc_context3(codec);
+    int status = d->codec ? avcodec_parameters_to_context(d->codec, s->codecpar) : AVERROR(ENOMEM);
+    if (status >= 0) status = avcodec_open2(d->codec, codec, NULL);
+    if (status < 0) {
+        describe(status, what, error, error_size);
+        lyre_decoder_close(d);
+        return NULL;
+    }
+    d->sample_rate = d->codec->sample_rate;
+    d->channels = d->codec->ch_layout.nb_channels;
+    if (d->sample_rate <= 0 || d->channels <= 0) {
+        snprintf(error, error_size, "%s: the audio stream has no sample rate or channel count", what);
+        lyre_decoder_close(d);
+        return NULL;
+    }
+    // A codec's last packet decodes whole (an AAC frame is 1024 samples) where the container keeps only part
+    // of it (an MP4 edit list). Keep to the container's length, unless it was only guessed from the bitrate.
+    d->total = d->format->duration_estimation_method == AVFMT_DURATION_FROM_BITRATE ? -1 : lyre_decoder_frames(d);
+    d->packet = av_packet_alloc();
+    d->frame = av_frame_alloc();
+    if (!d->packet || !d->frame) {
+        snprintf(error, error_size, "%s: out of memory", what);
+        lyre_decoder_close(d);
+        return NULL;
+    }
+    return d;
+}
+
+static LyreDecoder *new_decoder(void) {
+    LyreDecoder *d = av_mallocz(sizeof *d);
+    if (d) {
+        d->stream = -1;
+        d->swr_format = -1;
+        d->skip_until = -1;
+        d->total = -1;
+        d->fd = -1;
+    }
+    return d;
+}
+
+LyreDecoder *lyre_decoder_open_file(const char *path, char *error, size_t error_size) {
+    av_log_set_level(AV_LOG_ERROR);
+    LyreDecoder *d = new_decoder();
+    if (!d) { snprintf(error, error_size, "out of memory"); return NULL; }
+    char what[512];
+    snprintf(what, sizeof what, "cannot read %s", path);
+    int status = avformat_open_input(&d->format, path, NULL, NULL);
+    if (status >= 0) status = avformat_find_stream_info(d->format, NULL);
+    if (status < 0) {
+        describe(status, what, error, error_size);
+        lyre_decoder_close(d);
+        return NULL;
+    }
+    return finish_open(d, what, error, error_size);
+}
+
+static int read_descriptor(void *opaque, uint8_t *buffer, int size) {
+    LyreDecoder *d = opaque;
+    for (;;) {
+        ssize_t got = read(d->fd, buffer, (size_t)size);
+        if (got > 0) return (int)got;
+        if (got == 0) return AVERROR_EOF;
+        if (errno != EINTR) return AVERROR(errno);
+    }
+}
+
+LyreDecoder *lyre_decoder_open_raw(int fd, const char *format, int sample_rate, int channels, char *error,
+                                   size_t error_size) {
+    av_log_set_level(AV_LOG_ERROR);
+    const char *what = "cannot read raw PCM";
+    const AVInputFormat *input = av_find_input_format(format);
+    LyreDecoder *d = new_decoder();
+    if (!d) { snprintf(error, error_size, "out of memory"); return NULL; }
+    if (!input) {
+        snprintf(error, error_size, "%s: FFmpeg has no '%s' demuxer", what, format);
+        lyre_decoder_close(d);
+        return NULL;
+    }
+    d->fd = fd;
+    enum { IO_BUFFER = 32768 };
+    uint8_t *buffer = av_malloc(IO_BUFFER);
+    d->io = buffer ? avio_alloc_context(buffer, IO_BUFFER, 0, d, read_descriptor, NULL, NULL) : NULL;
+    d->format = avformat_alloc_context();
+    if (!d->io || !d->format) {
+        if (!d->io) av_free(buffer);
+        snprintf(error, error_size, "%s: out of memory", what);
+        lyre_decoder_close(d);
+        return NULL;
+    }
+    d->format->pb = d->io;
+    d->format->flags |= AVFMT_FLAG_CUSTOM_IO;
+    AVChannelLayout layout;
+    av_channel_layout_default(&layout, channels);
+    char layout_text[64] = {0};
+    av_channel_layout_describe(&layout, layout_text, sizeof layout_text);
+    AVDictionary *options = NULL;
+    av_dict_set_int(&options, "sample_rate", sample_rate, 0);
+    av_dict_set(&options, "ch_layout", layout_text, 0);
+    // The raw demuxer knows everything from these options; avformat_find_stream_info would only wait for
+    // audio on the pipe.
+    int status = avformat_open_input(&d->format, NULL, input, &options);
+    av_dict_free(&options);
+    if (status < 0) {
+        describe(status, what, error, error_size);
+        lyre_decoder_close(d);
+        return NULL;
+    }
+    return finish_open(d, what, error, error_size);
+}
+
+int lyre_decoder_sample_rate(const LyreDecoder *d) { return d->sample_rate; }
+int lyre_decoder_channels(const LyreDecoder *d) { return d->channels; }
+long lyre_decoder_errors(const LyreDecoder *d) { return d->errors; }
+
+int64_t lyre_decoder_frames(const LyreDecoder *d) {
+    if (d->io) return -1;
+    AVStream *s = d->format->streams[d->stream];
+    if (s->duration > 0 && s->duration != AV_NOPTS_VALUE)
+        return av_rescale_q(s->duration, s->time_base, (AVRational){1, d->sample_rate});
+    if (d->format->duration > 0 && d->format->duration != AV_NOPTS_VALUE)
+        return av_rescale_q(d->format->duration, AV_TIME_BASE_Q, (AVRational){1, d->sample_rate});
+    return -1;
+}
+
+const struct AVDictionary *lyre_decoder_metadata(const LyreDecoder *d, int which) {
+    return which == 0 ? d->format->metadata : d->format->streams[d->stream]->metadata;
+}
+
+int lyre_decoder_picture(const LyreDecoder *d, const uint8_t **data, int *size) {
+    const AVPacket *chosen = NULL;
+    for (unsigned i = 0; i < d->format->nb_streams; i++) {
+        const AVStream *s = d->format->streams[i];
+        if (!(s->disposition & AV_DISPOSITION_ATTACHED_PIC) || s->attached_pic.size <= 0) continue;
+        const AVDictionaryEntry *comment = av_dict_get(s->metadata, "comment", NULL, 0);
+        int front = comment && strcmp(comment->value, "Cover (front)") == 0;
+        if (!chosen || front) chosen = &s->attached_pic;
+        if (front) break;
+    }
+    if (!chosen) return 0;
+    *data = chosen->data;
+    *size = chosen->size;
+    return 1;
+}
+
+// Sets the converter up for the frame's sample format and layout: interleaved float, same rate and
+// channel count as the stream was opened with.
+static int prepare_converter(LyreDecoder *d, const AVFrame *frame) {
+    if (d->swr && frame->format == d->swr_format && av_channel_layout_compare(&frame->ch_layout, &d->swr_layout) == 0)
+        return 0;
+    swr_free(&d->swr);
+    av_channel_layout_uninit(&d->swr_layout);
+    AVChannelLayout in;
+    if (frame->ch_layout.order == AV_CHANNEL_ORDER_UNSPEC || frame->ch_layout.nb_channels <= 0)
+        av_channel_layout_default(&in, frame->ch_layout.nb_channels > 0 ? frame->ch_layout.nb_channels : d->channels);
+    else if (av_channel_layout_copy(&in, &frame->ch_layout) < 0)
+        return AVERROR(ENOMEM);
+    AVChannelLayout out;
+    if (in.nb_channels == d->channels) av_channel_layout_copy(&out, &in);
+    else av_channel_layout_default(&out, d->channels);
+    int status = swr_alloc_set_opts2(&d->swr, &out, AV_SAMPLE_FMT_FLT, frame->sample_rate, &in, frame->format,
+                                     frame->sample_rate, 0, NULL);
+    if (status >= 0) status = swr_init(d->swr);
+    av_channel_layout_uninit(&out);
+    if (status < 0) {
+        av_channel_layout_uninit(&in);
+        swr_free(&d->swr);
+        return status;
+    }
+    d->swr_format = frame->format;
+    d->swr_layout = in;
+    return 0;
+}
+
+// Converts the decoded frame and appends it to `pending`, dropping what lies before a seek's target.
+static int take_frame(LyreDecoder *d, AVFrame *frame) {
+    if (frame->sample_rate != d->sample_rate) {
+        // A stream whose rate changes midway: what follows would play at the wrong speed.
+        d->errors++;
+        return 0;
+    }
+    int status = prepare_converter(d, frame);
+    if (status < 0) return status;
+    long count = frame->nb_samples;
+    long needed = d->pending_frames + count;
+    if (needed > d->pending_capacity) {
+        float *grown = av_realloc_array(d->pending, (size_t)needed, sizeof(float) * (size_t)d->channels);
+        if (!grown) return AVERROR(ENOMEM);
+        d->pending = grown;
+        d->pending_capacity = needed;
+    }
+    uint8_t *out = (uint8_t *)(d->pending + d->pending_frames * d->channels);
+    int converted = swr_convert(d->swr, &out, (int)count, (const uint8_t **)frame->extended_data, frame->nb_samples);
+    if (converted < 0) return converted;
+    long keep_from = 0;
+    if (d->skip_until >= 0) {
+        AVStream *s = d->format->streams[d->stream];
+        int64_t ts = frame->best_effort_timestamp;
+        if (ts != AV_NOPTS_VALUE) {
+            if (s->start_time != AV_NOPTS_VALUE) ts -= s->start_time;
+            int64_t start = av_rescale_q(ts, s->time_base, (AVRational){1, d->sample_rate});
+            if (start + converted <= d->skip_until) keep_from = converted;
+            else if (start < d->skip_until) keep_from = (long)(d->skip_until - start);
+        }
+        if (keep_from < converted) d->skip_until = -1;
+    }
+    long kept = converted - keep_from;
+    if (d->total >= 0 && d->position + kept > d->total) kept = d->total > d->position ? (long)(d->total - d->position) : 0;
+    if (keep_from > 0 && kept > 0)
+        memmove(out, out + keep_from * d->channels * sizeof(float), (size_t)kept * d->channels * sizeof(float));
+    d->pending_frames += kept;
+    d->position += kept;
+    return 0;
+}
+
+// Decodes until something is pending or the source has ended.
+static void decode_more(LyreDecoder *d) {
+    int consecutive = 0;
+    while (d->pending_frames - d->pending_offset == 0 && !d->ended) {
+        int status = avcodec_receive_frame(d->codec, d->frame);
+        if (status == 0) {
+            status = take_frame(d, d->frame);
+            av_frame_unref(d->frame);
+            if (status < 0) { d->errors++; d->ended = 1; }
+            consecutive = 0;
+            continue;
+        }
+        if (status == AVERROR_EOF) { d->ended = 1; break; }
+        if (status != AVERROR(EAGAIN)) {
+            d->errors++;
+            if (++consecutive >= MAX_CONSECUTIVE_ERRORS) d->ended = 1;
+            continue;
+        }
+        if (d->flushing) { d->ended = 1; break; }
+        status = av_read_frame(d->format, d->packet);
+        if (status < 0) {
+            // The end of the input, or an error reading it: let the decoder give what it holds.
+            avcodec_send_packet(d->codec, NULL);
+            d->flushing = 1;
+            continue;
+        }
+        if (d->packet->stream_index == d->stream) {
+            status = avcodec_send_packet(d->codec, d->packet);
+            if (status < 0 && status != AVERROR(EAGAIN)) {
+                d->errors++;
+                if (++consecutive >= MAX_CONSECUTIVE_ERRORS) d->ended = 1;
+            }
+        }
+        av_packet_unref(d->packet);
+    }
+}
+
+long lyre_decoder_read(LyreDecoder *d, float *out, long frames) {
+    long written = 0;
+    while (written < frames) {
+        if (d->pending_frames - d->pending_offset == 0) {
+            d->pending_frames = d->pending_offset = 0;
+            decode_more(d);
+            if (d->pending_frames == 0) break;
+        }
+        long available = d->pending_frames - d->pending_offset;
+        long take = available < frames - written ? available : frames - written;
+        memcpy(out + written * d->channels, d->pending + d->pending_offset * d->channels,
+               (size_t)take * d->channels * sizeof(float));
+        d->pending_offset += take;
+        written += take;
+    }
+    return written;
+}
+
+int lyre_decoder_seek(LyreDecoder *d, int64_t frame) {
+    if (d->io || frame < 0) return -1;
+    AVStream *s = d->format->streams[d->stream];
+    int64_t ts = av_rescale_q(frame, (AVRational){1, d->sample_rate}, s->time_base);
+    if (s->start_time != AV_NOPTS_VALUE) ts += s->start_time;
+    int status = av_seek_frame(d->format, d->stream, ts, AVSEEK_FLAG_BACKWARD);
+    if (status < 0) return status;
+    avcodec_flush_buffers(d->codec);
+    d->pending_frames = d->pending_offset = 0;
+    d->flushing = d->ended = 0;
+    d->skip_until = frame;
+    d->position = frame;
+    return 0;
+}
+
+void lyre_decoder_close(LyreDecoder *d) {
+    if (!d) return;
+    av_frame_free(&d->frame);
+    av_packet_free(&d->packet);
+    avcodec_free_context(&d->codec);
+    swr_free(&d->swr);
+    av_channel_layout_uninit(&d->swr_layout);
+    avformat_close_input(&d->format);
+    if (d->io) {
+        av_freep(&d->io->buffer);
+        avio_context_free(&d->io);
+    }
+    av_free(d->pending);
+    av_free(d);
+}

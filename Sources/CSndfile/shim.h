@@ -1,2 +1,0 @@
-// libsndfile (Debian libsndfile1-dev).
-#include <sndfile.h>
