@@ -379,6 +379,7 @@ public final class QueuePlayer: @unchecked Sendable {
             }
             guard target.index < items.count else {
                 // The end of the queue: wait until everything has played (a command may still move back).
+                session.padToPacket()
                 if wait(until: { !isPaused && session.playedFrames() >= session.enqueuedFrames }) { break queue }
                 if let jump = takeJump() { target = jump; continue queue }
                 break queue

@@ -603,6 +603,18 @@ public final class StreamSession: @unchecked Sendable {
         return true
     }
 
+    /// The app has no more audio for now (the end of a queue): a last part shorter than a packet is padded
+    /// with silence to a whole one, so that it is sent and `playedFrames` reaches `enqueuedFrames`. Until
+    /// then a part packet waits in the queue for the audio that completes it.
+    public func padToPacket() {
+        lock.withLock {
+            let partial = (queue.count / 2) % frameSamples
+            guard partial > 0 else { return }
+            queue.append(contentsOf: [Float](repeating: 0, count: (frameSamples - partial) * 2))
+            contentEnqueued += UInt64(frameSamples - partial)
+        }
+    }
+
     /// Waits, on the pacer's signal, until fewer than `samples` are queued; false when the session ended
     /// (or, unless `whilePaused`, stopped running) first.
     private func waitForQueue(below samples: Int, whilePaused: Bool) -> Bool {

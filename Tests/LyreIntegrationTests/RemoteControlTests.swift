@@ -158,6 +158,7 @@ struct RemoteControlTests {
         let same = try await rig.network.run(["cmp", dir + "/picture.jpg", shown?["artwork"] as? String ?? "/nonexistent"])
         #expect(same.status == 0, "the MP3's cover differs from what lyred wrote: \(same.stdout) \(same.stderr)")
         try await play.waitForExit(timeout: 20)
+        #expect(play.status == 0, "lyre play: \(play.stderr)")
     }
 
     /// M4A, read through FFmpeg's libraries (issue 12): AAC and ALAC, each with its tags and an embedded PNG

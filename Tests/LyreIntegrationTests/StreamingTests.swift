@@ -60,8 +60,9 @@ struct StreamingTests {
     func lyrePlayArrivesIntact(latency: Int) async throws {
         let rig = try await Rig()
         defer { rig.network.close() }
-        // 44.1 kHz input, so the sender's resampling is part of what is checked.
-        let sweep = try await Self.sweep(rig.network, rate: 44100)
+        // 44.1 kHz input, so the sender's resampling is part of what is checked, and a length that is not a
+        // whole number of 20 ms packets: the last part packet must go out and lyre play end cleanly.
+        let sweep = try await Self.sweep(rig.network, rate: 44100, seconds: 3.0117)
         let play = try await rig.network.run(["lyre", "play", sweep, "--to", "Speaker", "--latency", String(latency)])
         #expect(play.status == 0, "lyre play: \(play.stderr)")
         try await rig.stop()
