@@ -269,6 +269,30 @@ struct StreamingTests {
         #expect(moved.stderr.components(separatedBy: "': opus, latency").count == 3, "two sessions: \(moved.stderr)")
     }
 
+    /// 200 plays in a row, each right after the last and each found through mDNS (the remembered address is
+    /// forgotten before every one): each finds the receiver and plays. One in eight once failed with "has no
+    /// IPv4 address" when the receiver's update after a session resolved with only its IPv6 address (issue 12).
+    @Test func twoHundredPlaysInARowEachFindTheReceiver() async throws {
+        let rig = try await Rig()
+        defer { rig.network.close() }
+        let short = try await Self.sweep(rig.network, rate: 48000, seconds: 0.1)
+        let known = rig.network.scratch.appendingPathComponent("state/lyre/receivers.json").path
+        let plays = 200
+        let errors = rig.network.scratch.appendingPathComponent("play.err").path
+        let loop = try await rig.network.shell("""
+            failed=0
+            for i in $(seq \(plays)); do
+              rm -f '\(known)'
+              '\(TestNetwork.binaries)/lyre' play '\(short)' --to Speaker --latency 20 2>'\(errors)' || { failed=$((failed + 1)); echo "play $i: $(cat '\(errors)')"; }
+            done
+            echo "failed=$failed"
+            """, timeout: 400)
+        #expect(loop.stdout.hasSuffix("failed=0\n"), "\(loop.stdout) \(loop.stderr)")
+        try await rig.stop()
+        let sessions = rig.lyred.stderr.components(separatedBy: "': opus, latency 20 ms").count - 1
+        #expect(sessions == plays, "the receiver saw \(sessions) sessions")
+    }
+
     @Test func receiverGoneMakesTheSenderPause() async throws {
         let rig = try await Rig()
         defer { rig.network.close() }
