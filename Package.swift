@@ -41,6 +41,9 @@ let package = Package(
         // FFmpeg's demux/decode loop, in C beside the macros it needs: see Sources/CFFmpegShim/include/CFFmpegShim.h.
         .target(name: "CFFmpegShim", dependencies: ["CFFmpeg"]),
         .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
+        .systemLibrary(name: "CPulse", pkgConfig: "libpulse-simple", providers: [.apt(["libpulse-dev"])]),
+        // libpulse's asynchronous control API on its threaded main loop: see Sources/CPulseShim/include/CPulseShim.h.
+        .target(name: "CPulseShim", dependencies: ["CPulse"]),
         .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
         // Kernel receive timestamps (SCM_TIMESTAMPNS and the CMSG macros): see Sources/CSocketShim/include/CSocketShim.h.
         .target(name: "CSocketShim"),
@@ -86,6 +89,15 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]),
 
+        // lyre sink: one sound output per receiver on PulseAudio or PipeWire (libpulse), decided by SinkRouter.
+        .target(
+            name: "LyreSink",
+            dependencies: [
+                "CPulse", "CPulseShim", "LyreSender",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]),
+
         // MPRIS: the receiver's now-playing state and controls on D-Bus (libdbus-1).
         .target(name: "LyreMPRIS", dependencies: ["CDBus"]),
 
@@ -110,7 +122,7 @@ let package = Package(
         .executableTarget(
             name: "lyre",
             dependencies: [
-                "LyreDiscovery", "LyreWire", "LyreCommandLine", "LyreSender", "LyreAudio", "LyreControl",
+                "LyreDiscovery", "LyreWire", "LyreCommandLine", "LyreSender", "LyreSink", "LyreAudio", "LyreControl",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]),
@@ -135,6 +147,7 @@ let package = Package(
             name: "LyreRTSPTests",
             dependencies: ["LyreRTSP", "LyreWire", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio")]),
         .testTarget(name: "LyreAudioTests", dependencies: ["LyreAudio"]),
+        .testTarget(name: "LyreSinkTests", dependencies: ["LyreSink"]),
         .testTarget(name: "LyreReceiverTests", dependencies: ["LyreReceiver", "LyreWire", "LyreAudio"]),
     ]
 )

@@ -54,8 +54,13 @@ public struct StreamConfiguration: Sendable {
         }
     }
 
-    /// How far ahead of its due time the sender sends each frame, ms.
-    var leadMilliseconds: Int { min(latencyMilliseconds / 2, 100) }
+    /// How far ahead of its due time the sender sends each frame, ms: half the latency, at most 100 ms,
+    /// unless `liveLeadMilliseconds` says otherwise.
+    public var leadMilliseconds: Int { liveLeadMilliseconds ?? min(latencyMilliseconds / 2, 100) }
+
+    /// For a live source (`lyre sink`), whose audio cannot be sent before it is recorded: the lead then adds
+    /// to its delay, so it is kept short. The source starts the session once this much is queued.
+    public var liveLeadMilliseconds: Int?
 }
 
 /// Why the route to the receiver changed, as `AVAudioSession.RouteChangeReason` says it on iOS.

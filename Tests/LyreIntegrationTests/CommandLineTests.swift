@@ -40,7 +40,7 @@ struct CommandLineTests {
     /// continuations prints "with             cover art"). Only the column between an option or subcommand
     /// and its help, and the indentation of a line, may be wide.
     @Test func helpTextHasNoRunsOfSpaces() throws {
-        for command in [["lyre"], ["lyre", "play"], ["lyre", "devices"], ["lyre", "group"], ["lyre", "remote"], ["lyred"]] {
+        for command in [["lyre"], ["lyre", "play"], ["lyre", "devices"], ["lyre", "sink"], ["lyre", "group"], ["lyre", "remote"], ["lyred"]] {
             let help = try Self.run(command + ["--help"])
             #expect(help.status == 0, "\(command) --help: \(help.stderr)")
             // The overview and discussion are prose wrapped by the parser: no line there is indented or has
@@ -78,6 +78,15 @@ struct CommandLineTests {
         Self.expectOneLineError((lyred.status, lyred.stdout, lyred.stderr), mentioning: "--state-dir")
         let damaged = try await network.shell("mkdir -p /run/s && echo nonsense > /run/s/device-id && exec \(TestNetwork.binaries)/lyred --state-dir /run/s --port 0")
         Self.expectOneLineError((damaged.status, damaged.stdout, damaged.stderr), mentioning: "device-id")
+    }
+
+    /// `lyre sink` with no sound server to talk to says what to start.
+    @Test func sinkWithoutASoundServerIsAClearError() async throws {
+        let network = try TestNetwork()
+        defer { network.close() }
+        let sink = try await network.run(["env", "PULSE_SERVER=unix:/run/no-such-server", "PULSE_CLIENTCONFIG=/dev/null",
+                                          TestNetwork.binaries + "/lyre", "sink"])
+        Self.expectOneLineError((sink.status, sink.stdout, sink.stderr), mentioning: "is PulseAudio or PipeWire (pipewire-pulse) running")
     }
 
     @Test func busyPortIsAClearError() async throws {

@@ -1,0 +1,38 @@
+#ifndef LYRE_PULSE_SHIM_H
+#define LYRE_PULSE_SHIM_H
+
+// A control connection to the sound server (PulseAudio, or PipeWire through pipewire-pulse) for `lyre sink`:
+// loading and unloading its outputs (null sinks), moving streams, and a callback for every playback stream
+// (sink input) that appears, changes or ends. libpulse's asynchronous API runs on its threaded main loop
+// (libpulse's own thread); the calls here wait on that loop's signal for their answer, so they must not be
+// made from a callback. Kept in C because libpulse is callbacks all the way down; the decisions are
+// LyreSink's SinkRouter, in Swift.
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct LyrePulse LyrePulse;
+
+/// A stream: `sink` is the index of the sink it plays to, or UINT32_MAX when it has ended. `role` is its
+/// media.role, `app` its application.name, `pid` its application.process.id (0 when not said). An `index`
+/// of UINT32_MAX says the connection to the server is gone.
+typedef void (*LyrePulseInputCallback)(void *user, uint32_t index, uint32_t sink, const char *role, const char *app,
+                                       uint32_t pid);
+
+/// Connects (PULSE_SERVER and the client configuration as every client does) and reports every stream that
+/// exists now and from then on. NULL on failure, with a message in `error`.
+LyrePulse *lyre_pulse_connect(const char *client_name, LyrePulseInputCallback callback, void *user, char *error,
+                              size_t error_size);
+
+/// Loads `module` with `arguments`; its index in `*module_index`. 0 on success, else a PA_ERR_* code.
+int lyre_pulse_load_module(LyrePulse *pulse, const char *module, const char *arguments, uint32_t *module_index);
+int lyre_pulse_unload_module(LyrePulse *pulse, uint32_t module_index);
+/// The index of the sink called `name`.
+int lyre_pulse_sink_index(LyrePulse *pulse, const char *name, uint32_t *index);
+/// The default sink's name, or else the first sink whose name does not start with `avoid_prefix`.
+int lyre_pulse_local_sink(LyrePulse *pulse, const char *avoid_prefix, char *name, size_t size);
+int lyre_pulse_move_input(LyrePulse *pulse, uint32_t input, const char *sink_name);
+const char *lyre_pulse_strerror(int code);
+void lyre_pulse_close(LyrePulse *pulse);
+
+#endif

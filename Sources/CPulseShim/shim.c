@@ -1,0 +1,216 @@
+#include "CPulseShim.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <pulse/pulseaudio.h>
+
+struct LyrePulse {
+    pa_threaded_mainloop *loop;
+    pa_context *context;
+    LyrePulseInputCallback callback;
+    void *user;
+    int ready;          // connected: a failure from now on is the server going away
+    int lost_reported;
+};
+
+// One request's answer, filled in by its callback on the loop's thread.
+typedef struct {
+    LyrePulse *pulse;
+    int done;
+    int success;
+    uint32_t index;
+    char *name;
+    size_t name_size;
+    const char *avoid_prefix;
+    char first_other[256];
+} Answer;
+
+static void signal_loop(LyrePulse *p) { pa_threaded_mainloop_signal(p->loop, 0); }
+
+static void context_state(pa_context *c, void *user) {
+    LyrePulse *p = user;
+    pa_context_state_t state = pa_context_get_state(c);
+    if ((state == PA_CONTEXT_FAILED || state == PA_CONTEXT_TERMINATED) && p->ready && !p->lost_reported && p->callback) {
+        p->lost_reported = 1;
+        p->callback(p->user, UINT32_MAX, UINT32_MAX, NULL, NULL, 0);
+    }
+    signal_loop(p);
+}
+
+static void report_input(pa_context *c, const pa_sink_input_info *info, int eol, void *user) {
+    (void)c;
+    LyrePulse *p = user;
+    if (eol || !info) return;
+    const char *role = pa_proplist_gets(info->proplist, PA_PROP_MEDIA_ROLE);
+    const char *app = pa_proplist_gets(info->proplist, PA_PROP_APPLICATION_NAME);
+    const char *pid_text = pa_proplist_gets(info->proplist, PA_PROP_APPLICATION_PROCESS_ID);
+    uint32_t pid = pid_text ? (uint32_t)strtoul(pid_text, NULL, 10) : 0;
+    p->callback(p->user, info->index, info->sink, role, app, pid);
+}
+
+static void subscription(pa_context *c, pa_subscription_event_type_t type, uint32_t index, void *user) {
+    LyrePulse *p = user;
+    if ((type & PA_SUBSCRIPTION_EVENT_FACILITY_MASK) != PA_SUBSCRIPTION_EVENT_SINK_INPUT) return;
+    if ((type & PA_SUBSCRIPTION_EVENT_TYPE_MASK) == PA_SUBSCRIPTION_EVENT_REMOVE) {
+        p->callback(p->user, index, UINT32_MAX, NULL, NULL, 0);
+        return;
+    }
+    pa_operation *o = pa_context_get_sink_input_info(c, index, report_input, p);
+    if (o) pa_operation_unref(o);
+}
+
+// Waits (the loop locked) for `answer` to be done, or the connection to fail.
+static int wait_for(LyrePulse *p, pa_operation *o, Answer *answer) {
+    if (!o) return pa_context_errno(p->context);
+    while (!answer->done && PA_CONTEXT_IS_GOOD(pa_context_get_state(p->context)))
+        pa_threaded_mainloop_wait(p->loop);
+    pa_operation_unref(o);
+    if (!answer->done) return PA_ERR_CONNECTIONTERMINATED;
+    return answer->success ? 0 : pa_context_errno(p->context);
+}
+
+LyrePulse *lyre_pulse_connect(const char *client_name, LyrePulseInputCallback callback, void *user, char *error,
+                              size_t error_size) {
+    LyrePulse *p = calloc(1, sizeof *p);
+    if (!p) { snprintf(error, error_size, "out of memory"); return NULL; }
+    p->callback = callback;
+    p->user = user;
+    p->loop = pa_threaded_mainloop_new();
+    if (!p->loop) { snprintf(error, error_size, "cannot make libpulse's main loop"); free(p); return NULL; }
+    pa_threaded_mainloop_lock(p->loop);
+    p->context = pa_context_new(pa_threaded_mainloop_get_api(p->loop), client_name);
+    int status = p->context ? 0 : PA_ERR_INTERNAL;
+    if (status == 0) {
+        pa_context_set_state_callback(p->context, context_state, p);
+        if (pa_context_connect(p->context, NULL, PA_CONTEXT_NOAUTOSPAWN, NULL) < 0) status = pa_context_errno(p->context);
+    }
+    if (status == 0 && pa_threaded_mainloop_start(p->loop) < 0) status = PA_ERR_INTERNAL;
+    while (status == 0) {
+        pa_context_state_t state = pa_context_get_state(p->context);
+        if (state == PA_CONTEXT_READY) break;
+        if (!PA_CONTEXT_IS_GOOD(state)) { status = pa_context_errno(p->context); break; }
+        pa_threaded_mainloop_wait(p->loop);
+    }
+    if (status == 0) {
+        p->ready = 1;
+        pa_context_set_subscribe_callback(p->context, subscription, p);
+        pa_operation *o = pa_context_subscribe(p->context, PA_SUBSCRIPTION_MASK_SINK_INPUT, NULL, NULL);
+        if (o) pa_operation_unref(o);
+        o = pa_context_get_sink_input_info_list(p->context, report_input, p);
+        if (o) pa_operation_unref(o);
+    }
+    pa_threaded_mainloop_unlock(p->loop);
+    if (status != 0) {
+        snprintf(error, error_size, "cannot reach the sound server: %s", pa_strerror(status));
+        p->callback = NULL;
+        lyre_pulse_close(p);
+        return NULL;
+    }
+    return p;
+}
+
+static void index_answer(pa_context *c, uint32_t index, void *user) {
+    (void)c;
+    Answer *a = user;
+    a->index = index;
+    a->success = index != PA_INVALID_INDEX;
+    a->done = 1;
+    signal_loop(a->pulse);
+}
+
+static void success_answer(pa_context *c, int success, void *user) {
+    (void)c;
+    Answer *a = user;
+    a->success = success;
+    a->done = 1;
+    signal_loop(a->pulse);
+}
+
+int lyre_pulse_load_module(LyrePulse *p, const char *module, const char *arguments, uint32_t *module_index) {
+    Answer a = {.pulse = p};
+    pa_threaded_mainloop_lock(p->loop);
+    int status = wait_for(p, pa_context_load_module(p->context, module, arguments, index_answer, &a), &a);
+    pa_threaded_mainloop_unlock(p->loop);
+    if (status == 0) *module_index = a.index;
+    return status;
+}
+
+int lyre_pulse_unload_module(LyrePulse *p, uint32_t module_index) {
+    Answer a = {.pulse = p};
+    pa_threaded_mainloop_lock(p->loop);
+    int status = wait_for(p, pa_context_unload_module(p->context, module_index, success_answer, &a), &a);
+    pa_threaded_mainloop_unlock(p->loop);
+    return status;
+}
+
+int lyre_pulse_move_input(LyrePulse *p, uint32_t input, const char *sink_name) {
+    Answer a = {.pulse = p};
+    pa_threaded_mainloop_lock(p->loop);
+    int status = wait_for(p, pa_context_move_sink_input_by_name(p->context, input, sink_name, success_answer, &a), &a);
+    pa_threaded_mainloop_unlock(p->loop);
+    return status;
+}
+
+static void sink_index_answer(pa_context *c, const pa_sink_info *info, int eol, void *user) {
+    (void)c;
+    Answer *a = user;
+    if (info && !eol) { a->index = info->index; a->success = 1; }
+    if (eol) { a->done = 1; signal_loop(a->pulse); }
+}
+
+int lyre_pulse_sink_index(LyrePulse *p, const char *name, uint32_t *index) {
+    Answer a = {.pulse = p};
+    pa_threaded_mainloop_lock(p->loop);
+    int status = wait_for(p, pa_context_get_sink_info_by_name(p->context, name, sink_index_answer, &a), &a);
+    pa_threaded_mainloop_unlock(p->loop);
+    if (status == 0) *index = a.index;
+    return a.done && !a.success ? PA_ERR_NOENTITY : status;
+}
+
+static void server_answer(pa_context *c, const pa_server_info *info, void *user) {
+    (void)c;
+    Answer *a = user;
+    if (info && info->default_sink_name) snprintf(a->name, a->name_size, "%s", info->default_sink_name);
+    a->success = 1;
+    a->done = 1;
+    signal_loop(a->pulse);
+}
+
+static void other_sink_answer(pa_context *c, const pa_sink_info *info, int eol, void *user) {
+    (void)c;
+    Answer *a = user;
+    if (info && !eol && !a->first_other[0] && strncmp(info->name, a->avoid_prefix, strlen(a->avoid_prefix)) != 0)
+        snprintf(a->first_other, sizeof a->first_other, "%s", info->name);
+    if (eol) { a->success = 1; a->done = 1; signal_loop(a->pulse); }
+}
+
+int lyre_pulse_local_sink(LyrePulse *p, const char *avoid_prefix, char *name, size_t size) {
+    name[0] = 0;
+    Answer a = {.pulse = p, .name = name, .name_size = size, .avoid_prefix = avoid_prefix};
+    pa_threaded_mainloop_lock(p->loop);
+    int status = wait_for(p, pa_context_get_server_info(p->context, server_answer, &a), &a);
+    if (status == 0 && (!name[0] || strncmp(name, avoid_prefix, strlen(avoid_prefix)) == 0)) {
+        Answer b = {.pulse = p, .avoid_prefix = avoid_prefix};
+        status = wait_for(p, pa_context_get_sink_info_list(p->context, other_sink_answer, &b), &b);
+        snprintf(name, size, "%s", b.first_other);
+    }
+    pa_threaded_mainloop_unlock(p->loop);
+    return status == 0 && !name[0] ? PA_ERR_NOENTITY : status;
+}
+
+const char *lyre_pulse_strerror(int code) { return pa_strerror(code); }
+
+void lyre_pulse_close(LyrePulse *p) {
+    if (!p) return;
+    if (p->loop) pa_threaded_mainloop_stop(p->loop);
+    if (p->context) {
+        pa_context_set_state_callback(p->context, NULL, NULL);
+        pa_context_set_subscribe_callback(p->context, NULL, NULL);
+        pa_context_disconnect(p->context);
+        pa_context_unref(p->context);
+    }
+    if (p->loop) pa_threaded_mainloop_free(p->loop);
+    free(p);
+}

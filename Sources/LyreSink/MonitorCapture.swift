@@ -1,0 +1,134 @@
+import CPulse
+import Foundation
+import Logging
+import LyreSender
+import NIOConcurrencyHelpers
+
+/// Records one Lyre output's monitor for as long as the output exists, and hands what it records to the
+/// receiver's session while one is attached.
+///
+/// It records all along, not only while an app plays: a null sink renders as much as its clients' latency
+/// asks for at once (2 s for paplay), so a recorder that connected when the app did would miss the start.
+/// Its 10 ms request keeps the sink's blocks small, and what is recorded while a session connects is kept
+/// (`beginSession`) and sent first.
+public final class MonitorCapture: @unchecked Sendable {
+    /// 10 ms blocks: what the sound server hands over at a time, so it adds about that much latency.
+    public static let blockFrames = 480
+
+    private struct State {
+        var session: StreamSession?
+        var connecting = false
+        var backlog: [Float] = []
+        /// Samples to queue before the session starts: its lead and a block.
+        var startSamples = 0
+        var started = false
+        var stopped = false
+        var onEnded: (@Sendable (String) -> Void)?
+    }
+
+    private let state = NIOLockedValueBox(State())
+    private let capture: OpaquePointer
+    private let logger: Logger
+    private let done = DispatchSemaphore(value: 0)
+    public let monitor: String
+
+    /// Opens `monitor` for recording (float, 48 kHz stereo) and starts reading it.
+    public init(monitor: String, logger: Logger) throws(PulseError) {
+        var spec = pa_sample_spec(format: PA_SAMPLE_FLOAT32LE, rate: 48000, channels: 2)
+        var attributes = pa_buffer_attr(maxlength: UInt32.max, tlength: UInt32.max, prebuf: UInt32.max, minreq: UInt32.max,
+                                        fragsize: UInt32(Self.blockFrames * 8))
+        var status: Int32 = 0
+        guard let capture = pa_simple_new(nil, "Lyre", PA_STREAM_RECORD, monitor, "Lyre stream", &spec, nil, &attributes, &status) else {
+            throw PulseError(description: "cannot record \(monitor): \(String(cString: pa_strerror(status)))")
+        }
+        self.capture = capture
+        self.monitor = monitor
+        self.logger = logger
+        // A thread of its own: it blocks on the sound server's next block of audio, at the audio's pace.
+        let thread = Thread { [self] in
+            read()
+            done.signal()
+        }
+        thread.name = "lyre-sink-capture"
+        thread.start()
+    }
+
+    deinit { pa_simple_free(capture) }
+
+    /// From now on what is recorded is kept for a session that is connecting.
+    public func beginSession() {
+        state.withLockedValue { s in
+            s.connecting = true
+            s.backlog.removeAll()
+        }
+    }
+
+    /// The session that gets the audio from now on (after what was kept since `beginSession`). `onEnded`
+    /// is called once if it ends on its own: the receiver went away, or another sender took it over. The
+    /// session starts once `lead` ms (its configuration's lead) and a block are queued: its first packets go
+    /// that early. What was recorded longer ago than that is dropped rather than delay the whole stream.
+    public func attach(_ session: StreamSession, lead: Int, onEnded: @escaping @Sendable (String) -> Void) {
+        state.withLockedValue { s in
+            s.session = session
+            s.onEnded = onEnded
+            s.started = false
+            s.startSamples = (lead * 48 + Self.blockFrames) * 2
+            if s.backlog.count > s.startSamples { s.backlog.removeFirst(s.backlog.count - s.startSamples) }
+        }
+    }
+
+    /// Stops handing audio to the session (or keeping it for one); returns the session.
+    public func detach() -> StreamSession? {
+        state.withLockedValue { s in
+            defer { s = State(stopped: s.stopped) }
+            return s.session
+        }
+    }
+
+    /// Stops recording; returns once the reader has stopped.
+    public func stop() {
+        state.withLockedValue { $0.stopped = true }
+        done.wait()
+    }
+
+    private func read() {
+        var block = [Float](repeating: 0, count: Self.blockFrames * 2)
+        var status: Int32 = 0
+        while !state.withLockedValue({ $0.stopped }) {
+            let read = block.withUnsafeMutableBytes { pa_simple_read(capture, $0.baseAddress, $0.count, &status) }
+            guard read >= 0 else {
+                logger.error("recording \(monitor) stopped: \(String(cString: pa_strerror(status)))")
+                let ended = state.withLockedValue { s in defer { s.session = nil }; return s.onEnded }
+                ended?("the sound server stopped")
+                return
+            }
+            let (session, pending, start) = state.withLockedValue { s -> (StreamSession?, [Float], Bool) in
+                guard let session = s.session else {
+                    // While connecting: the last second is kept.
+                    if s.connecting {
+                        s.backlog += block
+                        if s.backlog.count > 96000 { s.backlog.removeFirst(s.backlog.count - 96000) }
+                    }
+                    return (nil, [], false)
+                }
+                defer { s.backlog.removeAll() }
+                let start = !s.started && session.queuedFrames * 2 + s.backlog.count + block.count >= s.startSamples
+                if start { s.started = true }
+                return (session, s.backlog + block, start)
+            }
+            guard let session else { continue }
+            var ended = !session.enqueue(pending)
+            if !ended, start {
+                do { try session.start() } catch { ended = true }
+            }
+            if ended {
+                let handler = state.withLockedValue { s -> (@Sendable (String) -> Void)? in
+                    guard s.session === session else { return nil }
+                    defer { s = State(stopped: s.stopped) }
+                    return s.onEnded
+                }
+                handler?(session.routeChangeReason.map { "\($0)" } ?? "the session ended")
+            }
+        }
+    }
+}
