@@ -39,7 +39,7 @@ public struct TransportSpec: Sendable, Equatable {
             var unicast = true
             for param in params.dropFirst() {
                 let pair = param.split(separator: "=", maxSplits: 1).map(String.init)
-                let key = pair[0].lowercased()
+                guard let key = pair.first?.lowercased() else { continue }  // "=" alone
                 let value = pair.count > 1 ? pair[1] : ""
                 switch key {
                 case "client_port": client = Self.pair(value)

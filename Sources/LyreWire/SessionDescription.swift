@@ -81,7 +81,7 @@ public struct SessionDescription: Sendable, Equatable {
             switch type {
             case "m":
                 let parts = value.split(separator: " ").map(String.init)
-                guard parts.count >= 4, let port = Int(parts[1].split(separator: "/")[0]) else {
+                guard parts.count >= 4, let port = parts[1].split(separator: "/").first.flatMap({ Int($0) }) else {
                     throw .malformed("bad m= line '\(value.prefix(40))'")
                 }
                 media.append(Media(kind: parts[0], port: port, proto: parts[2], formats: Array(parts[3...]), attributes: []))

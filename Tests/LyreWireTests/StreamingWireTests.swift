@@ -96,6 +96,8 @@ struct StreamingWireTests {
         #expect(refusal("s=no version\r\n") == .malformed("does not start with v=0"))
         #expect(refusal(head + "m=audio 0 RTP/AVP 96\r\na=rtpmap:96 L16/48000/2\r\n") == nil)
         #expect(refusal(head + "m=audio 0 RTP/AVP 96\r\na=rtpmap:96 L16/44100/2\r\n") != nil)
+        // Found by Tools/fuzz: a port of only "/" read past the end of its parts and crashed the receiver.
+        #expect(refusal(head + "m=audio / RTP/AVP 96\r\n") == .malformed("bad m= line 'audio / RTP/AVP 96'"))
     }
 
     @Test func rtpRoundTripAndRefusals() throws {
@@ -126,6 +128,8 @@ struct StreamingWireTests {
         let tcp = try #require(TransportSpec(parsing: "RTP/AVP/TCP;unicast;interleaved=0-1;mode=record"))
         #expect(tcp.lower == .tcp(channels: (0, 1)))
         #expect(TransportSpec(parsing: "RTP/AVP;multicast;port=5000-5001") == nil)
+        // Found by Tools/fuzz: a parameter that is "=" alone crashed the receiver's SETUP.
+        #expect(TransportSpec(parsing: "RTP/AVP;=;client_port=5000-5001") == TransportSpec(parsing: "RTP/AVP;client_port=5000-5001"))
         #expect(RTPInfo(parsing: "url=rtsp://x/streamid=0;seq=12;rtptime=345") == RTPInfo(sequence: 12, rtpTime: 345))
         #expect(PlaybackAnchor(parsing: "rtptime=1;clock=99") == PlaybackAnchor(rtpTime: 1, senderClock: 99))
         #expect(TextParameters(parsing: "volume: -12.5\r\nstats\r\n")["volume"] == "-12.5")
