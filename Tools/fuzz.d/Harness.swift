@@ -1,0 +1,78 @@
+// libFuzzer harnesses for every parser in LyreWire that reads network input (issue 11). Built by Tools/fuzz
+// together with LyreWire's sources into one binary (-sanitize=fuzzer,address); LYRE_FUZZ_TARGET picks the
+// parser. Each harness feeds the input to the parser and, where it parses, round-trips what it can: a crash,
+// a sanitizer report, or a parse of our own serialization that fails is a finding.
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The parsers, by target name.
+let targets: [String: ([UInt8]) -> Void] = [
+    // RTSP framing, fed in two pieces, as a TCP stream arrives: requests, responses, interleaved frames.
+    "rtsp": { bytes in
+        var parser = RTSPParser(limits: {
+            var limits = RTSPParser.Limits()
+            limits.body = 64 * 1024
+            return limits
+        }())
+        let cut = bytes.isEmpty ? 0 : Int(bytes[0]) % (bytes.count + 1)
+        var buffer = Array(bytes[..<cut])
+        for piece in [bytes[cut...]] {
+            while let frame = try? parser.next(&buffer) { _ = frame }
+            buffer += piece
+        }
+        while let frame = try? parser.next(&buffer) { _ = frame }
+    },
+    "sdp": { bytes in
+        let text = String(decoding: bytes, as: UTF8.self)
+        _ = try? SessionDescription(parsing: text).audioFormat()
+    },
+    "rtp": { bytes in
+        if let packet = try? RTPPacket(parsing: bytes) {
+            guard (try? RTPPacket(parsing: packet.serialized())) == packet else { fatalError("RTP round trip differs") }
+        }
+    },
+    "fec": { bytes in _ = try? FECPacket(parsing: bytes) },
+    "rtcp": { bytes in
+        _ = try? RTCPPacket.all(in: bytes)
+        _ = try? RTCPGenericNACK.all(in: bytes)
+    },
+    "timing": { bytes in
+        if let packet = TimingPacket(parsing: bytes) {
+            guard TimingPacket(parsing: packet.serialized()) == packet else { fatalError("timing round trip differs") }
+        }
+    },
+    "txt": { bytes in
+        if let txt = try? TXTRecord.parse(bytes) { _ = try? ReceiverTXT(txt) }
+    },
+    "now-playing": { bytes in
+        _ = try? NowPlayingInfo(parsing: bytes)
+        _ = try? Artwork(bytes: bytes)
+    },
+    // SET_PARAMETER bodies (volume, commands, session-end) and the RTSP header values Lyre reads.
+    "parameters": { bytes in
+        let text = String(decoding: bytes, as: UTF8.self)
+        let parameters = TextParameters(parsing: text)
+        _ = try? RemoteCommandEvent(parsing: parameters)
+        _ = TransportSpec(parsing: text)
+        _ = RTPInfo(parsing: text)
+        _ = PlaybackAnchor(parsing: text)
+    },
+    // The control socket's lines.
+    "control": { bytes in _ = try? ControlRequest(line: String(decoding: bytes, as: UTF8.self)) },
+]
+
+let chosen: ([UInt8]) -> Void = {
+    guard let name = getenv("LYRE_FUZZ_TARGET").map({ String(cString: $0) }), let target = targets[name] else {
+        fputs("lyre-fuzz: set LYRE_FUZZ_TARGET to one of: \(targets.keys.sorted().joined(separator: " "))\n", stderr)
+        exit(64)
+    }
+    return target
+}()
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
+    chosen(size == 0 ? [] : Array(UnsafeBufferPointer(start: data, count: size)))
+    return 0
+}
