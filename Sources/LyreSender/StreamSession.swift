@@ -59,7 +59,7 @@ public struct StreamConfiguration: Sendable {
     public var leadMilliseconds: Int { liveLeadMilliseconds ?? min(latencyMilliseconds / 2, 100) }
 
     /// For a live source (`lyre sink`), whose audio cannot be sent before it is recorded: the lead then adds
-    /// to its delay, so it is kept short. The source starts the session once this much is queued.
+    /// to its delay, so it is kept short, or 0 (each packet sent when it is due).
     public var liveLeadMilliseconds: Int?
 }
 

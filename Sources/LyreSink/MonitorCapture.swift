@@ -19,7 +19,7 @@ public final class MonitorCapture: @unchecked Sendable {
         var session: StreamSession?
         var connecting = false
         var backlog: [Float] = []
-        /// Samples to queue before the session starts: its lead and a block.
+        /// Samples to queue before the session starts.
         var startSamples = 0
         var started = false
         var stopped = false
@@ -64,15 +64,18 @@ public final class MonitorCapture: @unchecked Sendable {
     }
 
     /// The session that gets the audio from now on (after what was kept since `beginSession`). `onEnded`
-    /// is called once if it ends on its own: the receiver went away, or another sender took it over. The
-    /// session starts once `lead` ms (its configuration's lead) and a block are queued: its first packets go
-    /// that early. What was recorded longer ago than that is dropped rather than delay the whole stream.
-    public func attach(_ session: StreamSession, lead: Int, onEnded: @escaping @Sendable (String) -> Void) {
+    /// is called once if it ends on its own: the receiver went away, or another sender took it over.
+    ///
+    /// The session starts at once (no start delay) when its lead, a packet and a block of margin are
+    /// queued: the first sample then plays the session's latency plus that much after it was recorded, and
+    /// each packet is recorded by the time it is sent. What was recorded before that is dropped rather than
+    /// delay the whole stream.
+    public func attach(_ session: StreamSession, configuration: StreamConfiguration, onEnded: @escaping @Sendable (String) -> Void) {
         state.withLockedValue { s in
             s.session = session
             s.onEnded = onEnded
             s.started = false
-            s.startSamples = (lead * 48 + Self.blockFrames) * 2
+            s.startSamples = ((configuration.leadMilliseconds + configuration.frameMilliseconds) * 48 + Self.blockFrames) * 2
             if s.backlog.count > s.startSamples { s.backlog.removeFirst(s.backlog.count - s.startSamples) }
         }
     }
@@ -119,7 +122,7 @@ public final class MonitorCapture: @unchecked Sendable {
             guard let session else { continue }
             var ended = !session.enqueue(pending)
             if !ended, start {
-                do { try session.start() } catch { ended = true }
+                do { try session.start(startDelay: 0) } catch { ended = true }
             }
             if ended {
                 let handler = state.withLockedValue { s -> (@Sendable (String) -> Void)? in

@@ -44,10 +44,11 @@ struct Sink: AsyncParsableCommand {
         var configuration = StreamConfiguration()
         configuration.latencyMilliseconds = latency
         configuration.bitrate = bitrate * 1000
-        configuration.frameMilliseconds = latency < 50 ? 10 : 20
         configuration.senderName = name ?? Play.defaultSenderName()
-        // Two packets ahead: what an app plays is sent as soon as it is recorded.
-        configuration.liveLeadMilliseconds = 2 * configuration.frameMilliseconds
+        // A live source: each 10 ms packet goes as soon as it is recorded (MonitorCapture), so that the app's
+        // audio is heard little more than the session latency after it plays.
+        configuration.frameMilliseconds = 10
+        configuration.liveLeadMilliseconds = 0
         let controller = SinkController(configuration: configuration, logger: Logger(label: "lyre.sink"))
         do {
             try controller.connect()
@@ -207,7 +208,7 @@ final class SinkController: @unchecked Sendable {
                         switch result {
                         case .success(let session) where generations[receiver] == generation:
                             logger.info("streaming to \(route)")
-                            capture.attach(session, lead: configuration.leadMilliseconds) { [weak self] why in
+                            capture.attach(session, configuration: configuration) { [weak self] why in
                                 guard let self else { return }
                                 self.queue.async {
                                     guard self.generations[receiver] == generation else { return }
