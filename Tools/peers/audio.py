@@ -47,9 +47,40 @@ class InputError(Exception):
 
 # ---------------------------------------------------------------- sweep
 
+def music(n, rate, channels, seed=7):
+    """Music-like material, the same for a seed: a chord of harmonic notes (every harmonic up to 18 kHz, each
+    voice with vibrato and its own attack) changing every 250 ms, a kick drum (a falling sine) on every beat
+    and a hi-hat (full-band noise bursts) between them, each channel voiced differently. Peak 1.0."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(n) / rate
+    out = np.zeros((n, channels))
+    step = int(0.25 * rate)
+    for c in range(channels):
+        for start in range(0, n, step):
+            end = min(n, start + step)
+            tt = t[start:end] - t[start]
+            envelope = (1 - np.exp(-tt / 0.005)) * np.exp(-tt / 0.4)
+            for _ in range(3):
+                f0 = 55.0 * 2 ** (rng.integers(0, 48) / 12)
+                vibrato = 0.004 * np.sin(2 * np.pi * 5.5 * tt)
+                h = 1
+                while h * f0 < 18000 and h <= 40:
+                    out[start:end, c] += envelope * np.sin(2 * np.pi * h * f0 * tt * (1 + vibrato) + rng.uniform(0, 6.3)) / h
+                    h += 1
+        for beat in range(0, n, 2 * step):
+            end = min(n, beat + step)
+            tt = t[beat:end] - t[beat]
+            out[beat:end, c] += 2.0 * np.sin(2 * np.pi * (50 + 80 * np.exp(-tt / 0.03)) * tt) * np.exp(-tt / 0.15)
+            hat = beat + step
+            if hat < n:
+                length = min(n - hat, int(0.05 * rate))
+                out[hat:hat + length, c] += 0.6 * rng.standard_normal(length) * np.exp(-np.arange(length) / (0.01 * rate))
+    return out / np.max(np.abs(out))
+
+
 def cmd_sweep(a):
     n = int(round(a.seconds * a.rate))
-    f1, f2 = 100.0, 8000.0
+    f1, f2 = (20.0, 20000.0) if a.signal == "full" else (100.0, 8000.0)
     t = np.arange(n) / a.rate
     k = math.log(f2 / f1)
     x = np.sin(2 * np.pi * f1 * a.seconds / k * np.expm1(t * k / a.seconds))
@@ -59,8 +90,10 @@ def cmd_sweep(a):
     x[n - nf:] *= ramp[::-1]
     lead = np.zeros(int(round(a.lead_silence * a.rate)))
     channels = np.repeat(x[:, None], a.channels, axis=1)
-    if a.split and a.channels > 1:
-        # The same sweep time-reversed (8 kHz down to 100 Hz), so each channel is told from the other.
+    if a.signal == "music":
+        channels = music(n, a.rate, a.channels)
+    elif a.split and a.channels > 1:
+        # The same sweep time-reversed (down from 8 kHz to 100 Hz), so each channel is told from the other.
         channels[:, 1] = x[::-1]
     channels = np.concatenate([np.zeros((len(lead), a.channels)), channels])
     pcm = np.round(channels * 10 ** (a.level_db / 20) * 32767).astype("<i2")
@@ -429,7 +462,7 @@ def cmd_heard(a):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
-    s = sub.add_parser("sweep", help="write a log sine sweep WAV")
+    s = sub.add_parser("sweep", help="write a test signal WAV: a log sine sweep, or music-like material")
     s.add_argument("out", metavar="OUT.wav")
     s.add_argument("--seconds", type=float, default=3.0)
     s.add_argument("--rate", type=int, default=48000)
@@ -437,6 +470,8 @@ def main():
     s.add_argument("--level-db", type=float, default=-6.0, help="peak level in dBFS")
     s.add_argument("--lead-silence", type=float, default=0.0, help="seconds of silence before the sweep")
     s.add_argument("--split", action="store_true", help="second channel sweeps down instead")
+    s.add_argument("--signal", choices=["sweep", "full", "music"], default="sweep",
+                   help="sweep: 100 Hz to 8 kHz; full: 20 Hz to 20 kHz; music: music-like material (chords, drums)")
     c = sub.add_parser("compare", help="align OUT to REF and measure it")
     c.add_argument("ref", metavar="REF")
     c.add_argument("out", metavar="OUT")
