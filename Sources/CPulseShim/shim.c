@@ -10,6 +10,7 @@ struct LyrePulse {
     pa_threaded_mainloop *loop;
     pa_context *context;
     LyrePulseInputCallback callback;
+    LyrePulseSinkCallback sink_callback;
     void *user;
     int ready;          // connected: a failure from now on is the server going away
     int lost_reported;
@@ -50,8 +51,21 @@ static void report_input(pa_context *c, const pa_sink_input_info *info, int eol,
     p->callback(p->user, info->index, info->sink, role, app, pid);
 }
 
+static void report_sink(pa_context *c, const pa_sink_info *info, int eol, void *user) {
+    (void)c;
+    LyrePulse *p = user;
+    if (eol || !info) return;
+    p->sink_callback(p->user, info->index, pa_sw_volume_to_dB(pa_cvolume_avg(&info->volume)), info->mute);
+}
+
 static void subscription(pa_context *c, pa_subscription_event_type_t type, uint32_t index, void *user) {
     LyrePulse *p = user;
+    if ((type & PA_SUBSCRIPTION_EVENT_FACILITY_MASK) == PA_SUBSCRIPTION_EVENT_SINK) {
+        if ((type & PA_SUBSCRIPTION_EVENT_TYPE_MASK) == PA_SUBSCRIPTION_EVENT_REMOVE) return;
+        pa_operation *o = pa_context_get_sink_info_by_index(c, index, report_sink, p);
+        if (o) pa_operation_unref(o);
+        return;
+    }
     if ((type & PA_SUBSCRIPTION_EVENT_FACILITY_MASK) != PA_SUBSCRIPTION_EVENT_SINK_INPUT) return;
     if ((type & PA_SUBSCRIPTION_EVENT_TYPE_MASK) == PA_SUBSCRIPTION_EVENT_REMOVE) {
         p->callback(p->user, index, UINT32_MAX, NULL, NULL, 0);
@@ -71,11 +85,12 @@ static int wait_for(LyrePulse *p, pa_operation *o, Answer *answer) {
     return answer->success ? 0 : pa_context_errno(p->context);
 }
 
-LyrePulse *lyre_pulse_connect(const char *client_name, LyrePulseInputCallback callback, void *user, char *error,
-                              size_t error_size) {
+LyrePulse *lyre_pulse_connect(const char *client_name, LyrePulseInputCallback callback, LyrePulseSinkCallback sink_callback,
+                              void *user, char *error, size_t error_size) {
     LyrePulse *p = calloc(1, sizeof *p);
     if (!p) { snprintf(error, error_size, "out of memory"); return NULL; }
     p->callback = callback;
+    p->sink_callback = sink_callback;
     p->user = user;
     p->loop = pa_threaded_mainloop_new();
     if (!p->loop) { snprintf(error, error_size, "cannot make libpulse's main loop"); free(p); return NULL; }
@@ -96,7 +111,7 @@ LyrePulse *lyre_pulse_connect(const char *client_name, LyrePulseInputCallback ca
     if (status == 0) {
         p->ready = 1;
         pa_context_set_subscribe_callback(p->context, subscription, p);
-        pa_operation *o = pa_context_subscribe(p->context, PA_SUBSCRIPTION_MASK_SINK_INPUT, NULL, NULL);
+        pa_operation *o = pa_context_subscribe(p->context, PA_SUBSCRIPTION_MASK_SINK_INPUT | PA_SUBSCRIPTION_MASK_SINK, NULL, NULL);
         if (o) pa_operation_unref(o);
         o = pa_context_get_sink_input_info_list(p->context, report_input, p);
         if (o) pa_operation_unref(o);
@@ -198,6 +213,16 @@ int lyre_pulse_local_sink(LyrePulse *p, const char *avoid_prefix, char *name, si
     }
     pa_threaded_mainloop_unlock(p->loop);
     return status == 0 && !name[0] ? PA_ERR_NOENTITY : status;
+}
+
+int lyre_pulse_set_sink_volume(LyrePulse *p, uint32_t sink, double volume_db) {
+    pa_cvolume volume;
+    pa_cvolume_set(&volume, 2, pa_sw_volume_from_dB(volume_db));
+    Answer a = {.pulse = p};
+    pa_threaded_mainloop_lock(p->loop);
+    int status = wait_for(p, pa_context_set_sink_volume_by_index(p->context, sink, &volume, success_answer, &a), &a);
+    pa_threaded_mainloop_unlock(p->loop);
+    return status;
 }
 
 const char *lyre_pulse_strerror(int code) { return pa_strerror(code); }

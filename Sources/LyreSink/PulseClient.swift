@@ -18,14 +18,17 @@ public struct PulseInput: Sendable, Equatable {
 
 /// A control connection to PulseAudio (or PipeWire through pipewire-pulse) over libpulse: `CPulseShim` runs
 /// the asynchronous API on libpulse's own main-loop thread and answers each call here when its reply is in.
-/// `onInput` is called on that thread for every stream that exists at connection and every change after;
-/// `onLost` once, if the server goes away. Calls must not be made from those callbacks.
+/// `onInput` is called on that thread for every stream that exists at connection and every change after,
+/// `onVolume` for every change of a sink, and `onLost` once, if the server goes away. Calls must not be made from those callbacks.
 public final class PulseClient: @unchecked Sendable {
     private final class Handlers {
         let input: @Sendable (PulseInput) -> Void
+        let volume: @Sendable (UInt32, Double, Bool) -> Void
         let lost: @Sendable () -> Void
-        init(input: @escaping @Sendable (PulseInput) -> Void, lost: @escaping @Sendable () -> Void) {
+        init(input: @escaping @Sendable (PulseInput) -> Void, volume: @escaping @Sendable (UInt32, Double, Bool) -> Void,
+             lost: @escaping @Sendable () -> Void) {
             self.input = input
+            self.volume = volume
             self.lost = lost
         }
     }
@@ -33,8 +36,12 @@ public final class PulseClient: @unchecked Sendable {
     private let handle: OpaquePointer
     private let handlers: Unmanaged<Handlers>
 
-    public init(name: String, onInput: @escaping @Sendable (PulseInput) -> Void, onLost: @escaping @Sendable () -> Void) throws(PulseError) {
-        let handlers = Unmanaged.passRetained(Handlers(input: onInput, lost: onLost))
+    /// `onVolume` gets a sink's index, its volume in dB (-infinity for silence) and whether it is muted, when
+    /// it changes.
+    public init(name: String, onInput: @escaping @Sendable (PulseInput) -> Void,
+                onVolume: @escaping @Sendable (UInt32, Double, Bool) -> Void,
+                onLost: @escaping @Sendable () -> Void) throws(PulseError) {
+        let handlers = Unmanaged.passRetained(Handlers(input: onInput, volume: onVolume, lost: onLost))
         var error = [CChar](repeating: 0, count: 256)
         let callback: LyrePulseInputCallback = { user, index, sink, role, app, pid in
             let handlers = Unmanaged<Handlers>.fromOpaque(user!).takeUnretainedValue()
@@ -42,7 +49,10 @@ public final class PulseClient: @unchecked Sendable {
             handlers.input(PulseInput(index: index, sink: sink == UInt32.max ? nil : sink, role: role.map { String(cString: $0) },
                                       application: app.map { String(cString: $0) }, processID: pid == 0 ? nil : pid))
         }
-        guard let handle = lyre_pulse_connect(name, callback, handlers.toOpaque(), &error, error.count) else {
+        let volume: LyrePulseSinkCallback = { user, sink, db, muted in
+            Unmanaged<Handlers>.fromOpaque(user!).takeUnretainedValue().volume(sink, db, muted != 0)
+        }
+        guard let handle = lyre_pulse_connect(name, callback, volume, handlers.toOpaque(), &error, error.count) else {
             handlers.release()
             throw PulseError(description: String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
         }
@@ -70,6 +80,10 @@ public final class PulseClient: @unchecked Sendable {
         var sink: UInt32 = 0
         try check(lyre_pulse_sink_index(handle, name, &sink), "the output \(name) did not appear")
         return (module, sink)
+    }
+
+    public func setVolume(sink: UInt32, decibels: Double) throws(PulseError) {
+        try check(lyre_pulse_set_sink_volume(handle, sink, decibels), "cannot set the volume of sink \(sink)")
     }
 
     public func unloadModule(_ module: UInt32) throws(PulseError) {

@@ -106,6 +106,21 @@ public struct SinkRouter: Sendable {
 
     public var receivers: [String] { outputs.keys.sorted() }
 
+    /// The sink of a receiver's output, once it exists.
+    public func sink(ofReceiver receiver: String) -> UInt32? { outputs[receiver]?.sink }
+
+    /// The receiver whose output is sink `sink`.
+    public func receiver(ofSink sink: UInt32) -> String? {
+        outputs.first { $0.value.sink == sink }?.key
+    }
+
+    /// The receiver's volume (streaming.md: −30…0 dB, −144 for mute) for an output's slider at `decibels`
+    /// (libpulse's dB: 0 at 100 %, −∞ at 0 %): muted or under −30 dB is mute, over 0 dB is 0.
+    public static func receiverVolume(outputDecibels decibels: Double, muted: Bool) -> Double {
+        if muted || !(decibels >= -30) { return -144 }
+        return min(decibels, 0)
+    }
+
     private func settle(input index: UInt32) -> [Action] {
         guard let input = inputs[index], Self.isSystemSound(role: input.role),
             outputs.values.contains(where: { $0.sink == input.sink })

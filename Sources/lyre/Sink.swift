@@ -105,6 +105,9 @@ final class SinkController: @unchecked Sendable {
     private var pulse: PulseClient?
     private var routes: [String: OutputRoute] = [:]
     private var captures: [String: MonitorCapture] = [:]
+    /// The sessions streaming now, and the volume each receiver was last given (dB).
+    private var sessions: [String: StreamSession] = [:]
+    private var volumes: [String: Double] = [:]
     /// Which start of each receiver's stream is the current one (a connection that finishes after a stop
     /// or a newer start is closed).
     private var generations: [String: Int] = [:]
@@ -128,6 +131,10 @@ final class SinkController: @unchecked Sendable {
             onInput: { [weak self] input in
                 guard let self else { return }
                 self.queue.async { self.inputChanged(input) }
+            },
+            onVolume: { [weak self] sink, decibels, muted in
+                guard let self else { return }
+                self.queue.async { self.volumeChanged(sink: sink, decibels: decibels, muted: muted) }
             },
             onLost: { [weak self] in
                 guard let self else { return }
@@ -161,6 +168,29 @@ final class SinkController: @unchecked Sendable {
             applications[input.index] = nil
             perform(router.inputRemoved(index: input.index))
         }
+    }
+
+    /// An output's slider moved: its receiver's volume follows while it streams.
+    private func volumeChanged(sink: UInt32, decibels: Double, muted: Bool) {
+        guard let receiver = router.receiver(ofSink: sink), let session = sessions[receiver] else { return }
+        let volume = SinkRouter.receiverVolume(outputDecibels: decibels, muted: muted)
+        guard abs(volume - (volumes[receiver] ?? .infinity)) >= 0.05 else { return }
+        volumes[receiver] = volume
+        do {
+            try session.setVolume(volume)
+            logger.info("volume of \(routes[receiver]?.description ?? receiver): \(volume) dB, from its output")
+        } catch {
+            logger.warning("cannot set the volume of \(routes[receiver]?.description ?? receiver): \(error)")
+        }
+    }
+
+    /// A stream started: the output's slider shows the receiver's volume.
+    private func showVolume(of session: StreamSession, receiver: String) {
+        sessions[receiver] = session
+        let volume = session.volume
+        volumes[receiver] = volume
+        guard let sink = router.sink(ofReceiver: receiver) else { return }
+        do { try pulse?.setVolume(sink: sink, decibels: volume) } catch { logger.warning("\(error)") }
     }
 
     private func perform(_ actions: [SinkRouter.Action]) {
@@ -208,11 +238,13 @@ final class SinkController: @unchecked Sendable {
                         switch result {
                         case .success(let session) where generations[receiver] == generation:
                             logger.info("streaming to \(route)")
+                            showVolume(of: session, receiver: receiver)
                             capture.attach(session, configuration: configuration) { [weak self] why in
                                 guard let self else { return }
                                 self.queue.async {
                                     guard self.generations[receiver] == generation else { return }
                                     self.logger.notice("stream to \(route) ended: \(why)")
+                                    self.sessions[receiver] = nil
                                     self.perform(self.router.streamEnded(receiver: receiver))
                                 }
                             }
@@ -229,6 +261,7 @@ final class SinkController: @unchecked Sendable {
                 }
             case .stopStream(let receiver):
                 generations[receiver, default: 0] += 1
+                sessions[receiver] = nil
                 // What is queued still plays out, then TEARDOWN; off the queue.
                 if let session = captures[receiver]?.detach() {
                     finishing.enter()

@@ -23,7 +23,7 @@ struct SinkTests {
         let output = network.scratch.appendingPathComponent("out.wav").path
         let lyred = try network.spawn(
             ["lyred", "--name", "Speaker", "--port", "7720", "--state-dir", "/run/lyred", "--output", "wav:\(output)",
-             "--log-level", "info", "--control-socket", "off", "--mpris", "off"], name: "lyred")
+             "--log-level", "info", "--control-socket", "/run/lyred.sock", "--mpris", "off"], name: "lyred")
         #expect(await eventually { lyred.stderr.contains("advertised as") }, "\(lyred.stderr)")
         let sink = try network.spawn(env + [TestNetwork.binaries + "/lyre", "sink"], name: "lyre-sink")
 
@@ -63,6 +63,15 @@ struct SinkTests {
         let endless = try network.spawn(env + ["paplay", "--device=\(node)", "--raw", "--format=s16le", "--rate=48000", "--channels=2", "/dev/zero"], name: "paplay")
         defer { endless.signal(SIGKILL) }
         #expect(await eventually { lyred.stderr.components(separatedBy: "': opus, latency").count == 3 }, "\(lyred.stderr)\n\(sink.stderr)")
+        // The output's slider is the receiver's volume: at 50 % (libpulse's cubic scale: -18.06 dB).
+        #expect(try await network.run(env + ["pactl", "set-sink-volume", node, "50%"]).status == 0)
+        func receiverVolume() async throws -> Double? {
+            let shown = try await network.run(["lyre", "remote", "now-playing", "--json", "--socket", "/run/lyred.sock"])
+            return (try? JSONSerialization.jsonObject(with: Data(shown.stdout.utf8)) as? [String: Any])?["volume"] as? Double
+        }
+        let followed = try await eventually { abs((try await receiverVolume() ?? 0) + 18.06) < 0.1 }
+        let shownVolume = try await receiverVolume()
+        #expect(followed, "receiver volume \(String(describing: shownVolume)): \(sink.stderr)")
         lyred.signal(SIGTERM)
         try await lyred.waitForExit(timeout: 10)
         #expect(try await eventually { try await !sinks().contains(node) }, "the output stayed: \(sink.stderr)")

@@ -64,4 +64,17 @@ struct SinkRouterTests {
         #expect(router.streamEnded(receiver: "k1") == [.moveToLocal(input: 1)])
         #expect(router.streamEnded(receiver: "k1") == [])
     }
+
+    @Test func anOutputsSliderIsTheReceiversVolume() {
+        #expect(SinkRouter.receiverVolume(outputDecibels: 0, muted: false) == 0)
+        #expect(SinkRouter.receiverVolume(outputDecibels: 6, muted: false) == 0, "over 100 % is 0 dB")
+        #expect(SinkRouter.receiverVolume(outputDecibels: -18.06, muted: false) == -18.06)
+        #expect(SinkRouter.receiverVolume(outputDecibels: -31, muted: false) == -144, "under -30 dB is mute")
+        #expect(SinkRouter.receiverVolume(outputDecibels: -.infinity, muted: false) == -144)
+        #expect(SinkRouter.receiverVolume(outputDecibels: -3, muted: true) == -144)
+        var router = Self.kitchen()
+        #expect(router.receiver(ofSink: 40) == "k1" && router.sink(ofReceiver: "k1") == 40 && router.receiver(ofSink: 3) == nil)
+        _ = router.receiverGone(id: "k1")
+        #expect(router.receiver(ofSink: 40) == nil)
+    }
 }

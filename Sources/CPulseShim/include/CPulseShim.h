@@ -19,10 +19,17 @@ typedef struct LyrePulse LyrePulse;
 typedef void (*LyrePulseInputCallback)(void *user, uint32_t index, uint32_t sink, const char *role, const char *app,
                                        uint32_t pid);
 
+/// A sink's volume changed (or was first seen): the average of its channels in dB (-inf for silence), and
+/// whether it is muted.
+typedef void (*LyrePulseSinkCallback)(void *user, uint32_t sink, double volume_db, int muted);
+
 /// Connects (PULSE_SERVER and the client configuration as every client does) and reports every stream that
-/// exists now and from then on. NULL on failure, with a message in `error`.
-LyrePulse *lyre_pulse_connect(const char *client_name, LyrePulseInputCallback callback, void *user, char *error,
-                              size_t error_size);
+/// exists now and from then on, and every change of a sink. NULL on failure, with a message in `error`.
+LyrePulse *lyre_pulse_connect(const char *client_name, LyrePulseInputCallback callback, LyrePulseSinkCallback sink_callback,
+                              void *user, char *error, size_t error_size);
+
+/// Sets every channel of sink `sink` to `volume_db`.
+int lyre_pulse_set_sink_volume(LyrePulse *pulse, uint32_t sink, double volume_db);
 
 /// Loads `module` with `arguments`; its index in `*module_index`. 0 on success, else a PA_ERR_* code.
 int lyre_pulse_load_module(LyrePulse *pulse, const char *module, const char *arguments, uint32_t *module_index);
