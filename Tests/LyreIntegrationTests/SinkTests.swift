@@ -54,7 +54,7 @@ struct SinkTests {
         #expect(!lyred.stderr.contains("session from"), "a system sound reached the receiver: \(lyred.stderr)")
 
         // Music played to the output comes out of the receiver; the session ends with the app.
-        let song = try await StreamingTests.sweep(network, rate: 48000, seconds: 4)
+        let song = try await StreamingTests.sweep(network, rate: 48000, seconds: 8, signal: "full")
         let music = try await network.run(env + ["paplay", "--device=\(node)", "--property=media.role=music", song], timeout: 30)
         #expect(music.status == 0, "paplay: \(music.stderr)")
         #expect(await eventually { lyred.stderr.contains("ended: teardown") }, "the session did not end with the app: \(lyred.stderr)\n\(sink.stderr)")
