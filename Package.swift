@@ -35,11 +35,10 @@ let package = Package(
         .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
         // Fixed-signature wrappers for the variadic opus_*_ctl: see Sources/COpusShim/include/COpusShim.h.
         .target(name: "COpusShim", dependencies: ["COpus"]),
-        .systemLibrary(
-            name: "CFFmpeg", pkgConfig: "libavformat",
-            providers: [.apt(["libavformat-dev", "libavcodec-dev", "libswresample-dev", "libavutil-dev"])]),
-        // FFmpeg's demux/decode loop, in C beside the macros it needs: see Sources/CFFmpegShim/include/CFFmpegShim.h.
-        .target(name: "CFFmpegShim", dependencies: ["CFFmpeg"]),
+        // FFmpeg's demux/decode loop, in C beside the macros it needs, with FFmpeg's libraries opened on first
+        // use rather than linked: see Sources/CFFmpegShim/include/CFFmpegShim.h. Headers: Debian libavformat-dev,
+        // libavcodec-dev, libswresample-dev, libavutil-dev.
+        .target(name: "CFFmpegShim", linkerSettings: [.linkedLibrary("dl")]),
         .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
         .systemLibrary(name: "CPulse", pkgConfig: "libpulse-simple", providers: [.apt(["libpulse-dev"])]),
         // libpulse's asynchronous control API on its threaded main loop: see Sources/CPulseShim/include/CPulseShim.h.
@@ -55,7 +54,7 @@ let package = Package(
         .target(name: "LyreClock", dependencies: ["CSocketShim"]),
 
         // Media: ALSA and WAV output, decoding (FFmpeg's libraries), resampling (libsoxr); Opus.
-        .target(name: "LyreAudio", dependencies: ["CALSA", "CALSAShim", "CFFmpeg", "CFFmpegShim", "CSoxr", "LyreWire", "LyreClock"]),
+        .target(name: "LyreAudio", dependencies: ["CALSA", "CALSAShim", "CFFmpegShim", "CSoxr", "LyreWire", "LyreClock"]),
         .target(name: "LyreCodec", dependencies: ["COpus", "COpusShim"]),
 
         // A local control socket (lines in, lines out, this user only): lyred's, and lyre play's group socket.

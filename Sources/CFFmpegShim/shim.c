@@ -1,6 +1,8 @@
 #include "CFFmpegShim.h"
 
+#include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -9,6 +11,91 @@
 #include <libavformat/avformat.h>
 #include <libavutil/opt.h>
 #include <libswresample/swresample.h>
+
+// FFmpeg's libraries are opened when the first file is, not linked: linked, they cost every process that
+// links LyreAudio (lyred, every lyre command) 40 ms of start-up and 27 MB of memory, for their own
+// dependencies' initialisers. The versions are the ones the headers were built with.
+#define LYRE_FFMPEG_FUNCTIONS(X) \
+    X(av_channel_layout_compare) \
+    X(av_channel_layout_copy) \
+    X(av_channel_layout_default) \
+    X(av_channel_layout_describe) \
+    X(av_channel_layout_uninit) \
+    X(av_dict_free) \
+    X(av_dict_get) \
+    X(av_dict_set) \
+    X(av_dict_set_int) \
+    X(av_find_best_stream) \
+    X(av_find_input_format) \
+    X(av_frame_alloc) \
+    X(av_frame_free) \
+    X(av_frame_unref) \
+    X(av_free) \
+    X(av_freep) \
+    X(av_log_set_level) \
+    X(av_malloc) \
+    X(av_mallocz) \
+    X(av_packet_alloc) \
+    X(av_packet_free) \
+    X(av_packet_unref) \
+    X(av_read_frame) \
+    X(av_realloc_array) \
+    X(av_rescale_q) \
+    X(av_seek_frame) \
+    X(av_strerror) \
+    X(avcodec_alloc_context3) \
+    X(avcodec_flush_buffers) \
+    X(avcodec_free_context) \
+    X(avcodec_open2) \
+    X(avcodec_parameters_to_context) \
+    X(avcodec_receive_frame) \
+    X(avcodec_send_packet) \
+    X(avformat_alloc_context) \
+    X(avformat_close_input) \
+    X(avformat_find_stream_info) \
+    X(avformat_open_input) \
+    X(avio_alloc_context) \
+    X(avio_context_free) \
+    X(swr_alloc_set_opts2) \
+    X(swr_convert) \
+    X(swr_free) \
+    X(swr_init)
+
+#define LYRE_FIELD(name) __typeof__(name) *name;
+static struct { LYRE_FFMPEG_FUNCTIONS(LYRE_FIELD) } ff;
+
+static pthread_once_t ff_once = PTHREAD_ONCE_INIT;
+static char ff_error[256];
+
+#define LYRE_SONAME(lib, major) "lib" #lib ".so." AV_STRINGIFY(major)
+
+static void ff_load(void) {
+    const char *sonames[] = {
+        LYRE_SONAME(avutil, LIBAVUTIL_VERSION_MAJOR), LYRE_SONAME(swresample, LIBSWRESAMPLE_VERSION_MAJOR),
+        LYRE_SONAME(avcodec, LIBAVCODEC_VERSION_MAJOR), LYRE_SONAME(avformat, LIBAVFORMAT_VERSION_MAJOR),
+    };
+    void *handles[4];
+    for (int i = 0; i < 4; i++) {
+        handles[i] = dlopen(sonames[i], RTLD_NOW | RTLD_LOCAL);
+        if (!handles[i]) {
+            snprintf(ff_error, sizeof ff_error, "FFmpeg's %s is missing (install FFmpeg's libraries: Tools/demo does)", sonames[i]);
+            return;
+        }
+    }
+#define LYRE_RESOLVE(name) \
+    for (int i = 0; i < 4 && !ff.name; i++) ff.name = (__typeof__(name) *)dlsym(handles[i], #name); \
+    if (!ff.name) { snprintf(ff_error, sizeof ff_error, "FFmpeg's libraries lack %s", #name); return; }
+    LYRE_FFMPEG_FUNCTIONS(LYRE_RESOLVE)
+    ff.av_log_set_level(AV_LOG_ERROR);
+}
+
+// 0 when FFmpeg's libraries are loaded, else -1 with the reason in `error`.
+static int ff_ready(char *error, size_t error_size) {
+    pthread_once(&ff_once, ff_load);
+    if (!ff_error[0]) return 0;
+    snprintf(error, error_size, "%s", ff_error);
+    return -1;
+}
 
 // A source that gives nothing but undecodable packets ends after this many in a row.
 enum { MAX_CONSECUTIVE_ERRORS = 64 };
@@ -40,14 +127,14 @@ struct LyreDecoder {
 
 static void describe(int code, const char *what, char *error, size_t size) {
     char text[AV_ERROR_MAX_STRING_SIZE] = {0};
-    av_strerror(code, text, sizeof text);
+    ff.av_strerror(code, text, sizeof text);
     snprintf(error, size, "%s: %s", what, text);
 }
 
 // Finds the best audio stream and opens its decoder.
 static LyreDecoder *finish_open(LyreDecoder *d, const char *what, char *error, size_t error_size) {
     const AVCodec *codec = NULL;
-    int stream = av_find_best_stream(d->format, AVMEDIA_TYPE_AUDIO, -1, -1, &codec, 0);
+    int stream = ff.av_find_best_stream(d->format, AVMEDIA_TYPE_AUDIO, -1, -1, &codec, 0);
     if (stream < 0 || codec == NULL) {
         snprintf(error, error_size, "%s: no audio stream FFmpeg can decode", what);
         lyre_decoder_close(d);
@@ -55,9 +142,9 @@ static LyreDecoder *finish_open(LyreDecoder *d, const char *what, char *error, s
     }
     d->stream = stream;
     AVStream *s = d->format->streams[stream];
-    d->codec = avcodec_alloc_context3(codec);
-    int status = d->codec ? avcodec_parameters_to_context(d->codec, s->codecpar) : AVERROR(ENOMEM);
-    if (status >= 0) status = avcodec_open2(d->codec, codec, NULL);
+    d->codec = ff.avcodec_alloc_context3(codec);
+    int status = d->codec ? ff.avcodec_parameters_to_context(d->codec, s->codecpar) : AVERROR(ENOMEM);
+    if (status >= 0) status = ff.avcodec_open2(d->codec, codec, NULL);
     if (status < 0) {
         describe(status, what, error, error_size);
         lyre_decoder_close(d);
@@ -73,8 +160,8 @@ static LyreDecoder *finish_open(LyreDecoder *d, const char *what, char *error, s
     // A codec's last packet decodes whole (an AAC frame is 1024 samples) where the container keeps only part
     // of it (an MP4 edit list). Keep to the container's length, unless it was only guessed from the bitrate.
     d->total = d->format->duration_estimation_method == AVFMT_DURATION_FROM_BITRATE ? -1 : lyre_decoder_frames(d);
-    d->packet = av_packet_alloc();
-    d->frame = av_frame_alloc();
+    d->packet = ff.av_packet_alloc();
+    d->frame = ff.av_frame_alloc();
     if (!d->packet || !d->frame) {
         snprintf(error, error_size, "%s: out of memory", what);
         lyre_decoder_close(d);
@@ -84,7 +171,7 @@ static LyreDecoder *finish_open(LyreDecoder *d, const char *what, char *error, s
 }
 
 static LyreDecoder *new_decoder(void) {
-    LyreDecoder *d = av_mallocz(sizeof *d);
+    LyreDecoder *d = ff.av_mallocz(sizeof *d);
     if (d) {
         d->stream = -1;
         d->swr_format = -1;
@@ -96,13 +183,21 @@ static LyreDecoder *new_decoder(void) {
 }
 
 LyreDecoder *lyre_decoder_open_file(const char *path, char *error, size_t error_size) {
-    av_log_set_level(AV_LOG_ERROR);
+    if (ff_ready(error, error_size) != 0) return NULL;
     LyreDecoder *d = new_decoder();
     if (!d) { snprintf(error, error_size, "out of memory"); return NULL; }
     char what[512];
     snprintf(what, sizeof what, "cannot read %s", path);
-    int status = avformat_open_input(&d->format, path, NULL, NULL);
-    if (status >= 0) status = avformat_find_stream_info(d->format, NULL);
+    int status = ff.avformat_open_input(&d->format, path, NULL, NULL);
+    // Most containers say the audio's rate and channels in their header (WAV, FLAC, MP4, Ogg, MP3's first
+    // frame); only the others are probed by decoding, which costs tens of ms before the first sample.
+    int known = 0;
+    for (unsigned i = 0; status >= 0 && i < d->format->nb_streams; i++) {
+        const AVCodecParameters *p = d->format->streams[i]->codecpar;
+        if (p->codec_type == AVMEDIA_TYPE_AUDIO && p->codec_id != AV_CODEC_ID_NONE && p->sample_rate > 0 && p->ch_layout.nb_channels > 0)
+            known = 1;
+    }
+    if (status >= 0 && !known) status = ff.avformat_find_stream_info(d->format, NULL);
     if (status < 0) {
         describe(status, what, error, error_size);
         lyre_decoder_close(d);
@@ -123,9 +218,9 @@ static int read_descriptor(void *opaque, uint8_t *buffer, int size) {
 
 LyreDecoder *lyre_decoder_open_raw(int fd, const char *format, int sample_rate, int channels, char *error,
                                    size_t error_size) {
-    av_log_set_level(AV_LOG_ERROR);
+    if (ff_ready(error, error_size) != 0) return NULL;
     const char *what = "cannot read raw PCM";
-    const AVInputFormat *input = av_find_input_format(format);
+    const AVInputFormat *input = ff.av_find_input_format(format);
     LyreDecoder *d = new_decoder();
     if (!d) { snprintf(error, error_size, "out of memory"); return NULL; }
     if (!input) {
@@ -135,11 +230,11 @@ LyreDecoder *lyre_decoder_open_raw(int fd, const char *format, int sample_rate, 
     }
     d->fd = fd;
     enum { IO_BUFFER = 32768 };
-    uint8_t *buffer = av_malloc(IO_BUFFER);
-    d->io = buffer ? avio_alloc_context(buffer, IO_BUFFER, 0, d, read_descriptor, NULL, NULL) : NULL;
-    d->format = avformat_alloc_context();
+    uint8_t *buffer = ff.av_malloc(IO_BUFFER);
+    d->io = buffer ? ff.avio_alloc_context(buffer, IO_BUFFER, 0, d, read_descriptor, NULL, NULL) : NULL;
+    d->format = ff.avformat_alloc_context();
     if (!d->io || !d->format) {
-        if (!d->io) av_free(buffer);
+        if (!d->io) ff.av_free(buffer);
         snprintf(error, error_size, "%s: out of memory", what);
         lyre_decoder_close(d);
         return NULL;
@@ -147,16 +242,16 @@ LyreDecoder *lyre_decoder_open_raw(int fd, const char *format, int sample_rate, 
     d->format->pb = d->io;
     d->format->flags |= AVFMT_FLAG_CUSTOM_IO;
     AVChannelLayout layout;
-    av_channel_layout_default(&layout, channels);
+    ff.av_channel_layout_default(&layout, channels);
     char layout_text[64] = {0};
-    av_channel_layout_describe(&layout, layout_text, sizeof layout_text);
+    ff.av_channel_layout_describe(&layout, layout_text, sizeof layout_text);
     AVDictionary *options = NULL;
-    av_dict_set_int(&options, "sample_rate", sample_rate, 0);
-    av_dict_set(&options, "ch_layout", layout_text, 0);
+    ff.av_dict_set_int(&options, "sample_rate", sample_rate, 0);
+    ff.av_dict_set(&options, "ch_layout", layout_text, 0);
     // The raw demuxer knows everything from these options; avformat_find_stream_info would only wait for
     // audio on the pipe.
-    int status = avformat_open_input(&d->format, NULL, input, &options);
-    av_dict_free(&options);
+    int status = ff.avformat_open_input(&d->format, NULL, input, &options);
+    ff.av_dict_free(&options);
     if (status < 0) {
         describe(status, what, error, error_size);
         lyre_decoder_close(d);
@@ -173,14 +268,22 @@ int64_t lyre_decoder_frames(const LyreDecoder *d) {
     if (d->io) return -1;
     AVStream *s = d->format->streams[d->stream];
     if (s->duration > 0 && s->duration != AV_NOPTS_VALUE)
-        return av_rescale_q(s->duration, s->time_base, (AVRational){1, d->sample_rate});
+        return ff.av_rescale_q(s->duration, s->time_base, (AVRational){1, d->sample_rate});
     if (d->format->duration > 0 && d->format->duration != AV_NOPTS_VALUE)
-        return av_rescale_q(d->format->duration, AV_TIME_BASE_Q, (AVRational){1, d->sample_rate});
+        return ff.av_rescale_q(d->format->duration, AV_TIME_BASE_Q, (AVRational){1, d->sample_rate});
     return -1;
 }
 
-const struct AVDictionary *lyre_decoder_metadata(const LyreDecoder *d, int which) {
-    return which == 0 ? d->format->metadata : d->format->streams[d->stream]->metadata;
+int lyre_decoder_tag(const LyreDecoder *d, int which, int index, const char **key, const char **value) {
+    const AVDictionary *tags = which == 0 ? d->format->metadata : d->format->streams[d->stream]->metadata;
+    const AVDictionaryEntry *entry = NULL;
+    for (int i = 0; i <= index; i++) {
+        entry = ff.av_dict_get(tags, "", entry, AV_DICT_IGNORE_SUFFIX);
+        if (!entry) return 0;
+    }
+    *key = entry->key;
+    *value = entry->value;
+    return 1;
 }
 
 int lyre_decoder_picture(const LyreDecoder *d, const uint8_t **data, int *size) {
@@ -188,7 +291,7 @@ int lyre_decoder_picture(const LyreDecoder *d, const uint8_t **data, int *size) 
     for (unsigned i = 0; i < d->format->nb_streams; i++) {
         const AVStream *s = d->format->streams[i];
         if (!(s->disposition & AV_DISPOSITION_ATTACHED_PIC) || s->attached_pic.size <= 0) continue;
-        const AVDictionaryEntry *comment = av_dict_get(s->metadata, "comment", NULL, 0);
+        const AVDictionaryEntry *comment = ff.av_dict_get(s->metadata, "comment", NULL, 0);
         int front = comment && strcmp(comment->value, "Cover (front)") == 0;
         if (!chosen || front) chosen = &s->attached_pic;
         if (front) break;
@@ -202,25 +305,25 @@ int lyre_decoder_picture(const LyreDecoder *d, const uint8_t **data, int *size) 
 // Sets the converter up for the frame's sample format and layout: interleaved float, same rate and
 // channel count as the stream was opened with.
 static int prepare_converter(LyreDecoder *d, const AVFrame *frame) {
-    if (d->swr && frame->format == d->swr_format && av_channel_layout_compare(&frame->ch_layout, &d->swr_layout) == 0)
+    if (d->swr && frame->format == d->swr_format && ff.av_channel_layout_compare(&frame->ch_layout, &d->swr_layout) == 0)
         return 0;
-    swr_free(&d->swr);
-    av_channel_layout_uninit(&d->swr_layout);
+    ff.swr_free(&d->swr);
+    ff.av_channel_layout_uninit(&d->swr_layout);
     AVChannelLayout in;
     if (frame->ch_layout.order == AV_CHANNEL_ORDER_UNSPEC || frame->ch_layout.nb_channels <= 0)
-        av_channel_layout_default(&in, frame->ch_layout.nb_channels > 0 ? frame->ch_layout.nb_channels : d->channels);
-    else if (av_channel_layout_copy(&in, &frame->ch_layout) < 0)
+        ff.av_channel_layout_default(&in, frame->ch_layout.nb_channels > 0 ? frame->ch_layout.nb_channels : d->channels);
+    else if (ff.av_channel_layout_copy(&in, &frame->ch_layout) < 0)
         return AVERROR(ENOMEM);
     AVChannelLayout out;
-    if (in.nb_channels == d->channels) av_channel_layout_copy(&out, &in);
-    else av_channel_layout_default(&out, d->channels);
-    int status = swr_alloc_set_opts2(&d->swr, &out, AV_SAMPLE_FMT_FLT, frame->sample_rate, &in, frame->format,
+    if (in.nb_channels == d->channels) ff.av_channel_layout_copy(&out, &in);
+    else ff.av_channel_layout_default(&out, d->channels);
+    int status = ff.swr_alloc_set_opts2(&d->swr, &out, AV_SAMPLE_FMT_FLT, frame->sample_rate, &in, frame->format,
                                      frame->sample_rate, 0, NULL);
-    if (status >= 0) status = swr_init(d->swr);
-    av_channel_layout_uninit(&out);
+    if (status >= 0) status = ff.swr_init(d->swr);
+    ff.av_channel_layout_uninit(&out);
     if (status < 0) {
-        av_channel_layout_uninit(&in);
-        swr_free(&d->swr);
+        ff.av_channel_layout_uninit(&in);
+        ff.swr_free(&d->swr);
         return status;
     }
     d->swr_format = frame->format;
@@ -240,13 +343,13 @@ static int take_frame(LyreDecoder *d, AVFrame *frame) {
     long count = frame->nb_samples;
     long needed = d->pending_frames + count;
     if (needed > d->pending_capacity) {
-        float *grown = av_realloc_array(d->pending, (size_t)needed, sizeof(float) * (size_t)d->channels);
+        float *grown = ff.av_realloc_array(d->pending, (size_t)needed, sizeof(float) * (size_t)d->channels);
         if (!grown) return AVERROR(ENOMEM);
         d->pending = grown;
         d->pending_capacity = needed;
     }
     uint8_t *out = (uint8_t *)(d->pending + d->pending_frames * d->channels);
-    int converted = swr_convert(d->swr, &out, (int)count, (const uint8_t **)frame->extended_data, frame->nb_samples);
+    int converted = ff.swr_convert(d->swr, &out, (int)count, (const uint8_t **)frame->extended_data, frame->nb_samples);
     if (converted < 0) return converted;
     long keep_from = 0;
     if (d->skip_until >= 0) {
@@ -254,7 +357,7 @@ static int take_frame(LyreDecoder *d, AVFrame *frame) {
         int64_t ts = frame->best_effort_timestamp;
         if (ts != AV_NOPTS_VALUE) {
             if (s->start_time != AV_NOPTS_VALUE) ts -= s->start_time;
-            int64_t start = av_rescale_q(ts, s->time_base, (AVRational){1, d->sample_rate});
+            int64_t start = ff.av_rescale_q(ts, s->time_base, (AVRational){1, d->sample_rate});
             if (start + converted <= d->skip_until) keep_from = converted;
             else if (start < d->skip_until) keep_from = (long)(d->skip_until - start);
         }
@@ -273,10 +376,10 @@ static int take_frame(LyreDecoder *d, AVFrame *frame) {
 static void decode_more(LyreDecoder *d) {
     int consecutive = 0;
     while (d->pending_frames - d->pending_offset == 0 && !d->ended) {
-        int status = avcodec_receive_frame(d->codec, d->frame);
+        int status = ff.avcodec_receive_frame(d->codec, d->frame);
         if (status == 0) {
             status = take_frame(d, d->frame);
-            av_frame_unref(d->frame);
+            ff.av_frame_unref(d->frame);
             if (status < 0) { d->errors++; d->ended = 1; }
             consecutive = 0;
             continue;
@@ -288,21 +391,21 @@ static void decode_more(LyreDecoder *d) {
             continue;
         }
         if (d->flushing) { d->ended = 1; break; }
-        status = av_read_frame(d->format, d->packet);
+        status = ff.av_read_frame(d->format, d->packet);
         if (status < 0) {
             // The end of the input, or an error reading it: let the decoder give what it holds.
-            avcodec_send_packet(d->codec, NULL);
+            ff.avcodec_send_packet(d->codec, NULL);
             d->flushing = 1;
             continue;
         }
         if (d->packet->stream_index == d->stream) {
-            status = avcodec_send_packet(d->codec, d->packet);
+            status = ff.avcodec_send_packet(d->codec, d->packet);
             if (status < 0 && status != AVERROR(EAGAIN)) {
                 d->errors++;
                 if (++consecutive >= MAX_CONSECUTIVE_ERRORS) d->ended = 1;
             }
         }
-        av_packet_unref(d->packet);
+        ff.av_packet_unref(d->packet);
     }
 }
 
@@ -327,11 +430,11 @@ long lyre_decoder_read(LyreDecoder *d, float *out, long frames) {
 int lyre_decoder_seek(LyreDecoder *d, int64_t frame) {
     if (d->io || frame < 0) return -1;
     AVStream *s = d->format->streams[d->stream];
-    int64_t ts = av_rescale_q(frame, (AVRational){1, d->sample_rate}, s->time_base);
+    int64_t ts = ff.av_rescale_q(frame, (AVRational){1, d->sample_rate}, s->time_base);
     if (s->start_time != AV_NOPTS_VALUE) ts += s->start_time;
-    int status = av_seek_frame(d->format, d->stream, ts, AVSEEK_FLAG_BACKWARD);
+    int status = ff.av_seek_frame(d->format, d->stream, ts, AVSEEK_FLAG_BACKWARD);
     if (status < 0) return status;
-    avcodec_flush_buffers(d->codec);
+    ff.avcodec_flush_buffers(d->codec);
     d->pending_frames = d->pending_offset = 0;
     d->flushing = d->ended = 0;
     d->skip_until = frame;
@@ -341,16 +444,16 @@ int lyre_decoder_seek(LyreDecoder *d, int64_t frame) {
 
 void lyre_decoder_close(LyreDecoder *d) {
     if (!d) return;
-    av_frame_free(&d->frame);
-    av_packet_free(&d->packet);
-    avcodec_free_context(&d->codec);
-    swr_free(&d->swr);
-    av_channel_layout_uninit(&d->swr_layout);
-    avformat_close_input(&d->format);
+    ff.av_frame_free(&d->frame);
+    ff.av_packet_free(&d->packet);
+    ff.avcodec_free_context(&d->codec);
+    ff.swr_free(&d->swr);
+    ff.av_channel_layout_uninit(&d->swr_layout);
+    ff.avformat_close_input(&d->format);
     if (d->io) {
-        av_freep(&d->io->buffer);
-        avio_context_free(&d->io);
+        ff.av_freep(&d->io->buffer);
+        ff.avio_context_free(&d->io);
     }
-    av_free(d->pending);
-    av_free(d);
+    ff.av_free(d->pending);
+    ff.av_free(d);
 }

@@ -1,4 +1,3 @@
-import CFFmpeg
 import CFFmpegShim
 
 /// An error opening or converting audio: FFmpeg's or libsoxr's text.
@@ -70,11 +69,13 @@ public struct AudioFileReader: ~Copyable {
         self.frames = streaming || frames <= 0 ? nil : Int(frames)
         var tags: [String: String] = [:]
         for which in [Int32(0), 1] {
-            var entry: UnsafeMutablePointer<AVDictionaryEntry>? = nil
-            while let next = av_dict_get(lyre_decoder_metadata(decoder, which), "", entry, AV_DICT_IGNORE_SUFFIX) {
-                entry = next
-                let key = String(cString: next.pointee.key).lowercased()
-                if tags[key] == nil { tags[key] = String(cString: next.pointee.value) }
+            var index: Int32 = 0
+            var key: UnsafePointer<CChar>?
+            var value: UnsafePointer<CChar>?
+            while lyre_decoder_tag(decoder, which, index, &key, &value) != 0, let key, let value {
+                let name = String(cString: key).lowercased()
+                if tags[name] == nil { tags[name] = String(cString: value) }
+                index += 1
             }
         }
         self.tags = tags

@@ -103,6 +103,18 @@ struct Play: AsyncParsableCommand {
 
     func run() async throws {
         CommandLineMain.bootstrapLogging(level: logLevel)
+        let sources: [AudioSource] = files.map {
+            $0 == "-" ? .raw(fileDescriptor: 0, format: RawPCMFormat(format)!) : .file(path: $0)
+        }
+        // Every file is opened and described (the first loads FFmpeg's libraries, tens of ms) while the
+        // receivers are found; none plays unless all open.
+        let overrides = Overrides(title: title, artist: artist, album: album, artwork: artwork)
+        let described = Task.detached {
+            Result { () throws -> [QueueItem] in
+                for source in sources { do { try source.openCheck() } catch { throw CommandFailure("\(error)") } }
+                return try Self.queueItems(sources, overrides)
+            }
+        }
         var (routes, remembered) = try await resolveRoutes(known: true)
         var configuration = StreamConfiguration()
         configuration.latencyMilliseconds = latency
@@ -111,12 +123,7 @@ struct Play: AsyncParsableCommand {
         configuration.fec = fecMode!
         configuration.resend = resend
         configuration.senderName = name ?? Self.defaultSenderName()
-        let sources: [AudioSource] = files.map {
-            $0 == "-" ? .raw(fileDescriptor: 0, format: RawPCMFormat(format)!) : .file(path: $0)
-        }
-        // Check every file opens before anything plays.
-        for source in sources { do { try source.openCheck() } catch { throw CommandFailure("\(error)") } }
-        let items = try queueItems(sources)
+        let items = try await described.value.get()
 
         func cannotPlay(_ error: Error) -> CommandFailure {
             CommandFailure("cannot play on \(routes.map(\.description).joined(separator: ", ")): \(error)")
@@ -211,18 +218,23 @@ struct Play: AsyncParsableCommand {
         }
     }
 
+    /// What --title, --artist, --album and --artwork say instead of the files.
+    struct Overrides: Sendable {
+        var title, artist, album, artwork: String?
+    }
+
     /// The queue with what each item says about itself, and the overrides.
-    private func queueItems(_ sources: [AudioSource]) throws -> [QueueItem] {
+    private static func queueItems(_ sources: [AudioSource], _ overrides: Overrides) throws -> [QueueItem] {
         var cover: Artwork?
-        if let artwork {
+        if let artwork = overrides.artwork {
             guard let data = FileManager.default.contents(atPath: artwork) else { throw CommandFailure("cannot read --artwork '\(artwork)'") }
             do { cover = try Artwork(bytes: Array(data)) } catch { throw CommandFailure("--artwork '\(artwork)': \(error)") }
         }
         return sources.map { source in
             var (metadata, art) = source.describe()
-            if let title { metadata.title = title }
-            if let artist { metadata.artist = artist }
-            if let album { metadata.album = album }
+            if let title = overrides.title { metadata.title = title }
+            if let artist = overrides.artist { metadata.artist = artist }
+            if let album = overrides.album { metadata.album = album }
             if let cover { art = cover }
             return QueueItem(source: source, metadata: metadata, artwork: art)
         }

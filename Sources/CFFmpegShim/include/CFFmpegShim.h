@@ -1,7 +1,7 @@
 #ifndef LYRE_FFMPEG_SHIM_H
 #define LYRE_FFMPEG_SHIM_H
 
-// Audio decoding through FFmpeg's libraries: every container and codec they read (WAV, FLAC, Ogg Vorbis and
+// Audio decoding through FFmpeg's libraries, opened with dlopen on first use: every container and codec they read (WAV, FLAC, Ogg Vorbis and
 // Opus, MP3, MP4/M4A with AAC or ALAC, ...), as interleaved float at the source's own rate and channel count.
 // The demux/decode/convert loop is FFmpeg's own send/receive pattern, kept in C beside the headers it uses
 // (AVERROR_EOF and friends are macros Swift cannot import); the Swift side is LyreAudio's AudioFileReader.
@@ -10,7 +10,6 @@
 #include <stdint.h>
 
 typedef struct LyreDecoder LyreDecoder;
-struct AVDictionary;
 
 /// Opens a file and its best audio stream. NULL on failure, with a message in `error`.
 LyreDecoder *lyre_decoder_open_file(const char *path, char *error, size_t error_size);
@@ -24,8 +23,9 @@ int lyre_decoder_channels(const LyreDecoder *decoder);
 /// Frames in the source, from the container's duration; -1 when it cannot tell.
 int64_t lyre_decoder_frames(const LyreDecoder *decoder);
 
-/// The container's tags (`which` 0) and the audio stream's (1): Ogg keeps them on the stream.
-const struct AVDictionary *lyre_decoder_metadata(const LyreDecoder *decoder, int which);
+/// Tag `index` of the container's tags (`which` 0) or the audio stream's (1; Ogg keeps them there): 1 with
+/// its key and value, 0 past the last.
+int lyre_decoder_tag(const LyreDecoder *decoder, int which, int index, const char **key, const char **value);
 
 /// An embedded picture (FLAC PICTURE, ID3 APIC, MP4 covr: a stream with AV_DISPOSITION_ATTACHED_PIC), the
 /// front cover when one says so. 0 when there is none; the bytes live as long as the decoder.
