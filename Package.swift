@@ -92,7 +92,7 @@ let package = Package(
         .target(
             name: "LyreSink",
             dependencies: [
-                "CPulse", "CPulseShim", "LyreSender",
+                "CPulse", "CPulseShim", "LyreSender", "LyreWire",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]),

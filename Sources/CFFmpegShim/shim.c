@@ -118,7 +118,6 @@ struct LyreDecoder {
     int64_t skip_until;        // after a seek: drop frames before this one (-1: none)
     int64_t position;          // the frame the next one taken is
     int64_t total;             // frames the container says the stream has, when it says so exactly (-1: not)
-    long errors;
     float *pending;            // decoded, converted, not yet read
     long pending_frames;
     long pending_offset;
@@ -262,7 +261,6 @@ LyreDecoder *lyre_decoder_open_raw(int fd, const char *format, int sample_rate, 
 
 int lyre_decoder_sample_rate(const LyreDecoder *d) { return d->sample_rate; }
 int lyre_decoder_channels(const LyreDecoder *d) { return d->channels; }
-long lyre_decoder_errors(const LyreDecoder *d) { return d->errors; }
 
 int64_t lyre_decoder_frames(const LyreDecoder *d) {
     if (d->io) return -1;
@@ -335,7 +333,6 @@ static int prepare_converter(LyreDecoder *d, const AVFrame *frame) {
 static int take_frame(LyreDecoder *d, AVFrame *frame) {
     if (frame->sample_rate != d->sample_rate) {
         // A stream whose rate changes midway: what follows would play at the wrong speed.
-        d->errors++;
         return 0;
     }
     int status = prepare_converter(d, frame);
@@ -380,13 +377,12 @@ static void decode_more(LyreDecoder *d) {
         if (status == 0) {
             status = take_frame(d, d->frame);
             ff.av_frame_unref(d->frame);
-            if (status < 0) { d->errors++; d->ended = 1; }
+            if (status < 0) d->ended = 1;
             consecutive = 0;
             continue;
         }
         if (status == AVERROR_EOF) { d->ended = 1; break; }
         if (status != AVERROR(EAGAIN)) {
-            d->errors++;
             if (++consecutive >= MAX_CONSECUTIVE_ERRORS) d->ended = 1;
             continue;
         }
@@ -400,10 +396,7 @@ static void decode_more(LyreDecoder *d) {
         }
         if (d->packet->stream_index == d->stream) {
             status = ff.avcodec_send_packet(d->codec, d->packet);
-            if (status < 0 && status != AVERROR(EAGAIN)) {
-                d->errors++;
-                if (++consecutive >= MAX_CONSECUTIVE_ERRORS) d->ended = 1;
-            }
+            if (status < 0 && status != AVERROR(EAGAIN) && ++consecutive >= MAX_CONSECUTIVE_ERRORS) d->ended = 1;
         }
         ff.av_packet_unref(d->packet);
     }

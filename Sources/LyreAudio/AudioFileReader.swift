@@ -1,4 +1,5 @@
 import CFFmpegShim
+import LyreWire
 
 /// An error opening or converting audio: FFmpeg's or libsoxr's text.
 public struct AudioError: Error, CustomStringConvertible, Sendable {
@@ -47,7 +48,7 @@ public struct AudioFileReader: ~Copyable {
     public init(path: String) throws(AudioError) {
         var error = [CChar](repeating: 0, count: 512)
         guard let decoder = lyre_decoder_open_file(path, &error, error.count) else {
-            throw AudioError(description: Self.text(error))
+            throw AudioError(description: String(nulTerminated: error))
         }
         self.init(decoder: decoder, streaming: false)
     }
@@ -57,7 +58,7 @@ public struct AudioFileReader: ~Copyable {
         var error = [CChar](repeating: 0, count: 512)
         guard let decoder = lyre_decoder_open_raw(fileDescriptor, format.sample.rawValue, Int32(format.sampleRate),
                                                   Int32(format.channels), &error, error.count)
-        else { throw AudioError(description: Self.text(error)) }
+        else { throw AudioError(description: String(nulTerminated: error)) }
         self.init(decoder: decoder, streaming: true)
     }
 
@@ -83,10 +84,6 @@ public struct AudioFileReader: ~Copyable {
 
     deinit { lyre_decoder_close(decoder) }
 
-    private static func text(_ buffer: [CChar]) -> String {
-        String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
-
     /// The embedded picture (FLAC PICTURE block, ID3v2 APIC frame, MP4 `covr` atom), the front cover when
     /// the file says which; its bytes as stored, not yet checked to be an image.
     public var picture: [UInt8]? {
@@ -95,9 +92,6 @@ public struct AudioFileReader: ~Copyable {
         guard lyre_decoder_picture(decoder, &data, &size) != 0, let data, size > 0 else { return nil }
         return Array(UnsafeBufferPointer(start: data, count: Int(size)))
     }
-
-    /// Packets skipped as undecodable so far.
-    public var decodeErrors: Int { lyre_decoder_errors(decoder) }
 
     /// Reads up to `frames` frames (interleaved) into `buffer`, replacing its contents; 0 at the end.
     public func read(frames: Int, into buffer: inout [Float]) -> Int {

@@ -51,7 +51,7 @@ enum InterfaceIndex {
         guard index > 0 else { return "any" }
         var buffer = [CChar](repeating: 0, count: Int(IF_NAMESIZE) + 1)
         guard if_indextoname(UInt32(index), &buffer) != nil else { return "if\(index)" }
-        return cString(buffer)
+        return String(nulTerminated: buffer)
     }
 }
 
@@ -125,13 +125,7 @@ func addressString(_ address: UnsafePointer<AvahiAddress>?) -> String? {
     guard let address else { return nil }
     var buffer = [CChar](repeating: 0, count: Int(AVAHI_ADDRESS_STR_MAX))
     guard avahi_address_snprint(&buffer, buffer.count, address) != nil else { return nil }
-    return cString(buffer)
-}
-
-/// The text of a NUL-terminated C buffer.
-func cString(_ buffer: [CChar]) -> String {
-    let bytes = buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
-    return String(decoding: bytes, as: UTF8.self)
+    return String(nulTerminated: buffer)
 }
 
 /// Fan-out of backend events to async code, with the bookkeeping both backends share: which resolvers

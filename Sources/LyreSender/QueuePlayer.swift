@@ -16,11 +16,6 @@ public enum AudioSource: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    /// Opens and closes the source, to report an unreadable file before anything plays.
-    public func openCheck() throws {
-        if case .file = self { _ = try open() }
-    }
-
     /// A file can seek; a stream cannot.
     public var isSeekable: Bool { if case .file = self { true } else { false } }
 
@@ -73,9 +68,10 @@ public struct TrackMetadata: Sendable, Equatable {
 
 extension AudioSource {
     /// What a file says about itself, read in one opening: its tags, and its cover art (`CoverArt.find`).
-    /// Nothing for a stream, or a file that cannot be read.
-    public func describe() -> (metadata: TrackMetadata, artwork: Artwork?) {
-        guard case .file(let path) = self, let reader = try? open() else { return (TrackMetadata(), nil) }
+    /// Nothing for a stream. Throws when the file cannot be read, before anything plays.
+    public func describe() throws -> (metadata: TrackMetadata, artwork: Artwork?) {
+        guard case .file(let path) = self else { return (TrackMetadata(), nil) }
+        let reader = try open()
         return (TrackMetadata(tags: reader.tags), CoverArt.find(for: path, embedded: reader.picture))
     }
 }

@@ -1,6 +1,7 @@
 import CPulse
 import Foundation
 import CPulseShim
+import LyreWire
 
 /// An error from the sound server, with libpulse's text.
 public struct PulseError: Error, CustomStringConvertible, Sendable {
@@ -54,7 +55,7 @@ public final class PulseClient: @unchecked Sendable {
         }
         guard let handle = lyre_pulse_connect(name, callback, volume, handlers.toOpaque(), &error, error.count) else {
             handlers.release()
-            throw PulseError(description: String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+            throw PulseError(description: String(nulTerminated: error))
         }
         self.handle = handle
         self.handlers = handlers

@@ -123,6 +123,11 @@ public enum RTSPStatus {
 }
 
 extension String {
+    /// The text of a NUL-terminated C buffer (invalid UTF-8 repaired).
+    public init(nulTerminated buffer: [CChar]) {
+        self.init(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
     /// Without leading and trailing spaces and tabs.
     var trimmingSpaces: String { trimming([" ", "\t"]) }
 

@@ -109,12 +109,7 @@ struct Play: AsyncParsableCommand {
         // Every file is opened and described (the first loads FFmpeg's libraries, tens of ms) while the
         // receivers are found; none plays unless all open.
         let overrides = Overrides(title: title, artist: artist, album: album, artwork: artwork)
-        let described = Task.detached {
-            Result { () throws -> [QueueItem] in
-                for source in sources { do { try source.openCheck() } catch { throw CommandFailure("\(error)") } }
-                return try Self.queueItems(sources, overrides)
-            }
-        }
+        let described = Task.detached { Result { try Self.queueItems(sources, overrides) } }
         var (routes, remembered) = try await resolveRoutes(known: true)
         var configuration = StreamConfiguration()
         configuration.latencyMilliseconds = latency
@@ -230,8 +225,9 @@ struct Play: AsyncParsableCommand {
             guard let data = FileManager.default.contents(atPath: artwork) else { throw CommandFailure("cannot read --artwork '\(artwork)'") }
             do { cover = try Artwork(bytes: Array(data)) } catch { throw CommandFailure("--artwork '\(artwork)': \(error)") }
         }
-        return sources.map { source in
-            var (metadata, art) = source.describe()
+        return try sources.map { source in
+            var (metadata, art): (TrackMetadata, Artwork?)
+            do { (metadata, art) = try source.describe() } catch { throw CommandFailure("\(error)") }
             if let title = overrides.title { metadata.title = title }
             if let artist = overrides.artist { metadata.artist = artist }
             if let album = overrides.album { metadata.album = album }
@@ -314,7 +310,7 @@ struct RouteResolver: Sendable {
         do {
             devices = try await browser.currentDevices(timeout: .seconds(timeout)) { devices in
                 guard let wanted, wanted.count == unresolved else { return false }
-                let ready = Self.playable(devices).filter { $0.addresses.contains { !$0.contains(":") } }
+                let ready = Self.playable(devices).filter { $0.ipv4Address != nil }
                 return wanted.allSatisfy { name in ready.contains { $0.matches(name) } }
             }
         } catch { throw CommandFailure("\(error)") }
@@ -337,7 +333,7 @@ struct RouteResolver: Sendable {
                 }
                 device = playable[0]
             }
-            guard let address = device.addresses.first(where: { !$0.contains(":") }) else {
+            guard let address = device.ipv4Address else {
                 throw CommandFailure("'\(device.name)' has no IPv4 address; Lyre streams over IPv4 for now")
             }
             routes[index] = OutputRoute(host: address, port: device.port, name: device.name, id: device.id.rawValue,
@@ -356,6 +352,9 @@ extension Device {
     func matches(_ name: String) -> Bool {
         id.rawValue == name.lowercased() || self.name.lowercased() == name.lowercased()
     }
+
+    /// The address Lyre streams to: its first IPv4 address (Lyre streams over IPv4 for now).
+    var ipv4Address: String? { addresses.first { !$0.contains(":") } }
 }
 
 /// The output chosen last with `--to`, by id (`setPreferredOutput` on iOS): `$XDG_CONFIG_HOME/lyre/preferred-output`.

@@ -149,7 +149,7 @@ final class SinkController: @unchecked Sendable {
         queue.async { [self] in
             let device = change.device
             let id = device.id.rawValue
-            let address = device.addresses.first { !$0.contains(":") }
+            let address = device.ipv4Address
             if change.reason == .deviceUnavailable || RouteResolver.playable([device]).isEmpty || address == nil {
                 routes[id] = nil
                 perform(router.receiverGone(id: id))

@@ -171,7 +171,7 @@ struct Lyred: AsyncParsableCommand {
     static func hostName() -> String {
         var buffer = [CChar](repeating: 0, count: 256)
         guard gethostname(&buffer, buffer.count) == 0 else { return "Lyre" }
-        let full = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let full = String(nulTerminated: buffer)
         return ServiceName.sanitized(String(full.split(separator: ".").first ?? "Lyre"))
     }
 }

@@ -32,12 +32,8 @@ int lyre_decoder_tag(const LyreDecoder *decoder, int which, int index, const cha
 int lyre_decoder_picture(const LyreDecoder *decoder, const uint8_t **data, int *size);
 
 /// Decodes up to `frames` interleaved frames into `out`. Returns the frames written, 0 at the end.
-/// Packets the decoder rejects are skipped (counted in `lyre_decoder_errors`); a source that yields
-/// nothing but errors ends.
+/// Packets the decoder rejects are skipped; a source that yields nothing but errors ends.
 long lyre_decoder_read(LyreDecoder *decoder, float *out, long frames);
-
-/// Packets skipped as undecodable.
-long lyre_decoder_errors(const LyreDecoder *decoder);
 
 /// Moves to `frame`, sample-accurately (the decoder starts at the keyframe before and drops up to it).
 /// 0 on success, negative when the source cannot seek.
