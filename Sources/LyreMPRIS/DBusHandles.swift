@@ -70,8 +70,18 @@ struct BusConnection: ~Copyable {
 
     /// Queues `message` for sending (`dbus_connection_send`); it is written at once when the socket takes it, or
     /// when the loop thread's poll says the socket is writable.
-    func send(_ message: BusMessage) {
-        _ = dbus_connection_send(raw, message.raw, nil)
+    /// Answers the message's serial, by which its reply is known; `nil` when libdbus ran out of memory.
+    @discardableResult
+    func send(_ message: BusMessage) -> UInt32? {
+        var serial: UInt32 = 0
+        return dbus_connection_send(raw, message.raw, &serial) != 0 ? serial : nil
+    }
+
+    /// Asks the bus for the signals `rule` matches (`dbus_bus_add_match`, blocking).
+    func addMatch(_ rule: String) throws(MPRISError) {
+        var error = DBusErrorBox()
+        dbus_bus_add_match(raw, rule, &error.raw)
+        guard dbus_error_is_set(&error.raw) == 0 else { throw MPRISError("cannot watch D-Bus signals (\(rule)): \(error.message)") }
     }
 }
 
@@ -99,12 +109,29 @@ final class BusMessage: @unchecked Sendable {
     var member: String? { dbus_message_get_member(raw).map { String(cString: $0) } }
     /// The argument types, e.g. `ss` (empty for none).
     var signature: String { dbus_message_get_signature(raw).map { String(cString: $0) } ?? "" }
+    /// The connection that sent it (a unique name such as `:1.42`).
+    var sender: String? { dbus_message_get_sender(raw).map { String(cString: $0) } }
+    /// For a reply or an error: the serial of the call it answers.
+    var replySerial: UInt32 { dbus_message_get_reply_serial(raw) }
+    /// For an error: its name.
+    var errorName: String? { dbus_message_get_error_name(raw).map { String(cString: $0) } }
     /// The caller asked for no reply (`NO_REPLY_EXPECTED`).
     var expectsNoReply: Bool { dbus_message_get_no_reply(raw) != 0 }
 
     /// A signal from `path` (`dbus_message_new_signal`) carrying `arguments`; `nil` when libdbus runs out of memory.
     static func signal(path: String, interface: String, member: String, arguments: [DBusValue]) -> BusMessage? {
         guard let raw = dbus_message_new_signal(path, interface, member) else { return nil }
+        let message = BusMessage(adopting: raw)
+        return DBusMessageWriter.append(arguments, to: raw) ? message : nil
+    }
+
+    /// A method call of `destination` (`dbus_message_new_method_call`) carrying `arguments`; `nil` when a name is
+    /// invalid (libdbus would abort) or libdbus runs out of memory.
+    static func methodCall(destination: String, path: String, interface: String, member: String,
+                           arguments: [DBusValue] = []) -> BusMessage? {
+        guard DBusValidation.isBusName(destination), DBusValidation.isObjectPath(path),
+            let raw = dbus_message_new_method_call(destination, path, interface, member)
+        else { return nil }
         let message = BusMessage(adopting: raw)
         return DBusMessageWriter.append(arguments, to: raw) ? message : nil
     }

@@ -12,6 +12,11 @@ enum DBusType {
     static let array = code("a")
     static let variant = code("v")
     static let dictEntry = code("e")
+    static let uint32 = code("u")
+    static let uint64 = code("t")
+    static let int16 = code("n")
+    static let uint16 = code("q")
+    static let byte = code("y")
 
     private static func code(_ character: Unicode.Scalar) -> Int32 { Int32(character.value) }
 }
@@ -203,6 +208,85 @@ struct DBusMessageReader {
         default:
             return nil
         }
+    }
+
+    /// The next argument, whatever its type (what another player sends: its properties and signals), or `nil`
+    /// (and skipped) for a type no MPRIS client needs. Unsigned and narrower integers come as `.int64`, arrays of
+    /// strings or object paths as `.stringArray`, `a{sv}` as `.dictionary` (entries with another key type or an
+    /// unreadable value are left out), and a variant as `.variant` of what it holds. At most
+    /// ``maximumElements`` elements of an array are read, and containers at most ``maximumDepth`` deep.
+    mutating func readValue() -> DBusValue? {
+        guard !atEnd else { return nil }
+        let value = Self.value(at: &iter, depth: 0)
+        atEnd = dbus_message_iter_next(&iter) == 0
+        return value
+    }
+
+    /// The arguments not read yet.
+    var isAtEnd: Bool { atEnd }
+
+    static let maximumElements = 1024
+    static let maximumDepth = 6
+
+    private static func value(at iter: inout DBusMessageIter, depth: Int) -> DBusValue? {
+        func basic<T: BitwiseCopyable>(_ zero: T) -> T {
+            var value = zero
+            dbus_message_iter_get_basic(&iter, &value)
+            return value
+        }
+        switch dbus_message_iter_get_arg_type(&iter) {
+        case DBusType.boolean: return .boolean(basic(dbus_bool_t(0)) != 0)
+        case DBusType.int32: return .int32(basic(Int32(0)))
+        case DBusType.int64: return .int64(basic(Int64(0)))
+        case DBusType.uint32: return .int64(Int64(basic(UInt32(0))))
+        case DBusType.uint64: return .int64(Int64(clamping: basic(UInt64(0))))
+        case DBusType.int16: return .int64(Int64(basic(Int16(0))))
+        case DBusType.uint16: return .int64(Int64(basic(UInt16(0))))
+        case DBusType.byte: return .int64(Int64(basic(UInt8(0))))
+        case DBusType.double: return .double(basic(Double(0)))
+        case DBusType.string: return basicString(at: &iter).map { .string($0) }
+        case DBusType.objectPath: return basicString(at: &iter).map { .objectPath($0) }
+        case DBusType.variant:
+            guard depth < maximumDepth else { return nil }
+            var sub = DBusMessageIter()
+            dbus_message_iter_recurse(&iter, &sub)
+            return value(at: &sub, depth: depth + 1).map { .variant($0) }
+        case DBusType.array:
+            guard depth < maximumDepth else { return nil }
+            let element = dbus_message_iter_get_element_type(&iter)
+            var sub = DBusMessageIter()
+            dbus_message_iter_recurse(&iter, &sub)
+            if element == DBusType.string || element == DBusType.objectPath {
+                var strings: [String] = []
+                while dbus_message_iter_get_arg_type(&sub) == element, strings.count < maximumElements {
+                    if let text = basicString(at: &sub) { strings.append(text) }
+                    guard dbus_message_iter_next(&sub) != 0 else { break }
+                }
+                return .stringArray(strings)
+            }
+            guard element == DBusType.dictEntry else { return nil }
+            var entries: [DBusDictEntry] = []
+            while dbus_message_iter_get_arg_type(&sub) == DBusType.dictEntry, entries.count < maximumElements {
+                var pair = DBusMessageIter()
+                dbus_message_iter_recurse(&sub, &pair)
+                if dbus_message_iter_get_arg_type(&pair) == DBusType.string, let key = basicString(at: &pair),
+                    dbus_message_iter_next(&pair) != 0, let value = value(at: &pair, depth: depth + 1)
+                {
+                    // a{sv}: the variant's content is the entry's value, as ``DBusValue/dictionary`` holds it.
+                    if case .variant(let inner) = value { entries.append(DBusDictEntry(key, inner)) } else { entries.append(DBusDictEntry(key, value)) }
+                }
+                guard dbus_message_iter_next(&sub) != 0 else { break }
+            }
+            return .dictionary(entries)
+        default:
+            return nil
+        }
+    }
+
+    private static func basicString(at iter: inout DBusMessageIter) -> String? {
+        var pointer: UnsafePointer<CChar>? = nil
+        dbus_message_iter_get_basic(&iter, &pointer)
+        return pointer.map { String(cString: $0) }
     }
 
     private static func string(at iter: inout DBusMessageIter, advancing atEnd: inout Bool) -> String? {

@@ -27,7 +27,7 @@ public final class MPRISPlayer: Sendable {
     private let thread: Mutex<pthread_t?>
 
     /// libdbus's locks (`dbus_threads_init_default`), set up once per process.
-    private static let threadsInitialized: Bool = dbus_threads_init_default() != 0
+    static let threadsInitialized: Bool = dbus_threads_init_default() != 0
 
     /// Connects to `bus` (a private connection: `dbus_bus_get_private`), claims `org.mpris.MediaPlayer2.<name>` (or,
     /// if another connection owns it, `org.mpris.MediaPlayer2.<name>.instance<pid>`, the MPRIS convention), exports
@@ -61,19 +61,12 @@ public final class MPRISPlayer: Sendable {
             }
         }
         let service = try PlayerService(connection: connection, busName: busName, identity: identity, handler: handler)
-        let context = Unmanaged.passRetained(service).toOpaque()
-        var thread = pthread_t()
-        let result = pthread_create(
-            &thread, nil,
-            { context in
-                let service = Unmanaged<PlayerService>.fromOpaque(context!).takeRetainedValue()
-                service.run()
-                return nil
-            }, context)
-        guard result == 0 else {
-            Unmanaged<PlayerService>.fromOpaque(context).release()
+        let thread: pthread_t
+        do {
+            thread = try LoopThread.start { service.run() }
+        } catch {
             service.abandon()
-            throw MPRISError("cannot start the D-Bus thread: \(String(cString: strerror(result)))")
+            throw error
         }
         self.service = service
         self.thread = Mutex(thread)
@@ -102,11 +95,7 @@ public final class MPRISPlayer: Sendable {
     public func close() {
         guard let thread = thread.withLock({ $0.take() }) else { return }
         service.stop()
-        if pthread_equal(thread, pthread_self()) != 0 {
-            pthread_detach(thread)
-        } else {
-            pthread_join(thread, nil)
-        }
+        LoopThread.join(thread)
     }
 
     deinit { close() }

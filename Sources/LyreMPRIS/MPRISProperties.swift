@@ -81,6 +81,91 @@ enum MPRISProperties {
         new.filter { entry in !old.contains(entry) }
     }
 
+    // MARK: another player's properties, read back
+
+    /// The inverse of ``player(_:positionAt:)``, for a player Lyre watches: `entries` (a `GetAll` answer or a
+    /// `PropertiesChanged`) applied to `state`. Unknown keys and values of the wrong type are ignored, as players
+    /// differ (a number may come as any integer type or a double, an artist as one string). `Position`, when
+    /// present, is true at `now` (`CLOCK_MONOTONIC` ns).
+    static func apply(_ entries: [DBusDictEntry], to state: inout MPRISState, now: UInt64) {
+        for entry in entries {
+            let value = entry.value
+            switch entry.key {
+            case "PlaybackStatus":
+                if case .string(let text) = value, let status = MPRISPlaybackStatus(rawValue: text) {
+                    // The position stays where it was at the change, then moves (or not) from there.
+                    state.positionMicroseconds = state.position(at: now)
+                    state.positionAnchor = now
+                    state.playbackStatus = status
+                }
+            case "Rate": if let rate = number(value), rate.isFinite, rate >= 0 { state.rate = rate }
+            case "Position":
+                if let position = integer(value) {
+                    state.positionMicroseconds = position
+                    state.positionAnchor = now
+                }
+            case "Metadata": if case .dictionary(let fields) = value { state.metadata = metadata(from: fields) }
+            case "Volume": if let volume = number(value), volume.isFinite { state.volume = volume }
+            case "MinimumRate": if let rate = number(value), rate.isFinite { state.minimumRate = rate }
+            case "MaximumRate": if let rate = number(value), rate.isFinite { state.maximumRate = rate }
+            case "CanGoNext": if case .boolean(let flag) = value { state.canGoNext = flag }
+            case "CanGoPrevious": if case .boolean(let flag) = value { state.canGoPrevious = flag }
+            case "CanPlay": if case .boolean(let flag) = value { state.canPlay = flag }
+            case "CanPause": if case .boolean(let flag) = value { state.canPause = flag }
+            case "CanSeek": if case .boolean(let flag) = value { state.canSeek = flag }
+            case "CanControl": if case .boolean(let flag) = value { state.canControl = flag }
+            default: break
+            }
+        }
+    }
+
+    /// A `Metadata` dictionary as ``MPRISMetadata``; `nil` for an empty one (no track).
+    static func metadata(from fields: [DBusDictEntry]) -> MPRISMetadata? {
+        guard !fields.isEmpty else { return nil }
+        func field(_ key: String) -> DBusValue? { fields.first { $0.key == key }?.value }
+        func text(_ key: String) -> String? {
+            switch field(key) {
+            case .string(let text)?, .objectPath(let text)?: text
+            case .stringArray(let texts)?: texts.first
+            default: nil
+            }
+        }
+        func texts(_ key: String) -> [String] {
+            switch field(key) {
+            case .stringArray(let texts)?: texts
+            case .string(let text)?: [text]
+            default: []
+            }
+        }
+        return MPRISMetadata(
+            trackID: text("mpris:trackid") ?? noTrackID, title: text("xesam:title"), artists: texts("xesam:artist"),
+            album: text("xesam:album"), albumArtists: texts("xesam:albumArtist"), genres: texts("xesam:genre"),
+            trackNumber: field("xesam:trackNumber").flatMap(integer).map { Int(clamping: $0) },
+            lengthMicroseconds: field("mpris:length").flatMap(integer), artURL: text("mpris:artUrl"))
+    }
+
+    static let noTrackID = MPRISName.noTrack
+
+    private static func integer(_ value: DBusValue) -> Int64? {
+        switch value {
+        case .int32(let n): Int64(n)
+        case .int64(let n): n
+        case .double(let d) where d.isFinite && abs(d) < 9e18: Int64(d)
+        case .variant(let inner): integer(inner)
+        default: nil
+        }
+    }
+
+    private static func number(_ value: DBusValue) -> Double? {
+        switch value {
+        case .double(let d): d
+        case .int32(let n): Double(n)
+        case .int64(let n): Double(n)
+        case .variant(let inner): number(inner)
+        default: nil
+        }
+    }
+
     private static func finite(_ value: Double, otherwise fallback: Double) -> Double {
         value.isFinite ? value : fallback
     }
