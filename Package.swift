@@ -92,7 +92,7 @@ let package = Package(
         .target(
             name: "LyreSink",
             dependencies: [
-                "CPulse", "CPulseShim", "LyreSender", "LyreWire",
+                "CPulse", "CPulseShim", "LyreSender", "LyreWire", "LyreMPRIS",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]),
@@ -146,7 +146,7 @@ let package = Package(
             name: "LyreRTSPTests",
             dependencies: ["LyreRTSP", "LyreWire", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio")]),
         .testTarget(name: "LyreAudioTests", dependencies: ["LyreAudio"]),
-        .testTarget(name: "LyreSinkTests", dependencies: ["LyreSink"]),
+        .testTarget(name: "LyreSinkTests", dependencies: ["LyreSink", "LyreMPRIS", "LyreWire"]),
         .testTarget(name: "LyreReceiverTests", dependencies: ["LyreReceiver", "LyreWire", "LyreAudio"]),
     ]
 )

@@ -179,6 +179,7 @@ public final class StreamSession: @unchecked Sendable {
     private var sentPackets: [(index: UInt64, sequence: UInt16, bytes: [UInt8])] = []
     private var routeChangeHandlers: [@Sendable (OutputRouteChangeReason) -> Void] = []
     private var roomHandlers: [@Sendable (RoomChange) -> Void] = []
+    private var volumeHandlers: [@Sendable (Double) -> Void] = []
     private var routeChangeSent = false
     private var lostRoute: OutputRouteChangeReason?
     private var lastRequest = HostClock.now()
@@ -297,6 +298,12 @@ public final class StreamSession: @unchecked Sendable {
     /// while any room is left.
     public func observeRoomChanges(_ handler: @escaping @Sendable (RoomChange) -> Void) {
         lock.withLock { roomHandlers.append(handler) }
+    }
+
+    /// `handler` gets the playback's volume (``volume``, dB) whenever a receiver's controls change it (volume
+    /// up or down at the receiver), on the session's command thread; an app's own slider follows it.
+    public func observeVolume(_ handler: @escaping @Sendable (Double) -> Void) {
+        lock.withLock { volumeHandlers.append(handler) }
     }
 
     /// Adds a room while the playback runs. It is set up at once, gets the audio from now on with the
@@ -542,6 +549,8 @@ public final class StreamSession: @unchecked Sendable {
         let next = up ? (current <= -144 ? -30 : min(0, current + step)) : (current - step < -30 ? -144 : current - step)
         do {
             if let origin { try setLevel(next, of: origin) } else { try setVolume(next) }
+            let (handlers, now) = (lock.withLock { volumeHandlers }, volume)
+            for handler in handlers { handler(now) }
             return .success
         } catch {
             return .commandFailed

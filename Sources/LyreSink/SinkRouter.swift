@@ -104,6 +104,13 @@ public struct SinkRouter: Sendable {
         return inputs.values.filter { $0.sink == sink && !Self.isSystemSound(role: $0.role) }.count
     }
 
+    /// The stream that speaks for a receiver's output (now playing, and where its controls go): the app stream
+    /// that started last there. The sound server numbers streams in the order they start.
+    public func nowPlayingInput(receiver: String) -> UInt32? {
+        guard let sink = outputs[receiver]?.sink else { return nil }
+        return inputs.filter { $0.value.sink == sink && !Self.isSystemSound(role: $0.value.role) }.keys.max()
+    }
+
     public var receivers: [String] { outputs.keys.sorted() }
 
     /// The sink of a receiver's output, once it exists.

@@ -3,8 +3,11 @@ import Foundation
 import Logging
 import LyreCommandLine
 import LyreDiscovery
+import LyreMPRIS
 import LyreSender
 import LyreSink
+import LyreWire
+import Synchronization
 
 /// `lyre sink`: one sound output per receiver on the user's sound server, so that every app can play to
 /// a receiver.
@@ -16,7 +19,9 @@ struct Sink: AsyncParsableCommand {
             lyre_<receiver id>), which comes and goes with the receiver. Move an app's stream there \
             (pavucontrol, GNOME Settings, pactl move-sink-input) and it plays on the receiver; when the last \
             stream leaves, the session ends. System sounds (media.role event or notification) sent to a Lyre \
-            output are moved to the local output: they never play in the living room. Runs until interrupted; \
+            output are moved to the local output: they never play in the living room. What the app plays \
+            (its MPRIS player on the session bus: title, artist, cover, position) is shown at the receiver, and \
+            the receiver's controls (media keys, lyre remote, its MPRIS) reach the app. Runs until interrupted; \
             Tools/lyre-sink.service runs it as a systemd user unit.
             """)
 
@@ -55,6 +60,7 @@ struct Sink: AsyncParsableCommand {
         } catch {
             throw CommandFailure("\(error); is PulseAudio or PipeWire (pipewire-pulse) running in this session?")
         }
+        controller.watchPlayers()
         let browser: DeviceBrowser
         let changes: RouteChanges
         do {
@@ -112,6 +118,22 @@ final class SinkController: @unchecked Sendable {
     /// or a newer start is closed).
     private var generations: [String: Int] = [:]
     private var applications: [UInt32: String] = [:]
+    /// Each stream's process, for finding the app's MPRIS player.
+    private var processes: [UInt32: UInt32] = [:]
+    /// The apps' MPRIS players (none without a session bus), and what each receiver was last told of one.
+    private var watcher: MPRISPlayerWatcher?
+    private var players: [String: WatchedPlayer] = [:]
+    private var bridges: [String: Bridge] = [:]
+    /// Requests to the receivers (now playing, cover, enabled controls, volume) wait for their answers here, in
+    /// order, off the controller's queue.
+    private let outgoing = DispatchQueue(label: "lyre.sink.outgoing")
+
+    /// The player that speaks for a receiver's output, and what was last sent of it.
+    struct Bridge {
+        var player: String?
+        var shown: WatchedPlayer?
+        var artURL: String?
+    }
     private let configuration: StreamConfiguration
     private let logger: Logger
     /// Signalled when the sound server goes away.
@@ -144,6 +166,31 @@ final class SinkController: @unchecked Sendable {
         queue.sync { pulse = client }
     }
 
+    /// Watches the apps' MPRIS players on the session bus; without one, outputs still play, with nothing shown.
+    func watchPlayers() {
+        do {
+            let watcher = try MPRISPlayerWatcher(
+                bus: .session,
+                onChange: { [weak self] player in
+                    guard let self else { return }
+                    self.queue.async {
+                        self.players[player.busName] = player
+                        self.refreshAll()
+                    }
+                },
+                onRemoved: { [weak self] name in
+                    guard let self else { return }
+                    self.queue.async {
+                        self.players[name] = nil
+                        self.refreshAll()
+                    }
+                })
+            queue.sync { self.watcher = watcher }
+        } catch {
+            logger.warning("apps' now playing and controls are not passed on: \(error)")
+        }
+    }
+
     /// A receiver appeared, changed or left.
     func deviceChanged(_ change: RouteChange) {
         queue.async { [self] in
@@ -163,11 +210,14 @@ final class SinkController: @unchecked Sendable {
     private func inputChanged(_ input: PulseInput) {
         if let sink = input.sink {
             if let application = input.application { applications[input.index] = application }
+            if let pid = input.processID { processes[input.index] = pid }
             perform(router.inputChanged(index: input.index, sink: sink, role: input.role))
         } else {
             applications[input.index] = nil
+            processes[input.index] = nil
             perform(router.inputRemoved(index: input.index))
         }
+        refreshAll()
     }
 
     /// An output's slider moved: its receiver's volume follows while it streams.
@@ -184,13 +234,127 @@ final class SinkController: @unchecked Sendable {
         }
     }
 
-    /// A stream started: the output's slider shows the receiver's volume.
-    private func showVolume(of session: StreamSession, receiver: String) {
+    /// A stream started: the output's slider shows the receiver's volume, now and whenever the receiver's
+    /// controls change it; the receiver's controls go to the app's player.
+    private func started(_ session: StreamSession, receiver: String) {
         sessions[receiver] = session
-        let volume = session.volume
+        showVolume(session.volume, receiver: receiver)
+        session.observeVolume { [weak self] volume in
+            guard let self else { return }
+            self.queue.async {
+                guard self.sessions[receiver] === session else { return }
+                self.showVolume(volume, receiver: receiver)
+            }
+        }
+        // Disabled first, so that adding the handlers sends nothing; refresh enables what the player can do.
+        session.remoteCommands.setEnabled(PlayerBridge.enabled(nil))
+        for command in PlayerBridge.bridgedCommands {
+            session.remoteCommands.addHandler(command) { [weak self] event in
+                self?.relay(event, receiver: receiver) ?? .commandFailed
+            }
+        }
+        bridges[receiver] = Bridge()
+        refresh(receiver)
+    }
+
+    private func showVolume(_ volume: Double, receiver: String) {
         volumes[receiver] = volume
         guard let sink = router.sink(ofReceiver: receiver) else { return }
         do { try pulse?.setVolume(sink: sink, decibels: volume) } catch { logger.warning("\(error)") }
+    }
+
+    // MARK: the app's now playing and controls
+
+    private func refreshAll() {
+        for receiver in sessions.keys { refresh(receiver) }
+    }
+
+    /// Tells the receiver what the app playing there shows on MPRIS, when that changed, and which of its
+    /// controls the app takes.
+    private func refresh(_ receiver: String) {
+        guard let session = sessions[receiver], var bridge = bridges[receiver] else { return }
+        let input = router.nowPlayingInput(receiver: receiver)
+        let player = input.flatMap { input in
+            PlayerBridge.player(processIDs: ProcessAncestry.chain(of: processes[input]), application: applications[input],
+                                among: Array(players.values))
+        }
+        guard player != bridge.shown || player?.busName != bridge.player else { return }
+        if player?.busName != bridge.player {
+            let app = input.flatMap { applications[$0] } ?? "the app"
+            logger.info("\(routes[receiver]?.description ?? receiver) shows \(player.map { "\($0.busName) (\(app))" } ?? "no player")")
+        }
+        bridge.player = player?.busName
+        bridge.shown = player
+        let info = player.map { PlayerBridge.nowPlaying($0, at: MPRISState.monotonicNow) } ?? NowPlayingInfo()
+        let artURL = player?.state.metadata?.artURL
+        let newArt = artURL != bridge.artURL
+        bridge.artURL = artURL
+        bridges[receiver] = bridge
+        let enabled = PlayerBridge.enabled(player?.state)
+        let logger = logger
+        outgoing.async {
+            session.remoteCommands.setEnabled(enabled)
+            do { try session.setNowPlaying(info) } catch { logger.warning("now playing not sent: \(error)") }
+            guard newArt else { return }
+            do { try session.setArtwork(Self.artwork(at: artURL, logger: logger)) } catch { logger.warning("cover not sent: \(error)") }
+        }
+    }
+
+    /// The cover a player names: a local JPEG or PNG file within the size limit; anything else is not sent.
+    private static func artwork(at url: String?, logger: Logger) -> Artwork? {
+        switch PlayerBridge.artworkSource(url) {
+        case .none:
+            return nil
+        case .elsewhere(let scheme):
+            logger.info("the app's cover is not sent: only local files are read, not \(scheme) URLs")
+            return nil
+        case .file(let path):
+            guard let handle = FileHandle(forReadingAtPath: path) else {
+                logger.info("the app's cover \(path) cannot be read")
+                return nil
+            }
+            defer { try? handle.close() }
+            // One byte over the limit tells a file that is too large without reading it all.
+            let bytes = Array((try? handle.read(upToCount: Artwork.maximumBytes + 1)) ?? Data())
+            do {
+                return try Artwork(bytes: bytes)
+            } catch {
+                logger.info("the app's cover \(path) is not sent: \(error)")
+                return nil
+            }
+        }
+    }
+
+    /// A control from the receiver, passed to the app's player (on the session's command thread); its answer is
+    /// waited for, up to 2 s.
+    private func relay(_ event: RemoteCommandEvent, receiver: String) -> RemoteCommandStatus {
+        let target: (WatchedPlayer, MPRISPlayerWatcher)? = queue.sync {
+            guard let name = bridges[receiver]?.player, let player = players[name], let watcher else { return nil }
+            return (player, watcher)
+        }
+        guard let (player, watcher) = target, let command = PlayerBridge.mprisCommand(for: event, state: player.state) else {
+            return .noSuchContent
+        }
+        let answered = DispatchSemaphore(value: 0)
+        let result = Mutex<MPRISCommandResult?>(nil)
+        watcher.send(command, to: player.busName) { outcome in
+            result.withLock { $0 = outcome }
+            answered.signal()
+        }
+        guard answered.wait(timeout: .now() + 2) == .success else {
+            logger.warning("\(player.busName) did not answer \(event.command.rawValue) within 2 s")
+            return .commandFailed
+        }
+        switch result.withLock({ $0 }) {
+        case .success?:
+            logger.info("\(event.command.rawValue) from \(routes[receiver]?.description ?? receiver) passed to \(player.busName)")
+            return .success
+        case .failed(let name, let message)?:
+            logger.warning("\(player.busName) refused \(event.command.rawValue): \(name): \(message)")
+            return .commandFailed
+        case nil:
+            return .commandFailed
+        }
     }
 
     private func perform(_ actions: [SinkRouter.Action]) {
@@ -238,13 +402,14 @@ final class SinkController: @unchecked Sendable {
                         switch result {
                         case .success(let session) where generations[receiver] == generation:
                             logger.info("streaming to \(route)")
-                            showVolume(of: session, receiver: receiver)
+                            started(session, receiver: receiver)
                             capture.attach(session, configuration: configuration) { [weak self] why in
                                 guard let self else { return }
                                 self.queue.async {
                                     guard self.generations[receiver] == generation else { return }
                                     self.logger.notice("stream to \(route) ended: \(why)")
                                     self.sessions[receiver] = nil
+                                    self.bridges[receiver] = nil
                                     self.perform(self.router.streamEnded(receiver: receiver))
                                 }
                             }
@@ -262,6 +427,7 @@ final class SinkController: @unchecked Sendable {
             case .stopStream(let receiver):
                 generations[receiver, default: 0] += 1
                 sessions[receiver] = nil
+                bridges[receiver] = nil
                 // What is queued still plays out, then TEARDOWN; off the queue.
                 if let session = captures[receiver]?.detach() {
                     finishing.enter()
@@ -281,6 +447,7 @@ final class SinkController: @unchecked Sendable {
             for receiver in router.receivers { perform(router.receiverGone(id: receiver)) }
             pulse = nil
         }
+        queue.sync { watcher }?.close()
         _ = finishing.wait(timeout: .now() + .seconds(5))
     }
 }

@@ -83,4 +83,116 @@ struct SinkTests {
         try await sink.waitForExit(timeout: 10)
         #expect(sink.status == 0, "lyre sink: \(sink.stderr)")
     }
+
+    /// A real player nobody here wrote (mpv with its MPRIS plugin) plays to a Lyre output: the receiver plays
+    /// its audio and shows what its MPRIS player shows (title, artist, cover, a position that follows mpv's, a
+    /// new track when mpv moves on), and the receiver's controls (lyre remote, as media keys and its MPRIS
+    /// do) pause mpv, play it, and move it to its next file, read back with playerctl.
+    @Test func anAppsPlayerIsShownAndControlledAtTheReceiver() async throws {
+        for tool in ["pulseaudio", "pactl", "mpv", "playerctl", "ffmpeg"] where TestNetwork.which(tool) == nil {
+            throw TestNetworkError("\(tool) is missing: run Tools/test, which installs everything the tests need")
+        }
+        let plugin = "/usr/lib/mpv-mpris/mpris.so"
+        guard FileManager.default.fileExists(atPath: plugin) else {
+            throw TestNetworkError("mpv's MPRIS plugin (Debian mpv-mpris) is missing: run Tools/test, which installs it")
+        }
+        let network = try TestNetwork()
+        defer { network.close() }
+        let env = Self.pulseEnvironment
+        let pulse = try network.spawn([TestNetwork.tools + "/peers/pulse-null.sh", "local"], name: "pulseaudio")
+        #expect(try await eventually { try await network.run(["test", "-S", "/run/lyre-pulse/native"]).status == 0 }, "pulseaudio: \(pulse.stderr)")
+        let output = network.scratch.appendingPathComponent("out.wav").path
+        let lyred = try network.spawn(
+            ["lyred", "--name", "Speaker", "--port", "7720", "--state-dir", "/run/lyred", "--output", "wav:\(output)",
+             "--log-level", "info", "--control-socket", "/run/lyred.sock"], name: "lyred")
+        #expect(await eventually { lyred.stderr.contains("advertised as") }, "\(lyred.stderr)")
+        let sink = try network.spawn(env + [TestNetwork.binaries + "/lyre", "sink"], name: "lyre-sink")
+        let devices = try await network.run(["lyre", "devices", "--json"])
+        let listed = try JSONSerialization.jsonObject(with: Data(devices.stdout.utf8)) as? [[String: Any]]
+        let id = try #require(listed?.first?["id"] as? String, "lyre devices: \(devices.stdout) \(devices.stderr)")
+        #expect(try await eventually { try await network.run(env + ["pactl", "list", "short", "sinks"]).stdout.contains("lyre_\(id)") },
+                "no output: \(sink.stderr)")
+
+        // Three tagged files, the first a 4 s 20 Hz-20 kHz sweep with a PNG cover beside it (mpv-mpris names
+        // it in mpris:artUrl), the others 30 s of music-like material.
+        let dir = network.scratch.appendingPathComponent("album").path
+        let first = try await StreamingTests.sweep(network, rate: 48000, seconds: 4, signal: "full")
+        let music = try await StreamingTests.sweep(network, rate: 48000, seconds: 30, signal: "music")
+        var script = "set -e; mkdir -p '\(dir)'; cd '\(dir)'; ffmpeg -v error -y -f lavfi -i color=c=blue:s=32x32 -frames:v 1 cover.png\n"
+        for (name, source, title, artist) in [("1", first, "One", "Ann"), ("2", music, "Two", "Bob"), ("3", music, "Three", "Cy")] {
+            script += "ffmpeg -v error -y -i '\(source)' -metadata title=\(title) -metadata artist=\(artist) \(name).flac\n"
+        }
+        let made = try await network.run(["bash", "-c", script])
+        #expect(made.status == 0, "\(made.stderr)")
+        let mpv = try network.spawn(env + ["mpv", "--no-config", "--no-video", "--no-terminal", "--ao=pulse", "--audio-device=pulse/lyre_\(id)",
+                                           "--script=\(plugin)", dir + "/1.flac", dir + "/2.flac", dir + "/3.flac"], name: "mpv")
+        defer { mpv.signal(SIGKILL) }
+        func playerctl(_ player: String, _ arguments: String...) async -> String {
+            let result = try? await network.run(["playerctl", "-p", player] + arguments, timeout: 15)
+            return result?.stdout.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+        }
+        func shows(_ player: String, title: String) async -> Bool {
+            await eventually(timeout: 15) { await playerctl(player, "metadata", "--format", "{{title}}|{{artist}}").hasPrefix(title + "|") }
+        }
+
+        // What mpv plays is shown at the receiver, with its cover byte for byte.
+        #expect(await shows("lyred", title: "One"), "the receiver does not show mpv's track: \(sink.stderr)\n\(lyred.stderr)")
+        #expect(await playerctl("lyred", "metadata", "xesam:artist") == "Ann")
+        #expect(sink.stderr.contains("shows org.mpris.MediaPlayer2.mpv (mpv)"), "\(sink.stderr)")
+        let artURL = await playerctl("lyred", "metadata", "mpris:artUrl")
+        #expect(artURL.hasPrefix("file://"), "mpris:artUrl at the receiver: '\(artURL)'")
+        let sameCover = try await network.run(["cmp", dir + "/cover.png", String(artURL.dropFirst("file://".count))])
+        #expect(sameCover.status == 0, "the receiver's cover differs from mpv's: \(sameCover.stdout) \(sameCover.stderr)")
+
+        // mpv moves on by itself: so does the receiver. Its position follows mpv's.
+        #expect(await shows("lyred", title: "Two"), "the receiver did not follow mpv to its next file: \(lyred.stderr)")
+        try await Task.sleep(for: .seconds(2))
+        let mpvPosition = Double(await playerctl("mpv", "position")) ?? -100
+        let shownPosition = Double(await playerctl("lyred", "position")) ?? 100
+        #expect(mpvPosition > 1 && abs(mpvPosition - shownPosition) < 0.5, "mpv at \(mpvPosition) s, the receiver shows \(shownPosition) s")
+
+        // The receiver's controls reach mpv.
+        let remote = ["lyre", "remote", "--socket", "/run/lyred.sock"]
+        #expect(try await network.run(remote + ["pause"]).status == 0)
+        #expect(await eventually { await playerctl("mpv", "status") == "Paused" }, "mpv did not pause: \(sink.stderr)")
+        #expect(await eventually { await playerctl("lyred", "status") == "Paused" }, "the receiver does not show the pause")
+        let pausedAt = Double(await playerctl("lyred", "position")) ?? -1
+        try await Task.sleep(for: .seconds(1))
+        let stillAt = Double(await playerctl("lyred", "position")) ?? -2
+        #expect(abs(pausedAt - stillAt) < 0.05, "the position moved while paused: \(pausedAt) -> \(stillAt)")
+        #expect(try await network.run(remote + ["play"]).status == 0)
+        #expect(await eventually { await playerctl("mpv", "status") == "Playing" }, "mpv did not play: \(sink.stderr)")
+        #expect(try await network.run(remote + ["next"]).status == 0)
+        #expect(await eventually { await playerctl("mpv", "metadata", "title") == "Three" }, "mpv did not move on: \(sink.stderr)")
+        #expect(await shows("lyred", title: "Three"), "the receiver does not show mpv's next file")
+
+        // Volume down at the receiver moves the output's slider to the receiver's new volume.
+        func sliderDecibels() async -> Double? {
+            let shown = (try? await network.run(env + ["pactl", "get-sink-volume", "lyre_\(id)"]))?.stdout ?? ""
+            // "Volume: front-left: 52057 /  79% / -6.02 dB,   front-right: ..."
+            return shown.components(separatedBy: " dB").first?.components(separatedBy: "/ ").last.flatMap { Double($0.trimmingCharacters(in: .whitespaces)) }
+        }
+        func receiverVolume() async -> Double? {
+            let shown = try? await network.run(remote + ["now-playing", "--json"])
+            return (try? JSONSerialization.jsonObject(with: Data((shown?.stdout ?? "").utf8)) as? [String: Any])?["volume"] as? Double
+        }
+        #expect(try await network.run(remote + ["volume", "down"]).status == 0)
+        #expect(await eventually { (await receiverVolume() ?? 0) < -1 }, "the receiver's volume did not go down")
+        let volume = await receiverVolume() ?? 0
+        let followed = await eventually { abs((await sliderDecibels() ?? 0) - volume) < 0.1 }
+        let slider = await sliderDecibels()
+        #expect(followed, "the slider shows \(String(describing: slider)) dB, the receiver \(volume) dB: \(sink.stderr)")
+
+        // The receiver's output carries mpv's first file. (mpv's MPRIS plugin keeps it from quitting on SIGTERM
+        // now and then.)
+        mpv.signal(SIGKILL)
+        try await mpv.waitForExit(timeout: 10)
+        #expect(await eventually { lyred.stderr.contains("ended: teardown") }, "\(lyred.stderr)")
+        lyred.signal(SIGTERM)
+        try await lyred.waitForExit(timeout: 10)
+        StreamingTests.expectSameAudio(try await StreamingTests.compare(network, reference: first, output: output))
+        sink.signal(SIGINT)
+        try await sink.waitForExit(timeout: 10)
+        #expect(sink.status == 0, "lyre sink: \(sink.stderr)")
+    }
 }

@@ -78,3 +78,19 @@ struct SinkRouterTests {
         #expect(router.receiver(ofSink: 40) == nil)
     }
 }
+
+extension SinkRouterTests {
+    /// Two apps on one output: the one that started last is "now playing" (now-playing.md §7).
+    @Test func theAppThatStartedLastSpeaksForTheOutput() {
+        var router = Self.kitchen()
+        #expect(router.nowPlayingInput(receiver: "k1") == nil)
+        _ = router.inputChanged(index: 4, sink: 40, role: "music")
+        _ = router.inputChanged(index: 9, sink: 40, role: nil)
+        _ = router.inputChanged(index: 12, sink: 40, role: "event")
+        _ = router.inputChanged(index: 15, sink: 3, role: "music")
+        #expect(router.nowPlayingInput(receiver: "k1") == 9, "system sounds and other outputs' streams aside")
+        _ = router.inputRemoved(index: 9)
+        #expect(router.nowPlayingInput(receiver: "k1") == 4)
+        #expect(router.nowPlayingInput(receiver: "nobody") == nil)
+    }
+}
