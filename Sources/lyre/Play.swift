@@ -107,7 +107,7 @@ struct Play: AsyncParsableCommand {
             $0 == "-" ? .raw(fileDescriptor: 0, format: RawPCMFormat(format)!) : .file(path: $0)
         }
         // Every file is opened and described (the first loads FFmpeg's libraries, tens of ms) while the
-        // receivers are found; none plays unless all open.
+        // receivers are found and connected to; nothing plays unless all open.
         let overrides = Overrides(title: title, artist: artist, album: album, artwork: artwork)
         let described = Task.detached { Result { try Self.queueItems(sources, overrides) } }
         var (routes, remembered) = try await resolveRoutes(known: true)
@@ -118,7 +118,6 @@ struct Play: AsyncParsableCommand {
         configuration.fec = fecMode!
         configuration.resend = resend
         configuration.senderName = name ?? Self.defaultSenderName()
-        let items = try await described.value.get()
 
         func cannotPlay(_ error: Error) -> CommandFailure {
             CommandFailure("cannot play on \(routes.map(\.description).joined(separator: ", ")): \(error)")
@@ -136,6 +135,13 @@ struct Play: AsyncParsableCommand {
             do { session = try StreamSession(routes: routes, configuration: configuration) } catch { throw cannotPlay(error) }
         } catch {
             throw cannotPlay(error)
+        }
+        let items: [QueueItem]
+        do {
+            items = try await described.value.get()
+        } catch {
+            session.close()
+            throw error
         }
         let label = routes.map(\.description).joined(separator: ", ")
         let player = QueuePlayer(items: items, session: session)
