@@ -86,7 +86,9 @@ static void ff_load(void) {
     for (int i = 0; i < 4 && !ff.name; i++) ff.name = (__typeof__(name) *)dlsym(handles[i], #name); \
     if (!ff.name) { snprintf(ff_error, sizeof ff_error, "FFmpeg's libraries lack %s", #name); return; }
     LYRE_FFMPEG_FUNCTIONS(LYRE_RESOLVE)
-    ff.av_log_set_level(AV_LOG_ERROR);
+    // Quiet: a file FFmpeg cannot read is reported once, as our own one-line error with FFmpeg's reason
+    // (av_strerror); its log lines on stderr ("[mp3 @ 0x…] Failed to read frame size") came on top of it.
+    ff.av_log_set_level(AV_LOG_QUIET);
 }
 
 // 0 when FFmpeg's libraries are loaded, else -1 with the reason in `error`.
@@ -186,7 +188,7 @@ LyreDecoder *lyre_decoder_open_file(const char *path, char *error, size_t error_
     LyreDecoder *d = new_decoder();
     if (!d) { snprintf(error, error_size, "out of memory"); return NULL; }
     char what[512];
-    snprintf(what, sizeof what, "cannot read %s", path);
+    snprintf(what, sizeof what, "cannot read %s as audio", path);
     int status = ff.avformat_open_input(&d->format, path, NULL, NULL);
     // Most containers say the audio's rate and channels in their header (WAV, FLAC, MP4, Ogg, MP3's first
     // frame); only the others are probed by decoding, which costs tens of ms before the first sample.

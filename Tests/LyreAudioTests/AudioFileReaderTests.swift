@@ -143,7 +143,7 @@ struct AudioFileReaderTests {
         #expect {
             _ = try AudioFileReader(path: path)
         } throws: { error in
-            "\(error)".hasPrefix("cannot read \(path): ")
+            "\(error)".hasPrefix("cannot read \(path) as audio: ")
         }
         #expect(throws: AudioError.self) { _ = try AudioFileReader(path: path + ".missing") }
     }
