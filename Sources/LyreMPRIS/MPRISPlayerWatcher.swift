@@ -130,21 +130,22 @@ final class WatcherService: @unchecked Sendable {
     func run() {
         guard let connection = connection.take() else { return }
         perform(tracker.start(), on: connection)
-        while true {
-            let (requests, running) = shared.withLock { shared in
-                defer { shared.requests.removeAll() }
-                return (shared.requests, shared.running)
-            }
-            for request in requests { send(request, on: connection) }
-            guard running else { break }
-            while dbus_connection_dispatch(connection.raw) == DBUS_DISPATCH_DATA_REMAINS {}
-            guard connection.isConnected else { break }
-            let actions = deferred
-            deferred.removeAll()
-            perform(actions, on: connection)
-            if !actions.isEmpty || shared.withLock({ !$0.requests.isEmpty || !$0.running }) { continue }
-            watches.pollAndHandle()
-        }
+        watches.run(
+            connection,
+            turn: { connection in
+                let (requests, running) = shared.withLock { shared in
+                    defer { shared.requests.removeAll() }
+                    return (shared.requests, shared.running)
+                }
+                for request in requests { send(request, on: connection) }
+                return running
+            },
+            busy: { connection in
+                let actions = deferred
+                deferred.removeAll()
+                perform(actions, on: connection)
+                return !actions.isEmpty || shared.withLock { !$0.requests.isEmpty || !$0.running }
+            })
         shared.withLock { $0.running = false }
         for case .command(let reply) in pending.values {
             reply(.failed(errorName: DBusErrorName.failed, message: "the player watcher closed"))

@@ -123,19 +123,18 @@ final class PlayerService: @unchecked Sendable {
     /// until the bus goes away. Then tears the connection down.
     func run() {
         guard let connection = connection.take() else { return }
-        while true {
-            let (outbox, running) = shared.withLock { shared in
-                defer { shared.outbox.removeAll() }
-                return (shared.outbox, shared.running)
-            }
-            for item in outbox { send(item, on: connection) }
-            guard running else { break }
-            while dbus_connection_dispatch(connection.raw) == DBUS_DISPATCH_DATA_REMAINS {}
-            guard connection.isConnected else { break }
+        watches.run(
+            connection,
+            turn: { connection in
+                let (outbox, running) = shared.withLock { shared in
+                    defer { shared.outbox.removeAll() }
+                    return (shared.outbox, shared.running)
+                }
+                for item in outbox { send(item, on: connection) }
+                return running
+            },
             // A handler may have answered (or close() been called) during dispatch: send that before sleeping.
-            if shared.withLock({ !$0.outbox.isEmpty || !$0.running }) { continue }
-            watches.pollAndHandle()
-        }
+            busy: { _ in shared.withLock { !$0.outbox.isEmpty || !$0.running } })
         let rest = shared.withLock { shared in
             shared.running = false
             defer { shared.outbox.removeAll() }

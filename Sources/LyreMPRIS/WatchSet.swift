@@ -59,6 +59,20 @@ final class WatchSet: Sendable {
     /// Wakes the loop thread out of `poll`.
     func wake() { wakeup.wake() }
 
+    /// The loop of a bus thread (``PlayerService``, ``WatcherService``): `turn` sends what other threads queued
+    /// and answers whether to go on; then the connection's messages are dispatched, and `busy` answers whether
+    /// work came meanwhile, so that the loop goes round again instead of sleeping in `poll`. Returns when `turn`
+    /// says stop or the bus goes away.
+    func run(_ connection: borrowing BusConnection, turn: (borrowing BusConnection) -> Bool,
+             busy: (borrowing BusConnection) -> Bool) {
+        while turn(connection) {
+            while dbus_connection_dispatch(connection.raw) == DBUS_DISPATCH_DATA_REMAINS {}
+            guard connection.isConnected else { return }
+            if busy(connection) { continue }
+            pollAndHandle()
+        }
+    }
+
     private func added(_ watch: OpaquePointer) {
         let entry = Watch(
             raw: watch, fd: dbus_watch_get_unix_fd(watch), flags: dbus_watch_get_flags(watch),

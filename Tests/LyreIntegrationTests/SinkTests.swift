@@ -8,32 +8,50 @@ struct SinkTests {
     static let audioTool = TestNetwork.tools + "/peers/audio.py"
     static let pulseEnvironment = ["env", "PULSE_SERVER=unix:/run/lyre-pulse/native", "PULSE_CLIENTCONFIG=/run/lyre-pulse/client.conf"]
 
+    /// In a test network: PulseAudio with its local output "local", a receiver "Speaker" writing a WAV (its
+    /// control socket /run/lyred.sock, its MPRIS player on the session bus when `mpris`), and `lyre sink`,
+    /// once the receiver's output exists.
+    struct Rig {
+        let network: TestNetwork
+        let lyred: Spawned
+        let sink: Spawned
+        let output: String
+        let node: String
+
+        init(_ network: TestNetwork, mpris: Bool = false, tools: [String] = []) async throws {
+            for tool in ["pulseaudio", "pactl"] + tools where TestNetwork.which(tool) == nil {
+                throw TestNetworkError("\(tool) is missing: run Tools/test, which installs everything the tests need")
+            }
+            self.network = network
+            let pulse = try network.spawn([TestNetwork.tools + "/peers/pulse-null.sh", "local"], name: "pulseaudio")
+            #expect(try await eventually { try await network.run(["test", "-S", "/run/lyre-pulse/native"]).status == 0 }, "pulseaudio: \(pulse.stderr)")
+            output = network.scratch.appendingPathComponent("out.wav").path
+            lyred = try network.spawn(
+                ["lyred", "--name", "Speaker", "--port", "7720", "--state-dir", "/run/lyred", "--output", "wav:\(output)",
+                 "--log-level", "info", "--control-socket", "/run/lyred.sock"] + (mpris ? [] : ["--mpris", "off"]), name: "lyred")
+            let lyred = lyred
+            #expect(await eventually { lyred.stderr.contains("advertised as") }, "\(lyred.stderr)")
+            sink = try network.spawn(pulseEnvironment + [TestNetwork.binaries + "/lyre", "sink"], name: "lyre-sink")
+            // The receiver's output, by its id.
+            let devices = try await network.run(["lyre", "devices", "--json"])
+            let listed = try JSONSerialization.jsonObject(with: Data(devices.stdout.utf8)) as? [[String: Any]]
+            let id = try #require(listed?.first?["id"] as? String, "lyre devices: \(devices.stdout) \(devices.stderr)")
+            node = "lyre_\(id)"
+            let (node, sink) = (node, sink)
+            #expect(try await eventually { try await network.run(pulseEnvironment + ["pactl", "list", "short", "sinks"]).stdout.contains(node) },
+                    "no output \(node): \(sink.stderr)")
+        }
+    }
+
     /// Every receiver gets an output; what a music app plays there is heard at the receiver, and the session
     /// ends when the app does; a system sound sent there is moved to the local output and never reaches the
     /// receiver; when the receiver leaves, its output goes and the app's stream falls back to the local one.
     @Test func appsPlayOnTheReceiverAndSystemSoundsStayLocal() async throws {
-        for tool in ["pulseaudio", "paplay", "pactl"] where TestNetwork.which(tool) == nil {
-            throw TestNetworkError("\(tool) is missing: run Tools/test, which installs everything the tests need")
-        }
         let network = try TestNetwork()
         defer { network.close() }
-        let env = Self.pulseEnvironment
-        let pulse = try network.spawn([TestNetwork.tools + "/peers/pulse-null.sh", "local"], name: "pulseaudio")
-        #expect(try await eventually { try await network.run(["test", "-S", "/run/lyre-pulse/native"]).status == 0 }, "pulseaudio: \(pulse.stderr)")
-        let output = network.scratch.appendingPathComponent("out.wav").path
-        let lyred = try network.spawn(
-            ["lyred", "--name", "Speaker", "--port", "7720", "--state-dir", "/run/lyred", "--output", "wav:\(output)",
-             "--log-level", "info", "--control-socket", "/run/lyred.sock", "--mpris", "off"], name: "lyred")
-        #expect(await eventually { lyred.stderr.contains("advertised as") }, "\(lyred.stderr)")
-        let sink = try network.spawn(env + [TestNetwork.binaries + "/lyre", "sink"], name: "lyre-sink")
-
-        // The receiver's output, by its id, with its name.
-        let devices = try await network.run(["lyre", "devices", "--json"])
-        let listed = try JSONSerialization.jsonObject(with: Data(devices.stdout.utf8)) as? [[String: Any]]
-        let id = try #require(listed?.first?["id"] as? String, "lyre devices: \(devices.stdout) \(devices.stderr)")
-        let node = "lyre_\(id)"
+        let rig = try await Rig(network, tools: ["paplay", "parecord"])
+        let (env, lyred, sink, node, output) = (Self.pulseEnvironment, rig.lyred, rig.sink, rig.node, rig.output)
         func sinks() async throws -> String { try await network.run(env + ["pactl", "list", "short", "sinks"]).stdout }
-        #expect(try await eventually { try await sinks().contains(node) }, "no output \(node): \(sink.stderr)")
         let described = try await network.run(env + ["pactl", "list", "sinks"]).stdout
         #expect(described.contains("Description: Speaker (Lyre)"), "\(described)")
 
@@ -103,29 +121,14 @@ struct SinkTests {
     /// new track when mpv moves on), and the receiver's controls (lyre remote, as media keys and its MPRIS
     /// do) pause mpv, play it, and move it to its next file, read back with playerctl.
     @Test func anAppsPlayerIsShownAndControlledAtTheReceiver() async throws {
-        for tool in ["pulseaudio", "pactl", "mpv", "playerctl", "ffmpeg"] where TestNetwork.which(tool) == nil {
-            throw TestNetworkError("\(tool) is missing: run Tools/test, which installs everything the tests need")
-        }
         let plugin = "/usr/lib/mpv-mpris/mpris.so"
         guard FileManager.default.fileExists(atPath: plugin) else {
             throw TestNetworkError("mpv's MPRIS plugin (Debian mpv-mpris) is missing: run Tools/test, which installs it")
         }
         let network = try TestNetwork()
         defer { network.close() }
-        let env = Self.pulseEnvironment
-        let pulse = try network.spawn([TestNetwork.tools + "/peers/pulse-null.sh", "local"], name: "pulseaudio")
-        #expect(try await eventually { try await network.run(["test", "-S", "/run/lyre-pulse/native"]).status == 0 }, "pulseaudio: \(pulse.stderr)")
-        let output = network.scratch.appendingPathComponent("out.wav").path
-        let lyred = try network.spawn(
-            ["lyred", "--name", "Speaker", "--port", "7720", "--state-dir", "/run/lyred", "--output", "wav:\(output)",
-             "--log-level", "info", "--control-socket", "/run/lyred.sock"], name: "lyred")
-        #expect(await eventually { lyred.stderr.contains("advertised as") }, "\(lyred.stderr)")
-        let sink = try network.spawn(env + [TestNetwork.binaries + "/lyre", "sink"], name: "lyre-sink")
-        let devices = try await network.run(["lyre", "devices", "--json"])
-        let listed = try JSONSerialization.jsonObject(with: Data(devices.stdout.utf8)) as? [[String: Any]]
-        let id = try #require(listed?.first?["id"] as? String, "lyre devices: \(devices.stdout) \(devices.stderr)")
-        #expect(try await eventually { try await network.run(env + ["pactl", "list", "short", "sinks"]).stdout.contains("lyre_\(id)") },
-                "no output: \(sink.stderr)")
+        let rig = try await Rig(network, mpris: true, tools: ["mpv", "playerctl", "ffmpeg"])
+        let (env, lyred, sink, node, output) = (Self.pulseEnvironment, rig.lyred, rig.sink, rig.node, rig.output)
 
         // Three tagged files, the first a 4 s 20 Hz-20 kHz sweep with a PNG cover beside it (mpv-mpris names
         // it in mpris:artUrl), the others 30 s of music-like material.
@@ -138,7 +141,7 @@ struct SinkTests {
         }
         let made = try await network.run(["bash", "-c", script])
         #expect(made.status == 0, "\(made.stderr)")
-        let mpv = try network.spawn(env + ["mpv", "--no-config", "--no-video", "--no-terminal", "--ao=pulse", "--audio-device=pulse/lyre_\(id)",
+        let mpv = try network.spawn(env + ["mpv", "--no-config", "--no-video", "--no-terminal", "--ao=pulse", "--audio-device=pulse/\(node)",
                                            "--script=\(plugin)", dir + "/1.flac", dir + "/2.flac", dir + "/3.flac"], name: "mpv")
         defer { mpv.signal(SIGKILL) }
         func playerctl(_ player: String, _ arguments: String...) async -> String {
@@ -182,7 +185,7 @@ struct SinkTests {
 
         // Volume down at the receiver moves the output's slider to the receiver's new volume.
         func sliderDecibels() async -> Double? {
-            let shown = (try? await network.run(env + ["pactl", "get-sink-volume", "lyre_\(id)"]))?.stdout ?? ""
+            let shown = (try? await network.run(env + ["pactl", "get-sink-volume", node]))?.stdout ?? ""
             // "Volume: front-left: 52057 /  79% / -6.02 dB,   front-right: ..."
             return shown.components(separatedBy: " dB").first?.components(separatedBy: "/ ").last.flatMap { Double($0.trimmingCharacters(in: .whitespaces)) }
         }
