@@ -43,6 +43,23 @@ public enum PlayerBridge {
             elapsed: Double(state.position(at: now)) / 1e6, rate: rate, anchor: now)
     }
 
+    /// The fields of the player's track that ``nowPlaying(_:at:)`` cuts to the wire's limit or leaves out as
+    /// out of range, for a log line.
+    public static func cappedFields(_ player: WatchedPlayer) -> [String] {
+        guard let metadata = player.state.metadata else { return [] }
+        let limit = NowPlayingInfo.maximumTextBytes
+        var fields: [String] = []
+        for (name, text) in [("title", metadata.title), ("album", metadata.album), ("artist", metadata.artists.joined(separator: ", ")),
+                             ("albumArtist", metadata.albumArtists.joined(separator: ", ")), ("genre", metadata.genres.joined(separator: ", "))]
+        where (text?.utf8.count ?? 0) > limit {
+            fields.append(name)
+        }
+        if let number = metadata.trackNumber, number < 0 { fields.append("trackNumber") }
+        if let length = metadata.lengthMicroseconds, length <= 0 { fields.append("length") }
+        if !player.state.rate.isFinite || player.state.rate > 32 { fields.append("rate") }
+        return fields
+    }
+
     /// The receiver controls a player passes on, each enabled as the player's `Can…` properties say (a player's
     /// `Stop` has no property of its own: `CanControl`).
     public static let bridgedCommands: [RemoteCommand] = [

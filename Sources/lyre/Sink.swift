@@ -283,6 +283,12 @@ final class SinkController: @unchecked Sendable {
             let app = input.flatMap { applications[$0] } ?? "the app"
             logger.info("\(routes[receiver]?.description ?? receiver) shows \(player.map { "\($0.busName) (\(app))" } ?? "no player")")
         }
+        // Once a track, not at every position update.
+        if let player, player.state.metadata != bridge.shown?.state.metadata, case let capped = PlayerBridge.cappedFields(player),
+            !capped.isEmpty
+        {
+            logger.notice("\(player.busName)'s \(capped.joined(separator: ", ")) cut to what the receiver takes (now-playing.md §2)")
+        }
         bridge.player = player?.busName
         bridge.shown = player
         let info = player.map { PlayerBridge.nowPlaying($0, at: MPRISState.monotonicNow) } ?? NowPlayingInfo()

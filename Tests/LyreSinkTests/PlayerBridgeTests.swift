@@ -63,6 +63,8 @@ struct PlayerBridgeTests {
         #expect(info.artist!.utf8.count <= NowPlayingInfo.maximumTextBytes)
         #expect(info.trackNumber == nil && info.duration == nil && info.rate == 32)
         #expect((try? info.validate()) != nil)
+        #expect(PlayerBridge.cappedFields(huge) == ["title", "artist", "trackNumber", "length", "rate"])
+        #expect(PlayerBridge.cappedFields(Self.player("mpv", pid: 1)).isEmpty)
     }
 
     @Test func controlsFollowWhatThePlayerCanDo() {
