@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""Tools/bench sync: how closely rooms play together, measured from their outputs (issue 9's figures).
+
+Runs inside Tools/netns. N lyreds (each its own WAV sink, paced like a sound card whose crystal runs
+--skew ppm fast or slow, alternately: +S, -S, +S, ...) and one more at 0 ppm as the reference for audio
+quality; `lyre play` plays one full-band sweep to all of them at the default latency (one encode, unicast to
+each). Then, from the outputs themselves and the presentation logs (which say when each output block
+left, on the host's CLOCK_MONOTONIC), `audio.py sync` finds every 250 ms window of room 1's output in each
+other room's and reports when the same sample left each: the offset between rooms.
+
+Printed per case (N rooms, idle or with two busy loops on the 2 cores):
+- offset between rooms, |room k - room 1| over every window of every pair: median, p99, maximum (target:
+  p99 <= 50 us idle, <= 100 us under load; Snapcast documents "typically below 0.2 ms", shairport-sync
+  tolerates +-2 ms);
+- SNR of each skewed room against the input, beside the 0 ppm room's (target: within 1 dB: resampling, not
+  sample slips);
+- CPU: lyre play for N rooms against one room (target <= 1.3x: one encode), and the mean lyred.
+
+Snapcast cannot be run beside it for this figure: snapclient logs no presentation times, so its outputs
+cannot be put on one clock here. Its documented figure is quoted instead.
+
+Usage: Tools/bench sync [--seconds S] [--rooms 2,8] [--skew PPM] [--load both|idle|busy]
+"""
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+BIN = os.environ.get("LYRE_BIN", ".build/release")
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOOLS = os.path.dirname(HERE)
+AUDIO = os.path.join(TOOLS, "peers", "audio.py")
+TICK = os.sysconf("SC_CLK_TCK")
+
+if os.environ.get("LYRE_NETNS") != "1":
+    sys.exit("bench: run through Tools/bench, which makes the isolated test network")
+
+
+def wait_for(path, text, timeout=15):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if os.path.exists(path) and text in open(path, errors="replace").read():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def audio(*arguments):
+    done = subprocess.run([sys.executable, AUDIO] + list(arguments), capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"bench: audio.py {arguments[0]}: {done.stderr.strip()}")
+    return json.loads(done.stdout)
+
+
+def run(work, sweep, seconds, skews, tag, busy):
+    """Plays `sweep` to one lyred per skew; returns each room's files, skew and CPU, and the sender's CPU."""
+    rooms = []
+    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2 if busy else 0)]
+    try:
+        for i, skew in enumerate(skews):
+            base = os.path.join(work, f"{tag}-room{i}")
+            log = base + ".log"
+            process = subprocess.Popen(
+                [os.path.join(BIN, "lyred"), "--name", f"Room{i}", "--port", str(7800 + i), "--state-dir", base + ".state",
+                 "--output", f"wav:{base}.wav", f"--output-skew-ppm={skew:g}", "--presentation-log", base + ".csv",
+                 "--control-socket", "off", "--mpris", "off", "--log-level", "info"],
+                stdout=subprocess.DEVNULL, stderr=open(log, "w"))
+            rooms.append({"process": process, "base": base, "skew": skew, "log": log})
+        for room in rooms:
+            if not wait_for(room["log"], "advertised as"):
+                sys.exit(f"bench: lyred did not start; see {room['log']}")
+        hosts = sum((["--host", f"127.0.0.1:{7800 + i}"] for i in range(len(rooms))), [])
+        started = time.monotonic()
+        play = subprocess.Popen([os.path.join(BIN, "lyre"), "play", sweep, "--group-socket", "off"] + hosts,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        _, status, usage = os.wait4(play.pid, 0)
+        wall = time.monotonic() - started
+        play.returncode = os.waitstatus_to_exitcode(status)
+        if play.returncode != 0:
+            sys.exit(f"bench: lyre play failed: {play.stderr.read().strip()}")
+        for room in rooms:
+            room["cpu_pct"] = 100 * cpu_seconds(room["process"].pid) / max(wall, 1e-9)
+    finally:
+        for room in rooms:
+            room["process"].send_signal(signal.SIGTERM)
+        for room in rooms:
+            room["process"].wait(15)
+        for loop in loops:
+            loop.kill()
+            loop.wait()
+    return rooms, 100 * (usage.ru_utime + usage.ru_stime) / max(wall, 1e-9)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=float, default=60, help="length of the sweep (the issue's figure: 600)")
+    ap.add_argument("--rooms", default="2,8")
+    ap.add_argument("--skew", type=float, default=200)
+    ap.add_argument("--load", choices=["both", "idle", "busy"], default="both")
+    a = ap.parse_args()
+    work = tempfile.mkdtemp(prefix="lyre-bench-sync-")
+    sweep = os.path.join(work, "sweep.wav")
+    subprocess.run([sys.executable, AUDIO, "sweep", sweep, "--seconds", str(a.seconds), "--signal", "full"], check=True)
+    loads = {"both": [False, True], "idle": [False], "busy": [True]}[a.load]
+
+    print(f"lyre play -> N lyreds over loopback, default latency, {a.seconds:g} s 20 Hz-20 kHz sweep; WAV sinks at "
+          f"+-{a.skew:g} ppm (alternately), plus one at 0 ppm for the audio-quality reference")
+    # One room alone: the sender's CPU that N rooms are held against.
+    single, single_cpu = run(work, sweep, a.seconds, [a.skew], "single", False)
+    print(f"  sender CPU, one room: {single_cpu:.2f} %")
+    for busy in loads:
+        for count in [int(x) for x in a.rooms.split(",")]:
+            skews = [a.skew if i % 2 == 0 else -a.skew for i in range(count)] + [0]
+            tag = f"{count}-{'busy' if busy else 'idle'}"
+            rooms, sender_cpu = run(work, sweep, a.seconds, skews, tag, busy)
+            skewed, reference = rooms[:-1], rooms[-1]
+            offsets, pairs = [], []
+            first = skewed[0]
+            for other in skewed[1:]:
+                s = audio("sync", first["base"] + ".wav", first["base"] + ".csv", other["base"] + ".wav", other["base"] + ".csv",
+                          "--skew-a", str(first["skew"]), "--skew-b", str(other["skew"]))
+                pairs.append(s)
+            p50 = statistics.median(p["p50_us"] for p in pairs)
+            p99 = max(p["p99_us"] for p in pairs)
+            worst = max(p["max_us"] for p in pairs)
+            windows = sum(p["windows"] for p in pairs)
+            unmatched = sum(p["unmatched"] for p in pairs)
+            snr_ref = audio("compare", sweep, reference["base"] + ".wav")["snr_db"]
+            snrs = [audio("compare", sweep, r["base"] + ".wav", "--skew", str(r["skew"]))["snr_db"] for r in skewed]
+            lyred_cpu = statistics.mean(r["cpu_pct"] for r in rooms)
+            print(f"\n{count} rooms, {'two busy loops' if busy else 'idle'} ({count + 1} lyreds with the reference room):")
+            print(f"  offset between rooms  median {p50:7.1f} us   p99 {p99:7.1f} us   max {worst:7.1f} us   "
+                  f"({windows} windows over {len(pairs)} pairs, {unmatched} unmatched; target p99 <= {100 if busy else 50} us)")
+            print(f"  SNR against the input  skewed rooms {min(snrs):.1f}..{max(snrs):.1f} dB, 0 ppm room {snr_ref:.1f} dB "
+                  f"(worst difference {snr_ref - min(snrs):+.1f} dB; target within 1 dB)")
+            print(f"  CPU  lyre play {sender_cpu:.2f} % ({sender_cpu / single_cpu if single_cpu else float('nan'):.2f}x one room; "
+                  f"target <= 1.3x)   lyred mean {lyred_cpu:.2f} %")
+    print("\nSnapcast (not run: snapclient logs no presentation times): documents 'typically below 0.2 ms' between clients")
+    print(f"reproduce: Tools/bench sync --seconds {a.seconds:g} --rooms {a.rooms} --skew {a.skew:g} --load {a.load}")
+
+
+if __name__ == "__main__":
+    main()
