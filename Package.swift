@@ -17,6 +17,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.0"),
     ],
     targets: [
         // C modules: one per Debian library.
@@ -100,12 +101,14 @@ let package = Package(
         // MPRIS: the receiver's now-playing state and controls on D-Bus (libdbus-1).
         .target(name: "LyreMPRIS", dependencies: ["CDBus"]),
 
-        // Discovery: advertise and browse over avahi-client or embedded avahi-core.
+        // Discovery: advertise and browse over avahi-client or embedded avahi-core; the device's identity and
+        // its long-term key (swift-crypto's Ed25519).
         .target(
             name: "LyreDiscovery",
             dependencies: [
                 "LyreWire", "CAvahiClient", "CAvahiCore",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ]),
 
         // What both executables share: one-line errors, logging set-up, option parsing for Lyre types.
@@ -139,7 +142,7 @@ let package = Package(
         .executableTarget(name: "lyre-example-player", dependencies: ["LyreSender"], path: "Examples/ExamplePlayer"),
 
         .testTarget(name: "LyreWireTests", dependencies: ["LyreWire"]),
-        .testTarget(name: "LyreDiscoveryTests", dependencies: ["LyreDiscovery", "LyreWire"]),
+        .testTarget(name: "LyreDiscoveryTests", dependencies: ["LyreDiscovery", "LyreWire", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "LyreIntegrationTests", dependencies: ["LyreWire"]),
         .testTarget(name: "LyreMPRISTests", dependencies: ["LyreMPRIS"]),
         .testTarget(

@@ -166,7 +166,15 @@ def read_receiver(strings):
         "sender": sender,
         "outputKind": ok if ok in OUTPUT_KINDS else None,
         "volume": volume,
+        "keyFingerprint": fingerprint(text_for_key(strings, "pk")),
     }
+
+
+def fingerprint(text):
+    """pk: 16 lower-case hex digits, else absent."""
+    if text is not None and len(text) == 16 and all(c in "0123456789abcdef" for c in text):
+        return text
+    return None
 
 
 def cut(text, limit):
@@ -189,7 +197,7 @@ def format_volume(v):
 
 
 def write_receiver(r):
-    """Canonical order: v id md cn ft st [sn] ok vol; md, cn, ft always written, the rest only when set."""
+    """Canonical order: v id md cn ft st [sn] ok vol pk; md, cn, ft always written, the rest only when set."""
     pairs = [("v", str(r["version"])), ("id", r["deviceID"]), ("md", cut(r["model"], MAX_MODEL_BYTES))]
     pairs += [("cn", ",".join(r["codecs"])), ("ft", ",".join(r["features"]))]
     if r["status"] is not None:
@@ -200,6 +208,8 @@ def write_receiver(r):
         pairs.append(("ok", r["outputKind"]))
     if r["volume"] is not None and valid_volume(r["volume"]) is not None:
         pairs.append(("vol", format_volume(r["volume"])))
+    if r.get("keyFingerprint") is not None:
+        pairs.append(("pk", r["keyFingerprint"]))
     return serialise([f"{k}={v}".encode("utf-8") for k, v in pairs])
 
 
@@ -250,6 +260,20 @@ def vector(name, description, data, **expect):
 
 CANONICAL_IDLE = txt(
     "v=1", "id=" + ID_A, "md=Lyre Receiver", "cn=opus,l16", "ft=", "st=idle", "ok=speaker", "vol=0")
+
+vector(
+    "canonical-with-key",
+    "An idle receiver that advertises its key's fingerprint (pk, last in canonical order).",
+    txt("v=1", "id=" + ID_A, "md=Lyre Receiver", "cn=opus,l16", "ft=", "st=idle", "ok=speaker", "vol=0",
+        "pk=5f3a9c0e12b47d68"),
+    valid=True, canonical=True, status="idle", keyFingerprint="5f3a9c0e12b47d68")
+
+vector(
+    "malformed-key-fingerprint",
+    "A pk that is not 16 lower-case hex digits is ignored; the receiver is still valid, and its canonical form has no pk.",
+    txt("v=1", "id=" + ID_A, "md=Lyre Receiver", "cn=opus,l16", "ft=", "st=idle", "ok=speaker", "vol=0",
+        "pk=5F3A9C0E12B47D68"),
+    valid=True, canonical=False, keyFingerprint=None)
 
 vector(
     "canonical-idle",

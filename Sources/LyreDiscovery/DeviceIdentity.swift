@@ -25,15 +25,10 @@ public enum DeviceIdentity {
         let fileManager = FileManager.default
         if let data = fileManager.contents(atPath: path) {
             let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            guard let id = DeviceID(text) else { throw .damaged(path: path) }
+            guard let id = DeviceID(text) else { throw .damaged(path: path, what: "a device id") }
             return id
         }
-        do {
-            try fileManager.createDirectory(
-                atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
-        } catch {
-            throw .unwritable(path: directory, reason: Self.reason(error))
-        }
+        try makeDirectory(directory)
         let id = DeviceID.random()
         do {
             try Data((id.rawValue + "\n").utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
@@ -41,6 +36,16 @@ public enum DeviceIdentity {
             throw .unwritable(path: directory, reason: Self.reason(error))
         }
         return id
+    }
+
+    /// Creates the state directory (and its parents) when it is missing.
+    static func makeDirectory(_ directory: String) throws(DeviceIdentityError) {
+        do {
+            try FileManager.default.createDirectory(
+                atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        } catch {
+            throw .unwritable(path: directory, reason: Self.reason(error))
+        }
     }
 
     private static func reason(_ error: any Error) -> String {
@@ -56,14 +61,14 @@ public enum DeviceIdentity {
 /// Why the identity could not be read or kept.
 public enum DeviceIdentityError: Error, Equatable, CustomStringConvertible {
     case unwritable(path: String, reason: String)
-    case damaged(path: String)
+    case damaged(path: String, what: String)
 
     public var description: String {
         switch self {
         case .unwritable(let path, let reason):
             "state directory \(path) is not writable (\(reason)); pass --state-dir with a writable directory"
-        case .damaged(let path):
-            "\(path) does not hold a device id; remove it to make a new identity (senders will see a new device)"
+        case .damaged(let path, let what):
+            "\(path) does not hold \(what); remove it to make a new identity (senders will see a new device)"
         }
     }
 }

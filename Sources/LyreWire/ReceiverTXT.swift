@@ -95,10 +95,18 @@ public struct ReceiverTXT: Equatable, Sendable {
     public var outputKind: OutputKind?
     /// `vol`: volume in dB, −30…0, or −144 for mute; `nil` when absent or out of range.
     public var volume: Double?
+    /// `pk`: the fingerprint of the receiver's long-term public key (16 lower-case hex digits); `nil` when
+    /// absent or malformed.
+    public var keyFingerprint: String?
+
+    /// `pk`'s form: 16 lower-case hex digits.
+    public static func validFingerprint(_ text: String) -> String? {
+        text.utf8.count == 16 && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) } ? text : nil
+    }
 
     public init(
         version: Int = ReceiverTXT.protocolVersion, deviceID: DeviceID, model: String, codecs: [String],
-        features: [String], status: ReceiverStatus?, outputKind: OutputKind?, volume: Double?
+        features: [String], status: ReceiverStatus?, outputKind: OutputKind?, volume: Double?, keyFingerprint: String? = nil
     ) {
         self.version = version
         self.deviceID = deviceID
@@ -108,6 +116,7 @@ public struct ReceiverTXT: Equatable, Sendable {
         self.status = status
         self.outputKind = outputKind
         self.volume = volume
+        self.keyFingerprint = keyFingerprint
     }
 
     /// Reads the attributes from a TXT record, or says why the record does not describe a Lyre receiver.
@@ -132,9 +141,10 @@ public struct ReceiverTXT: Equatable, Sendable {
         }
         outputKind = txt.string(forKey: "ok").flatMap(OutputKind.init(rawValue:))
         volume = txt.string(forKey: "vol").flatMap(Double.init).flatMap(Self.validVolume)
+        keyFingerprint = txt.string(forKey: "pk").flatMap(Self.validFingerprint)
     }
 
-    /// The record in canonical order: `v id md cn ft st [sn] ok vol`, absent fields left out.
+    /// The record in canonical order: `v id md cn ft st [sn] ok vol pk`, absent fields left out.
     public var txtRecord: TXTRecord {
         var pairs: [(key: String, value: String?)] = [("v", String(version)), ("id", deviceID.rawValue)]
         pairs.append(("md", Self.truncated(model, bytes: Self.maximumModelBytes)))
@@ -148,6 +158,7 @@ public struct ReceiverTXT: Equatable, Sendable {
         }
         if let outputKind { pairs.append(("ok", outputKind.rawValue)) }
         if let volume = volume.flatMap(Self.validVolume) { pairs.append(("vol", Self.format(volume))) }
+        if let key = keyFingerprint.flatMap(Self.validFingerprint) { pairs.append(("pk", key)) }
         // Every key is a literal above and every value is bounded, so this cannot fail.
         return try! TXTRecord(pairs: pairs)
     }

@@ -99,6 +99,8 @@ struct DeviceJSON: Encodable {
     var sender: String?
     var outputKind: String?
     var volume: Double?
+    /// The fingerprint of the receiver's long-term key (`pk`), when it advertises one.
+    var keyFingerprint: String?
     var model: String
     var codecs: [String]
     var features: [String]
@@ -117,6 +119,7 @@ struct DeviceJSON: Encodable {
         if case .playing(let from) = device.receiver.status { sender = from }
         outputKind = device.receiver.outputKind?.rawValue
         volume = device.receiver.volume
+        keyFingerprint = device.receiver.keyFingerprint
         model = device.receiver.model
         codecs = device.receiver.codecs
         features = device.receiver.features

@@ -92,7 +92,13 @@ struct Lyred: AsyncParsableCommand {
         let logger = Logger(label: "lyred")
         let stateDirectory = stateDir ?? DeviceIdentity.defaultStateDirectory()
         let id: DeviceID
-        do { id = try DeviceIdentity.loadOrCreate(in: stateDirectory) } catch { throw CommandFailure("\(error)") }
+        let key: DeviceKey
+        do {
+            id = try DeviceIdentity.loadOrCreate(in: stateDirectory)
+            key = try DeviceKey.loadOrCreate(in: stateDirectory)
+        } catch {
+            throw CommandFailure("\(error)")
+        }
 
         var configuration = ReceiverConfiguration()
         configuration.host = listen
@@ -132,11 +138,11 @@ struct Lyred: AsyncParsableCommand {
         let detected: OutputKind? = if case .alsa(let pcm) = target { OutputKindProbe.detect(pcm: pcm) } else { nil }
         let receiver = ReceiverTXT(
             deviceID: id, model: model, codecs: ReceiverCapabilities.codecs, features: ReceiverCapabilities.features,
-            status: .idle, outputKind: detected ?? outputKind, volume: 0)
+            status: .idle, outputKind: detected ?? outputKind, volume: 0, keyFingerprint: key.fingerprint)
         let advertiser = ReceiverAdvertiser(
             backend: backend, name: name ?? Self.hostName(), port: UInt16(boundPort), receiver: receiver)
         logger.info(
-            "lyred \(id) on port \(boundPort) via \(backend.mode.rawValue) mDNS, output \(output) (\(receiver.outputKind!.rawValue)\(detected == nil ? ", configured" : ", from ALSA"))"
+            "lyred \(id) (key \(key.fingerprint)) on port \(boundPort) via \(backend.mode.rawValue) mDNS, output \(output) (\(receiver.outputKind!.rawValue)\(detected == nil ? ", configured" : ", from ALSA"))"
         )
 
         var bridge: MPRISBridge?

@@ -64,12 +64,26 @@ struct DiscoveryPeerTests {
         #expect(id.count == 32)
         // Canonical order and the documented keys (Protocol/discovery.md).
         #expect(txt.map { $0.split(separator: "=", maxSplits: 1).first.map(String.init) ?? "" }
-            == ["v", "id", "md", "cn", "ft", "st", "ok", "vol"])
+            == ["v", "id", "md", "cn", "ft", "st", "ok", "vol", "pk"])
         #expect(txt.contains("v=1"))
         #expect(txt.contains("id=\(id)"))
         #expect(txt.contains("st=idle"))
         #expect(txt.contains("ok=speaker"))
         #expect(txt.contains("vol=0"))
+        // pk: the fingerprint of the key lyred keeps, private to its user: Python's cryptography (OpenSSL) derives
+        // the public key from the stored seed, and hashlib hashes it.
+        let mode = try await network.shell("stat -c %a /run/lyred/device-key").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(mode == "600", "device-key mode \(mode)")
+        let derived = try await network.run(["python3", "-c", """
+            import hashlib
+            from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+            from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+            seed = open('/run/lyred/device-key', 'rb').read()
+            public = Ed25519PrivateKey.from_private_bytes(seed).public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+            print(hashlib.sha256(public).hexdigest()[:16])
+            """])
+        let fingerprint = derived.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(fingerprint.count == 16 && txt.contains("pk=\(fingerprint)"), "pk in \(txt), derived \(fingerprint): \(derived.stderr)")
         #expect(Int(line[8]).map { $0 > 0 } == true, "SRV port: \(line[8])")
         // The advertised port is the one lyred really listens on.
         let listening = try await network.shell("cat /proc/net/tcp6 /proc/net/tcp 2>/dev/null | awk '$4 == \"0A\" {print $2}'")
@@ -200,16 +214,19 @@ struct DiscoveryPeerTests {
         let network = try TestNetwork()
         defer { network.close() }
         var ids: [String] = []
+        var keys: [String] = []
         for name in ["Bedroom", "Guest Room"] {
             let lyred = try network.spawn(["lyred", "--name", name, "--port", "0", "--state-dir", "/run/lyred"])
             #expect(await Self.waitForAdvertised(lyred, name: name))
             let devices = try await Self.devicesJSON(network)
             let device = try #require(devices.first { $0["name"] as? String == name })
             ids.append(device["id"] as? String ?? "")
+            keys.append(device["keyFingerprint"] as? String ?? "")
             lyred.signal(SIGTERM)
             try await lyred.waitForExit(timeout: 10)
         }
         #expect(ids.count == 2 && ids[0] == ids[1] && ids[0].count == 32, "ids: \(ids)")
+        #expect(keys.count == 2 && keys[0] == keys[1] && keys[0].count == 16, "key fingerprints: \(keys)")
     }
 
     @Test("interface down and up: the receiver is listed again once lo is back")

@@ -15,6 +15,7 @@ struct TXTVector: CustomTestStringConvertible, Sendable {
             var sender: String?
             var outputKind: String?
             var volume: Double?
+            var keyFingerprint: String?
         }
         var description: String
         var wellFormed: Bool
@@ -93,6 +94,7 @@ func errorName(_ error: any Error) -> String {
         if case .playing(let sender) = receiver.status { #expect(sender == want.sender) } else { #expect(want.sender == nil) }
         #expect(receiver.outputKind?.rawValue == want.outputKind)
         #expect(receiver.volume == want.volume)
+        #expect(receiver.keyFingerprint == want.keyFingerprint)
         // Writing the parsed receiver back gives the same bytes exactly when the vector is canonical.
         #expect((receiver.txtRecord.serialized() == vector.bytes) == expected.canonical)
     }

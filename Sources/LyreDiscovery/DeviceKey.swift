@@ -1,0 +1,73 @@
+import Crypto
+import Foundation
+import LyreWire
+
+/// A device's long-term key pair (Ed25519), made once and kept in its state directory beside its id, readable
+/// by its user alone (mode 0600). Pairing exchanges the public halves; sessions pin them (issue 11). The
+/// receiver advertises a short fingerprint of its public key (`pk`, discovery.md §2), so a sender can tell a
+/// receiver whose key changed before it connects.
+public struct DeviceKey: Sendable {
+    /// The file, inside the state directory, that holds the private key's 32-byte seed.
+    public static let fileName = "device-key"
+
+    /// The private key's seed and the raw public key, as bytes (swift-crypto's key types are not `Sendable`).
+    private let seed: [UInt8]
+    public let publicKeyBytes: [UInt8]
+
+    public init(privateKey: Curve25519.Signing.PrivateKey) {
+        seed = Array(privateKey.rawRepresentation)
+        publicKeyBytes = Array(privateKey.publicKey.rawRepresentation)
+    }
+
+    public var privateKey: Curve25519.Signing.PrivateKey {
+        // The seed came from a key: it is always one.
+        try! Curve25519.Signing.PrivateKey(rawRepresentation: seed)
+    }
+
+    public var publicKey: Curve25519.Signing.PublicKey { privateKey.publicKey }
+
+    /// The fingerprint of this key: ``fingerprint(of:)``.
+    public var fingerprint: String { Self.fingerprint(of: publicKeyBytes) }
+
+    /// The first 8 bytes of the SHA-256 of the raw public key, in lower-case hex: 16 digits, short enough for
+    /// a TXT record and a person to compare, long enough that a key made to match one takes 2^64 tries.
+    public static func fingerprint(of publicKey: [UInt8]) -> String {
+        SHA256.hash(data: publicKey).prefix(8).map { String($0, radix: 16).leftPadded(to: 2) }.joined()
+    }
+
+    /// Reads the key from `directory`, or creates the directory and a new key when there is none. A key file
+    /// that others can read is made private again (0600).
+    /// - Throws: ``DeviceIdentityError`` when the directory cannot be written or the file is damaged.
+    public static func loadOrCreate(in directory: String) throws(DeviceIdentityError) -> DeviceKey {
+        let path = directory + "/" + fileName
+        if let data = FileManager.default.contents(atPath: path) {
+            guard data.count == 32, let key = try? Curve25519.Signing.PrivateKey(rawRepresentation: data) else {
+                throw .damaged(path: path, what: "a device key")
+            }
+            if chmod(path, 0o600) != 0 { throw .unwritable(path: path, reason: String(cString: strerror(errno))) }
+            return DeviceKey(privateKey: key)
+        }
+        try DeviceIdentity.makeDirectory(directory)
+        let key = Curve25519.Signing.PrivateKey()
+        // Written private from the start: created 0600 under a temporary name, then renamed into place.
+        let temporary = path + ".new"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw .unwritable(path: directory, reason: String(cString: strerror(errno))) }
+        let bytes = Array(key.rawRepresentation)
+        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        let synced = fsync(fd) == 0
+        close(fd)
+        guard written == bytes.count, synced, rename(temporary, path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(temporary)
+            throw .unwritable(path: directory, reason: reason)
+        }
+        return DeviceKey(privateKey: key)
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
+}
