@@ -347,7 +347,7 @@ def cmd_sync(a):
     # periodic start match a period away); a window not found there is counted as unmatched.
     win, search = 4800, 240
     factor = (1 + a.skew_a * 1e-6) / (1 + a.skew_b * 1e-6)
-    offsets, unmatched = [], 0
+    offsets, times, unmatched = [], [], 0
     for a0 in range(0, len(xa) - win, int(a.every * 48000)):
         w = xa[a0:a0 + win]
         # Only windows where A plays throughout: one that straddles A's start (a room joining) or end
@@ -379,14 +379,21 @@ def cmd_sync(a):
         frac = 0.5 * (y0 - y2) / (y0 - 2 * y1 + y2) if (y0 - 2 * y1 + y2) != 0 else 0.0
         b_exact = lo + (p + frac) / up / factor
         offsets.append((time_of(cb, b_exact) - t) / 1000.0)
+        times.append(t)
     if not offsets:
         print("audio.py sync: no window of A was found in B", file=sys.stderr)
         return 1
     o = np.array(offsets)
     ab = np.abs(o)
+    # Settled: the windows from --settle seconds after the first one on (the rooms' controllers catching up
+    # with their skews at the start are left out).
+    settled = ab[np.array(times) - times[0] >= a.settle * 1e9]
     print(json.dumps({"windows": len(o), "unmatched": unmatched, "p50_us": round(float(np.percentile(ab, 50)), 3),
                       "p99_us": round(float(np.percentile(ab, 99)), 3), "max_us": round(float(ab.max()), 3),
-                      "mean_us": round(float(o.mean()), 3)}))
+                      "mean_us": round(float(o.mean()), 3),
+                      "settled_windows": int(len(settled)),
+                      "settled_p99_us": round(float(np.percentile(settled, 99)), 3) if len(settled) else None,
+                      "settled_max_us": round(float(settled.max()), 3) if len(settled) else None}))
     return 0
 
 
@@ -487,6 +494,8 @@ def main():
     y.add_argument("--skew-a", type=float, default=0.0, metavar="PPM")
     y.add_argument("--skew-b", type=float, default=0.0, metavar="PPM")
     y.add_argument("--every", type=float, default=0.25, metavar="S")
+    y.add_argument("--settle", type=float, default=5.0, metavar="S",
+                   help="the settled figures leave out the windows of the first S seconds")
     y.add_argument("--expect-ms", type=float, default=0.0, metavar="MS",
                    help="look for A's sound this much later in B (a room with an output delay plays early: negative)")
     p = sub.add_parser("presentation", help="summarise a receiver presentation log")
