@@ -30,6 +30,8 @@ import sys
 import tempfile
 import time
 
+from benchlib import wait_for
+
 BIN = os.environ.get("LYRE_BIN", ".build/release")
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOOLS = os.path.dirname(HERE)
@@ -70,15 +72,6 @@ def counters():
     total = found[0][1] if found else 0
     dropped = found[1][0] if len(found) > 1 else 0
     return total, dropped
-
-
-def wait_for(path, text, timeout=10):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if os.path.exists(path) and text in open(path, errors="replace").read():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def run(work, sweep, latency, loss, recovery, tag):

@@ -23,6 +23,8 @@ import sys
 import tempfile
 import time
 
+from benchlib import wait_for
+
 BIN = os.environ.get("LYRE_BIN", ".build/release")
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOOLS = os.path.dirname(HERE)
@@ -42,15 +44,6 @@ def peak_rss_kib(pid):
         if line.startswith("VmHWM:"):
             return int(line.split()[1])
     return 0
-
-
-def wait_for(path, text, timeout=10):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if os.path.exists(path) and text in open(path, errors="replace").read():
-            return True
-        time.sleep(0.02)
-    return False
 
 
 def run_lyre(work, sweep, latency, output, tag, env=None, target=("--host", "127.0.0.1:7790"), sender_state=None):

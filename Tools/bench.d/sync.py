@@ -34,6 +34,8 @@ import sys
 import tempfile
 import time
 
+from benchlib import wait_for
+
 BIN = os.environ.get("LYRE_BIN", ".build/release")
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOOLS = os.path.dirname(HERE)
@@ -42,15 +44,6 @@ TICK = os.sysconf("SC_CLK_TCK")
 
 if os.environ.get("LYRE_NETNS") != "1":
     sys.exit("bench: run through Tools/bench, which makes the isolated test network")
-
-
-def wait_for(path, text, timeout=15):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if os.path.exists(path) and text in open(path, errors="replace").read():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def cpu_seconds(pid):
@@ -81,7 +74,7 @@ def run(work, sweep, seconds, skews, tag, busy):
                 stdout=subprocess.DEVNULL, stderr=open(log, "w"))
             rooms.append({"process": process, "base": base, "skew": skew, "log": log})
         for room in rooms:
-            if not wait_for(room["log"], "advertised as"):
+            if not wait_for(room["log"], "advertised as", timeout=15):
                 sys.exit(f"bench: lyred did not start; see {room['log']}")
         hosts = sum((["--host", f"127.0.0.1:{7800 + i}"] for i in range(len(rooms))), [])
         started = time.monotonic()
