@@ -32,7 +32,7 @@ public struct DeviceKey: Sendable {
     /// The first 8 bytes of the SHA-256 of the raw public key, in lower-case hex: 16 digits, short enough for
     /// a TXT record and a person to compare, long enough that a key made to match one takes 2^64 tries.
     public static func fingerprint(of publicKey: [UInt8]) -> String {
-        SHA256.hash(data: publicKey).prefix(8).map { String($0, radix: 16).leftPadded(to: 2) }.joined()
+        DeviceID.hex(SHA256.hash(data: publicKey).prefix(8))
     }
 
     /// Reads the key from `directory`, or creates the directory and a new key when there is none. A key file
@@ -63,11 +63,5 @@ public struct DeviceKey: Sendable {
             throw .unwritable(path: directory, reason: reason)
         }
         return DeviceKey(privateKey: key)
-    }
-}
-
-extension String {
-    fileprivate func leftPadded(to width: Int) -> String {
-        count >= width ? self : String(repeating: "0", count: width - count) + self
     }
 }

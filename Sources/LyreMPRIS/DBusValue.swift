@@ -160,20 +160,17 @@ struct DBusMessageReader {
     }
 
     mutating func readString() -> String? {
-        guard !atEnd, dbus_message_iter_get_arg_type(&iter) == DBusType.string else { return nil }
-        return Self.string(at: &iter, advancing: &atEnd)
+        guard case .string(let text)? = read(DBusType.string) else { return nil }
+        return text
     }
 
     mutating func readObjectPath() -> String? {
-        guard !atEnd, dbus_message_iter_get_arg_type(&iter) == DBusType.objectPath else { return nil }
-        return Self.string(at: &iter, advancing: &atEnd)
+        guard case .objectPath(let path)? = read(DBusType.objectPath) else { return nil }
+        return path
     }
 
     mutating func readInt64() -> Int64? {
-        guard !atEnd, dbus_message_iter_get_arg_type(&iter) == DBusType.int64 else { return nil }
-        var value: Int64 = 0
-        dbus_message_iter_get_basic(&iter, &value)
-        atEnd = dbus_message_iter_next(&iter) == 0
+        guard case .int64(let value)? = read(DBusType.int64) else { return nil }
         return value
     }
 
@@ -182,32 +179,16 @@ struct DBusMessageReader {
         guard !atEnd, dbus_message_iter_get_arg_type(&iter) == DBusType.variant else { return nil }
         var sub = DBusMessageIter()
         dbus_message_iter_recurse(&iter, &sub)
-        atEnd = dbus_message_iter_next(&iter) == 0
-        var subAtEnd = false
-        switch dbus_message_iter_get_arg_type(&sub) {
-        case DBusType.double:
-            var value: Double = 0
-            dbus_message_iter_get_basic(&sub, &value)
-            return .double(value)
-        case DBusType.int64:
-            var value: Int64 = 0
-            dbus_message_iter_get_basic(&sub, &value)
-            return .int64(value)
-        case DBusType.int32:
-            var value: Int32 = 0
-            dbus_message_iter_get_basic(&sub, &value)
-            return .int32(value)
-        case DBusType.boolean:
-            var value: dbus_bool_t = 0
-            dbus_message_iter_get_basic(&sub, &value)
-            return .boolean(value != 0)
-        case DBusType.string:
-            return Self.string(at: &sub, advancing: &subAtEnd).map { .string($0) }
-        case DBusType.objectPath:
-            return Self.string(at: &sub, advancing: &subAtEnd).map { .objectPath($0) }
-        default:
-            return nil
-        }
+        let known = [DBusType.double, DBusType.int64, DBusType.int32, DBusType.boolean, DBusType.string, DBusType.objectPath]
+            .contains(dbus_message_iter_get_arg_type(&sub))
+        guard case .variant(let inner)? = readValue(), known else { return nil }
+        return inner
+    }
+
+    /// The next argument when it has D-Bus type `type` (and only then is it consumed).
+    private mutating func read(_ type: Int32) -> DBusValue? {
+        guard !atEnd, dbus_message_iter_get_arg_type(&iter) == type else { return nil }
+        return readValue()
     }
 
     /// The next argument, whatever its type (what another player sends: its properties and signals), or `nil`
@@ -287,12 +268,4 @@ struct DBusMessageReader {
         var pointer: UnsafePointer<CChar>? = nil
         dbus_message_iter_get_basic(&iter, &pointer)
         return pointer.map { String(cString: $0) }
-    }
-
-    private static func string(at iter: inout DBusMessageIter, advancing atEnd: inout Bool) -> String? {
-        var pointer: UnsafePointer<CChar>? = nil
-        dbus_message_iter_get_basic(&iter, &pointer)
-        atEnd = dbus_message_iter_next(&iter) == 0
-        return pointer.map { String(cString: $0) }
-    }
-}
+    }}

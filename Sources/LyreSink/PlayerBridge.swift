@@ -29,9 +29,8 @@ public enum PlayerBridge {
         let state = player.state
         let metadata = state.metadata
         func capped(_ text: String?) -> String? {
-            guard var text, !text.isEmpty else { return nil }
-            while text.utf8.count > NowPlayingInfo.maximumTextBytes { text.removeLast() }
-            return text
+            guard let text, !text.isEmpty else { return nil }
+            return ReceiverTXT.truncated(text, bytes: NowPlayingInfo.maximumTextBytes)
         }
         func joined(_ texts: [String]) -> String? { capped(texts.isEmpty ? nil : texts.joined(separator: ", ")) }
         let length = metadata?.lengthMicroseconds.flatMap { $0 > 0 ? Double($0) / 1e6 : nil }

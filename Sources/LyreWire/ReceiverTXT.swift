@@ -19,8 +19,12 @@ public struct DeviceID: Hashable, Sendable, Comparable, CustomStringConvertible,
     /// `bytes` random bytes as lower-case hex digits (ids, RTSP session ids).
     public static func randomHex(bytes: Int) -> String {
         var generator = SystemRandomNumberGenerator()
-        return (0..<bytes).map { _ -> String in
-            let byte = UInt8.random(in: 0...255, using: &generator)
+        return hex((0..<bytes).map { _ in UInt8.random(in: 0...255, using: &generator) })
+    }
+
+    /// Bytes as lower-case hex digits, two a byte (ids, key fingerprints).
+    public static func hex(_ bytes: some Sequence<UInt8>) -> String {
+        bytes.map { byte in
             let hex = String(byte, radix: 16)
             return byte < 16 ? "0" + hex : hex
         }.joined()
@@ -29,7 +33,7 @@ public struct DeviceID: Hashable, Sendable, Comparable, CustomStringConvertible,
     public var description: String { rawValue }
     public static func < (a: DeviceID, b: DeviceID) -> Bool { a.rawValue < b.rawValue }
 
-    private static func isHexDigit(_ c: UInt8) -> Bool {
+    static func isHexDigit(_ c: UInt8) -> Bool {
         (c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9")) || (c >= UInt8(ascii: "a") && c <= UInt8(ascii: "f"))
     }
 }
@@ -101,7 +105,7 @@ public struct ReceiverTXT: Equatable, Sendable {
 
     /// `pk`'s form: 16 lower-case hex digits.
     public static func validFingerprint(_ text: String) -> String? {
-        text.utf8.count == 16 && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) } ? text : nil
+        text.utf8.count == 16 && text.utf8.allSatisfy(DeviceID.isHexDigit) ? text : nil
     }
 
     public init(
