@@ -75,7 +75,7 @@ public final class PulseClient: @unchecked Sendable {
         // The module's arguments quote the property list in single quotes and the property list quotes the
         // description in double quotes; a name with quotes or backslashes loses them here.
         let plain = String(description.unicodeScalars.filter { !"'\"\\".unicodeScalars.contains($0) })
-        let arguments = "sink_name=\(name) rate=48000 channels=2 sink_properties='device.description=\"\(plain)\"'"
+        let arguments = "sink_name=\(name) rate=48000 channels=2 norewinds=1 sink_properties='device.description=\"\(plain)\"'"
         var module: UInt32 = 0
         try check(lyre_pulse_load_module(handle, "module-null-sink", arguments, &module), "cannot make the output \(name)")
         var sink: UInt32 = 0

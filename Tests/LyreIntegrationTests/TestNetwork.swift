@@ -98,14 +98,6 @@ final class TestNetwork {
         process.standardOutput = try FileHandle(forWritingTo: out)
         process.standardError = try FileHandle(forWritingTo: err)
         process.standardInput = FileHandle.nullDevice
-        // A child inherits the spawning thread's signal mask, and the test's threads (libdispatch's) block
-        // SIGINT and SIGTERM: a peer such as parecord or mpv could then never be interrupted. Spawn with none
-        // blocked, as from a shell.
-        var none = sigset_t()
-        var before = sigset_t()
-        sigemptyset(&none)
-        pthread_sigmask(SIG_SETMASK, &none, &before)
-        defer { pthread_sigmask(SIG_SETMASK, &before, nil) }
         try process.run()
         let spawned = Spawned(process: process, stdoutURL: out, stderrURL: err, label: label)
         children.append(spawned)
