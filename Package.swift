@@ -45,6 +45,7 @@ let package = Package(
         // libpulse's asynchronous control API on its threaded main loop: see Sources/CPulseShim/include/CPulseShim.h.
         .target(name: "CPulseShim", dependencies: ["CPulse"]),
         .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
+        .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         // Kernel receive timestamps (SCM_TIMESTAMPNS and the CMSG macros): see Sources/CSocketShim/include/CSocketShim.h.
         .target(name: "CSocketShim"),
 
@@ -73,7 +74,7 @@ let package = Package(
         .target(
             name: "LyreReceiver",
             dependencies: [
-                "LyreWire", "LyreRTSP", "LyreAudio", "LyreCodec", "LyreClock", "LyreControl",
+                "LyreWire", "LyreRTSP", "LyreAudio", "LyreCodec", "LyreClock", "LyreControl", "LyrePairing",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -111,6 +112,12 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]),
 
+        // Pairing (Protocol/pairing.md): CPace on libsodium's ristretto255, both ends' state machines, the
+        // paired devices kept in the state directory.
+        .target(
+            name: "LyrePairing",
+            dependencies: ["CSodium", "LyreWire", "LyreDiscovery", .product(name: "Crypto", package: "swift-crypto")]),
+
         // What both executables share: one-line errors, logging set-up, option parsing for Lyre types.
         .target(
             name: "LyreCommandLine",
@@ -124,14 +131,14 @@ let package = Package(
         .executableTarget(
             name: "lyre",
             dependencies: [
-                "LyreDiscovery", "LyreWire", "LyreCommandLine", "LyreSender", "LyreSink", "LyreAudio", "LyreControl",
+                "LyreDiscovery", "LyreWire", "LyreCommandLine", "LyreSender", "LyreSink", "LyreAudio", "LyreControl", "LyrePairing",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]),
         .executableTarget(
             name: "lyred",
             dependencies: [
-                "LyreDiscovery", "LyreWire", "LyreAudio", "LyreClock", "LyreCommandLine", "LyreControl", "LyreReceiver", "LyreMPRIS",
+                "LyreDiscovery", "LyreWire", "LyreAudio", "LyreClock", "LyreCommandLine", "LyreControl", "LyreReceiver", "LyreMPRIS", "LyrePairing",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -145,6 +152,7 @@ let package = Package(
         .testTarget(name: "LyreDiscoveryTests", dependencies: ["LyreDiscovery", "LyreWire", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "LyreIntegrationTests", dependencies: ["LyreWire"]),
         .testTarget(name: "LyreMPRISTests", dependencies: ["LyreMPRIS"]),
+        .testTarget(name: "LyrePairingTests", dependencies: ["LyrePairing", "LyreWire"]),
         .testTarget(
             name: "LyreRTSPTests",
             dependencies: ["LyreRTSP", "LyreWire", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio")]),

@@ -48,6 +48,25 @@ public enum DeviceIdentity {
         }
     }
 
+    /// Writes `bytes` to `path` readable by this user alone (0600) from the start: under a temporary name,
+    /// synced, then renamed into place, so a reader sees the old file or the new one, never a part. Creates the
+    /// directory when it is missing. Keys and pairings are kept this way.
+    public static func writePrivate(_ bytes: [UInt8], to path: String) throws(DeviceIdentityError) {
+        let directory = (path as NSString).deletingLastPathComponent
+        try makeDirectory(directory)
+        let temporary = path + ".new"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw .unwritable(path: directory, reason: String(cString: strerror(errno))) }
+        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        let synced = fsync(fd) == 0
+        close(fd)
+        guard written == bytes.count, synced, rename(temporary, path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(temporary)
+            throw .unwritable(path: directory, reason: reason)
+        }
+    }
+
     private static func reason(_ error: any Error) -> String {
         if let underlying = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError,
             underlying.domain == NSPOSIXErrorDomain, let code = POSIXErrorCode(rawValue: Int32(underlying.code))

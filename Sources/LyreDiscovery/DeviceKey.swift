@@ -47,21 +47,8 @@ public struct DeviceKey: Sendable {
             if chmod(path, 0o600) != 0 { throw .unwritable(path: path, reason: String(cString: strerror(errno))) }
             return DeviceKey(privateKey: key)
         }
-        try DeviceIdentity.makeDirectory(directory)
         let key = Curve25519.Signing.PrivateKey()
-        // Written private from the start: created 0600 under a temporary name, then renamed into place.
-        let temporary = path + ".new"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw .unwritable(path: directory, reason: String(cString: strerror(errno))) }
-        let bytes = Array(key.rawRepresentation)
-        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        let synced = fsync(fd) == 0
-        close(fd)
-        guard written == bytes.count, synced, rename(temporary, path) == 0 else {
-            let reason = String(cString: strerror(errno))
-            unlink(temporary)
-            throw .unwritable(path: directory, reason: reason)
-        }
+        try DeviceIdentity.writePrivate(Array(key.rawRepresentation), to: path)
         return DeviceKey(privateKey: key)
     }
 }

@@ -30,6 +30,14 @@ public struct DeviceID: Hashable, Sendable, Comparable, CustomStringConvertible,
         }.joined()
     }
 
+    /// The bytes that hex digits (either case, two a byte) spell; nil when they are not such digits.
+    public static func bytes(hex text: String) -> [UInt8]? {
+        let digits = Array(text.lowercased().utf8)
+        guard digits.count % 2 == 0, digits.allSatisfy(isHexDigit) else { return nil }
+        func value(_ c: UInt8) -> UInt8 { c <= UInt8(ascii: "9") ? c - UInt8(ascii: "0") : c - UInt8(ascii: "a") + 10 }
+        return stride(from: 0, to: digits.count, by: 2).map { value(digits[$0]) << 4 | value(digits[$0 + 1]) }
+    }
+
     public var description: String { rawValue }
     public static func < (a: DeviceID, b: DeviceID) -> Bool { a.rawValue < b.rawValue }
 

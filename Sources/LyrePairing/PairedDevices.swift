@@ -1,0 +1,91 @@
+import Foundation
+import LyreDiscovery
+import LyreWire
+
+/// The devices this one is paired with, kept in its state directory (Protocol/pairing.md §5): a receiver's
+/// paired senders (`paired-senders.json`), a sender's paired receivers (`paired-receivers.json`). One JSON
+/// array, written whole under a temporary name and renamed into place, readable by its user alone (0600).
+public struct PairedDevices: Sendable {
+    public struct Entry: Codable, Equatable, Sendable {
+        public var id: String
+        public var name: String
+        /// The raw Ed25519 public key, in hex.
+        public var publicKey: String
+        /// When it was paired, seconds since 1970.
+        public var paired: Int
+
+        public init(_ party: PairingParty, paired: Int) {
+            id = party.id
+            name = party.name
+            publicKey = DeviceID.hex(party.publicKey)
+            self.paired = paired
+        }
+
+        public var publicKeyBytes: [UInt8] { DeviceID.bytes(hex: publicKey) ?? [] }
+    }
+
+    public enum Failure: Error, Equatable, CustomStringConvertible {
+        case damaged(path: String)
+        case unwritable(path: String, reason: String)
+
+        public var description: String {
+            switch self {
+            case .damaged(let path): "\(path) is damaged: move it away to forget every pairing, or fix it"
+            case .unwritable(let path, let reason): "cannot write \(path): \(reason)"
+            }
+        }
+    }
+
+    public static let receiversFile = "paired-receivers.json"
+    public static let sendersFile = "paired-senders.json"
+    /// At most this many pairings are kept; pairing one more drops the oldest.
+    public static let capacity = 256
+    static let maximumBytes = 256 * 1024
+
+    public let path: String
+
+    public init(path: String) { self.path = path }
+
+    /// Everything paired; none when the file does not exist.
+    public func load() throws(Failure) -> [Entry] {
+        guard FileManager.default.fileExists(atPath: path) else { return [] }
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
+            (attributes[.size] as? Int ?? .max) <= Self.maximumBytes,
+            let data = FileManager.default.contents(atPath: path),
+            let entries = try? JSONDecoder().decode([Entry].self, from: data)
+        else { throw .damaged(path: path) }
+        return entries
+    }
+
+    /// The pairing with `id`, or with the name `name` (any case).
+    public func find(_ name: String) throws(Failure) -> Entry? {
+        let entries = try load()
+        return entries.first { $0.id == name.lowercased() } ?? entries.first { $0.name.lowercased() == name.lowercased() }
+    }
+
+    /// Pairs `party`, replacing an earlier pairing with the same id.
+    public func add(_ party: PairingParty, at time: Int = Int(Date().timeIntervalSince1970)) throws(Failure) {
+        var entries = try load()
+        entries.removeAll { $0.id == party.id }
+        entries.insert(Entry(party, paired: time), at: 0)
+        try save(Array(entries.prefix(Self.capacity)))
+    }
+
+    /// Forgets the pairing with id or name `name`; returns what was forgotten.
+    public func remove(_ name: String) throws(Failure) -> Entry? {
+        var entries = try load()
+        guard let entry = try find(name) else { return nil }
+        entries.removeAll { $0.id == entry.id }
+        try save(entries)
+        return entry
+    }
+
+    private func save(_ entries: [Entry]) throws(Failure) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        guard let data = try? encoder.encode(entries) else { throw .unwritable(path: path, reason: "cannot encode") }
+        do { try DeviceIdentity.writePrivate(Array(data), to: path) } catch {
+            throw .unwritable(path: path, reason: "\(error)")
+        }
+    }
+}

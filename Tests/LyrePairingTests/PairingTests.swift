@@ -1,0 +1,167 @@
+import Crypto
+import Foundation
+import LyrePairing
+import LyreWire
+import Testing
+
+/// Both ends of pairing, sans I/O, on an injected clock (Protocol/pairing.md §4).
+struct PairingTests {
+    static let second: UInt64 = 1_000_000_000
+    static func party(_ name: String) -> (party: PairingParty, key: Curve25519.Signing.PrivateKey) {
+        let key = Curve25519.Signing.PrivateKey()
+        return (PairingParty(publicKey: Array(key.publicKey.rawRepresentation), id: DeviceID.random().rawValue, name: name), key)
+    }
+    static func fingerprint(_ key: [UInt8]) -> String { DeviceID.hex(SHA256.hash(data: key).prefix(8)) }
+
+    let receiver = Self.party("Kitchen").party
+    let sender = Self.party("Laptop").party
+
+    /// One whole run; returns what the receiver paired, or the refusal/failure.
+    func pair(_ responder: inout PairingResponder, typed: ((String) -> String)? = nil, connection: Int = 1, now: UInt64 = 0,
+              advertised: String? = nil) throws -> PairingParty
+    {
+        var initiator = PairingInitiator(sender: sender, advertisedFingerprint: advertised ?? Self.fingerprint(receiver.publicKey))
+        let (reply, pin) = try responder.start(connection: connection, body: initiator.startBody, now: now)
+        #expect(PairingProtocol.isPIN(pin))
+        #expect(responder.pending(now: now)?.pin == pin)
+        #expect(responder.pending(now: now)?.senderName == "Laptop")
+        let told = try initiator.started(reply, fingerprint: Self.fingerprint)
+        #expect(told == receiver)
+        let exchanged = try responder.exchange(connection: connection, body: initiator.exchange(pin: typed?(pin) ?? pin), now: now)
+        #expect(responder.pending(now: now) == nil, "a PIN is single-use")
+        let confirm = try initiator.finish(exchanged)
+        return try responder.confirm(connection: connection, body: confirm, now: now)
+    }
+
+    @Test func theRightPINPairsBothSides() throws {
+        var responder = PairingResponder(receiver: receiver)
+        #expect(try pair(&responder) == sender)
+    }
+
+    @Test func aWrongPINFailsAtTheSenderAndCountsAtTheReceiver() throws {
+        var responder = PairingResponder(receiver: receiver)
+        for attempt in 1...5 {
+            #expect(throws: PairingInitiator.Failure.self, "attempt \(attempt)") {
+                try pair(&responder, typed: { pin in pin == "000000" ? "000001" : "000000" }, now: UInt64(attempt) * Self.second)
+            }
+        }
+        // Five wrong PINs: locked for a minute, then open again; then two minutes after five more.
+        var refusal: PairingRefusal?
+        do { _ = try responder.start(connection: 2, body: PairingMessage.Start(senderName: "x").encoded, now: 10 * Self.second) } catch {
+            refusal = error
+        }
+        #expect(refusal?.status == 503)
+        #expect(refusal?.retryAfter == 55)
+        #expect(try pair(&responder, now: 66 * Self.second) == sender)
+    }
+
+    @Test func lockoutsDoubleUntilAPairingSucceeds() throws {
+        var responder = PairingResponder(receiver: receiver)
+        var now: UInt64 = 0
+        func failFive() {
+            for _ in 0..<5 {
+                _ = try? pair(&responder, typed: { pin in pin == "000000" ? "000001" : "000000" }, now: now)
+                // The sender, told its PIN was wrong, hangs up.
+                responder.connectionClosed(1)
+            }
+        }
+        func lockedFor() -> Int? {
+            do {
+                _ = try responder.start(connection: 9, body: PairingMessage.Start(senderName: "x").encoded, now: now)
+                responder.connectionClosed(9)
+                return nil
+            } catch { return error.retryAfter }
+        }
+        failFive()
+        #expect(lockedFor() == 60)
+        now += 60 * Self.second
+        #expect(lockedFor() == nil)
+        failFive()
+        #expect(lockedFor() == 120)
+        now += 120 * Self.second
+        failFive()
+        #expect(lockedFor() == 240)
+        now += 240 * Self.second
+        #expect(try pair(&responder, now: now) == sender)
+        failFive()
+        #expect(lockedFor() == 60, "a success starts the doubling again")
+    }
+
+    @Test func aPINExpiresAfterTwoMinutes() throws {
+        var responder = PairingResponder(receiver: receiver)
+        var initiator = PairingInitiator(sender: sender, advertisedFingerprint: nil)
+        let (reply, pin) = try responder.start(connection: 1, body: initiator.startBody, now: 0)
+        _ = try initiator.started(reply, fingerprint: Self.fingerprint)
+        #expect(responder.pending(now: 119 * Self.second)?.secondsLeft == 1)
+        #expect(responder.pending(now: 120 * Self.second) == nil)
+        #expect(throws: PairingRefusal(410, "the PIN expired: pair again for a new one")) {
+            try responder.exchange(connection: 1, body: initiator.exchange(pin: pin), now: 120 * Self.second)
+        }
+    }
+
+    @Test func onePairingAtATime() throws {
+        var responder = PairingResponder(receiver: receiver)
+        let start = PairingMessage.Start(senderName: "a").encoded
+        _ = try responder.start(connection: 1, body: start, now: 0)
+        #expect(throws: PairingRefusal.self) { try responder.start(connection: 2, body: start, now: Self.second) }
+        // Another connection cannot use the first one's PIN either.
+        #expect(throws: PairingRefusal.self) { try responder.exchange(connection: 2, body: [], now: Self.second) }
+        // When the first connection goes, the next may pair.
+        responder.connectionClosed(1)
+        _ = try responder.start(connection: 2, body: start, now: 2 * Self.second)
+        // A second start on the same connection makes a new PIN.
+        _ = try responder.start(connection: 2, body: start, now: 3 * Self.second)
+        #expect(responder.pending(now: 3 * Self.second)?.secondsLeft == 120)
+    }
+
+    @Test func pinsAreUniformAndNeverFixed() throws {
+        var responder = PairingResponder(receiver: receiver)
+        var seen = Set<String>()
+        var firstDigits = [Int](repeating: 0, count: 10)
+        for connection in 0..<2000 {
+            let (_, pin) = try responder.start(connection: connection, body: PairingMessage.Start(senderName: "a").encoded, now: 0)
+            responder.connectionClosed(connection)
+            seen.insert(pin)
+            firstDigits[Int(pin.utf8.first! - UInt8(ascii: "0"))] += 1
+        }
+        #expect(seen.count > 1990)
+        // Each leading digit about 200 times in 2000 (a uniform PIN); 120 is over 5 standard deviations off.
+        #expect(firstDigits.allSatisfy { $0 > 120 && $0 < 280 }, "\(firstDigits)")
+    }
+
+    @Test func aReceiverWhoseKeyDoesNotMatchItsFingerprintIsRefused() throws {
+        var responder = PairingResponder(receiver: receiver)
+        #expect(throws: PairingInitiator.Failure.self) { try pair(&responder, advertised: "0123456789abcdef") }
+    }
+
+    @Test func malformedBodiesAreRefusedAndCount() throws {
+        var responder = PairingResponder(receiver: receiver)
+        #expect(throws: PairingRefusal.self) { try responder.start(connection: 1, body: [0x05, 1], now: 0) }
+        for _ in 0..<5 {
+            _ = try responder.start(connection: 1, body: PairingMessage.Start(senderName: "a").encoded, now: 0)
+            #expect(throws: PairingRefusal.self) { try responder.exchange(connection: 1, body: [1, 2, 3], now: 0) }
+        }
+        #expect(throws: PairingRefusal.self) { try responder.start(connection: 1, body: PairingMessage.Start(senderName: "a").encoded, now: 0) }
+    }
+
+    @Test func pairedDevicesAreKeptPrivately() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lyre-paired-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = PairedDevices(path: directory + "/" + PairedDevices.sendersFile)
+        #expect(try store.load().isEmpty)
+        try store.add(sender, at: 1)
+        try store.add(receiver, at: 2)
+        var renamed = sender
+        renamed.name = "Laptop 2"
+        try store.add(renamed, at: 3)
+        #expect(try store.load().map(\.name) == ["Laptop 2", "Kitchen"])
+        #expect(try store.find("kitchen")?.publicKeyBytes == receiver.publicKey)
+        #expect(try store.find(sender.id)?.name == "Laptop 2")
+        let mode = try FileManager.default.attributesOfItem(atPath: store.path)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        #expect(try store.remove("KITCHEN")?.id == receiver.id)
+        #expect(try store.load().count == 1)
+        try Data("not json".utf8).write(to: URL(fileURLWithPath: store.path))
+        #expect(throws: PairedDevices.Failure.damaged(path: store.path)) { try store.load() }
+    }
+}
