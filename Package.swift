@@ -83,7 +83,7 @@ let package = Package(
         .target(
             name: "LyreSender",
             dependencies: [
-                "LyreWire", "LyreRTSP", "LyreAudio", "LyreCodec", "LyreClock", "LyreDiscovery",
+                "LyreWire", "LyreRTSP", "LyreAudio", "LyreCodec", "LyreClock", "LyreDiscovery", "LyrePairing",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

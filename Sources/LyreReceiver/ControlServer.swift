@@ -31,12 +31,47 @@ enum ControlServer {
         case .nowPlaying:
             let report = ControlNowPlaying(registry.active?.snapshot(), volume: registry.volume)
             return eventLoop.makeSucceededFuture("ok \(report.json)")
+        case .pairing:
+            guard let pending = registry.pairing?.pending else {
+                return eventLoop.makeSucceededFuture("error none: no pairing is under way; run 'lyre pair NAME' on the sender")
+            }
+            return eventLoop.makeSucceededFuture("ok " + json(ControlPairing(pin: pending.pin, sender: pending.senderName, secondsLeft: pending.secondsLeft)))
+        case .paired:
+            guard let pairing = registry.pairing else { return eventLoop.makeSucceededFuture("ok []") }
+            do { return eventLoop.makeSucceededFuture("ok " + json(try pairing.paired.load())) } catch {
+                return eventLoop.makeSucceededFuture("error damaged: \(error)")
+            }
+        case .unpair(let name):
+            guard let pairing = registry.pairing else { return eventLoop.makeSucceededFuture("error unknown: this receiver does not pair") }
+            do {
+                guard let entry = try pairing.paired.remove(name) else {
+                    return eventLoop.makeSucceededFuture("error unknown: no paired sender '\(name)'; see 'lyre remote paired'")
+                }
+                registry.logger.notice("unpaired '\(entry.name)' (\(entry.id))")
+                return eventLoop.makeSucceededFuture("ok \(entry.id)")
+            } catch {
+                return eventLoop.makeSucceededFuture("error damaged: \(error)")
+            }
         case .command(let event):
             return registry.relay(event).map { outcome in
                 outcome.succeeded ? "ok" : "error \(outcome.kind.rawValue): \(outcome.message)"
             }
         }
     }
+}
+
+/// The `pairing` answer.
+struct ControlPairing: Encodable {
+    var pin: String
+    var sender: String
+    var secondsLeft: Int
+}
+
+/// One line of JSON, keys sorted.
+func json(_ value: some Encodable) -> String {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+    return (try? encoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
 }
 
 /// The `now-playing` answer: the snapshot as JSON, with the position extrapolated to now.
@@ -89,9 +124,5 @@ struct ControlNowPlaying: Encodable {
         self.volume = volume
     }
 
-    var json: String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return (try? encoder.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
-    }
+    var json: String { LyreReceiver.json(self) }
 }

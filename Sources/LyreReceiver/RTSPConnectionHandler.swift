@@ -1,6 +1,7 @@
 import Logging
 import LyreAudio
 import LyreClock
+import LyrePairing
 import LyreRTSP
 import LyreWire
 import NIOCore
@@ -31,7 +32,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     typealias InboundIn = RTSPFrame
     typealias OutboundOut = RTSPOutbound
 
-    static let methods = "OPTIONS, ANNOUNCE, SETUP, RECORD, FLUSH, SET_PARAMETER, GET_PARAMETER, TEARDOWN"
+    static let methods = "OPTIONS, ANNOUNCE, SETUP, RECORD, FLUSH, SET_PARAMETER, GET_PARAMETER, TEARDOWN, PAIR"
     /// Requests that change a session, so only its own connection may make them.
     static let sessionMethods: Set<String> = ["SETUP", "RECORD", "FLUSH", "SET_PARAMETER", "TEARDOWN"]
 
@@ -73,10 +74,13 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     /// Relayed commands waiting for the sender's answer, to be told when the session ends first.
     private var pendingCommands: [Int: EventLoopPromise<RemoteCommandOutcome>] = [:]
     private var nextCommand = 0
+    /// This connection's number, for pairing.
+    private let number: Int
 
     init(registry: SessionRegistry, logger: Logger) {
         self.registry = registry
         self.logger = logger
+        number = registry.connectionNumber()
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -86,6 +90,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        registry.pairing?.connectionClosed(number)
         end(.connectionClosed)
         self.context = nil
         context.fireChannelInactive()
@@ -166,6 +171,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         case "TEARDOWN":
             end(.teardown)
             send(.response(200, cseq: cseq))
+        case "PAIR": pair(request, cseq: cseq)
         case "DESCRIBE", "PLAY", "PAUSE", "REDIRECT":
             send(.response(405, cseq: cseq, headers: [("Allow", Self.methods)]))
         default:
@@ -454,6 +460,28 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     }
 
     /// A 4xx/5xx with the reason in `Lyre-Error`, so a sender can say what went wrong.
+    /// A step of pairing (Protocol/pairing.md §3): answered by the receiver's pairing, whatever the session.
+    private func pair(_ request: RTSPMessage, cseq: Int) {
+        guard let pairing = registry.pairing else { return refuse(501, cseq: cseq, "this receiver does not pair") }
+        guard let step = request.headers[PairingMessage.stepHeader].flatMap(PairingMessage.Step.init(rawValue:)) else {
+            registry.count(\.badRequests)
+            return refuse(400, cseq: cseq, "\(PairingMessage.stepHeader) must be start, exchange or confirm")
+        }
+        guard request.body.count <= PairingMessage.maximumBody else {
+            registry.count(\.badRequests)
+            return refuse(413, cseq: cseq, "a pairing body is at most \(PairingMessage.maximumBody) bytes")
+        }
+        switch pairing.step(step, connection: number, body: request.body, peer: peerIP) {
+        case .success(let body):
+            send(.response(200, cseq: cseq, headers: body.isEmpty ? [] : [("Content-Type", "application/octet-stream")], body: body))
+        case .failure(let refusal):
+            if refusal.status == 400 { registry.count(\.badRequests) }
+            var headers = [("Lyre-Error", refusal.message)]
+            if let seconds = refusal.retryAfter { headers.append(("Retry-After", String(seconds))) }
+            send(.response(refusal.status, cseq: cseq, headers: headers))
+        }
+    }
+
     private func refuse(_ status: Int, cseq: Int?, _ reason: String) {
         let line = String(reason.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? " " : Character($0) }.prefix(300))
         send(.response(status, cseq: cseq, headers: [("Lyre-Error", line)]))

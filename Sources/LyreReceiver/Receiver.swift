@@ -1,6 +1,7 @@
 import Logging
 import LyreAudio
 import LyreControl
+import LyrePairing
 import LyreRTSP
 import LyreWire
 import NIOConcurrencyHelpers
@@ -32,6 +33,9 @@ public struct ReceiverConfiguration: Sendable {
     /// The device id it advertises (discovery.md), told in OPTIONS' `Lyre-Receiver-ID` so that a sender that
     /// connects to a remembered address knows it reached the same receiver (streaming.md §3).
     public var deviceID: String?
+    /// Who this receiver is to pairing (its key, id and name) and where its paired senders are kept
+    /// (Protocol/pairing.md); nil: `PAIR` is refused.
+    public var pairing: (receiver: PairingParty, pairedSendersPath: String)?
 
     public init() {}
 }
@@ -70,6 +74,8 @@ final class SessionRegistry: @unchecked Sendable {
     let artwork: ArtworkStore?
     /// The now-playing info last written to the log, so each change is logged once.
     private var loggedInfo: NowPlayingInfo?
+    let pairing: ReceiverPairing?
+    private var connectionsSeen = 0
 
     init(eventLoop: EventLoop, configuration: ReceiverConfiguration, output: OutputEngine, logger: Logger,
          events: AsyncStream<ReceiverEvent>.Continuation) {
@@ -79,6 +85,14 @@ final class SessionRegistry: @unchecked Sendable {
         self.logger = logger
         self.events = events
         artwork = configuration.artworkDirectory.map(ArtworkStore.init(directory:))
+        pairing = configuration.pairing.map { ReceiverPairing(receiver: $0.receiver, pairedSendersPath: $0.pairedSendersPath, logger: logger) }
+    }
+
+    /// A number for a new connection, unique for the receiver's life (pairing tells connections apart by it).
+    func connectionNumber() -> Int {
+        eventLoop.assertInEventLoop()
+        connectionsSeen += 1
+        return connectionsSeen
     }
 
     func count(_ counter: WritableKeyPath<ReceiverCounters, Int>) {

@@ -14,13 +14,17 @@ public struct OutputRoute: Sendable, Hashable, CustomStringConvertible {
     public var id: String?
     /// Which of the stream's channels this room plays (the receiver applies it).
     public var channels: ChannelMap
+    /// The fingerprint of the receiver's key as it advertises it (TXT `pk`), when found by discovery.
+    public var keyFingerprint: String?
 
-    public init(host: String, port: UInt16, name: String? = nil, id: String? = nil, channels: ChannelMap = .stereo) {
+    public init(host: String, port: UInt16, name: String? = nil, id: String? = nil, channels: ChannelMap = .stereo,
+                keyFingerprint: String? = nil) {
         self.host = host
         self.port = port
         self.name = name ?? "\(host):\(port)"
         self.id = id
         self.channels = channels
+        self.keyFingerprint = keyFingerprint
     }
 
     public var description: String { "'\(name)'" }

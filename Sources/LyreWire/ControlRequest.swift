@@ -6,6 +6,12 @@ public enum ControlRequest: Sendable, Equatable {
     case command(RemoteCommandEvent)
     /// The receiver's output delay: read it (nil), or set it in ms. Answered by the receiver itself.
     case outputDelay(Int?)
+    /// The PIN of the pairing under way (Protocol/pairing.md §4).
+    case pairing
+    /// The senders this receiver is paired with.
+    case paired
+    /// Forget a paired sender, by id or name.
+    case unpair(String)
 
     /// Valid output delays, ms (`lyred --output-delay`, streaming.md §6.3).
     public static let outputDelayRange = -500...500
@@ -14,7 +20,7 @@ public enum ControlRequest: Sendable, Equatable {
     public static let usage =
         "play, pause, toggle, next, previous, stop, seek SECONDS, skip ±SECONDS, rate R, volume up|down, "
         + "seek-forward begin|end, seek-backward begin|end, repeat off|one|all, shuffle off|items|collection, now-playing, stats, "
-        + "output-delay [MS]"
+        + "output-delay [MS], pairing, paired, unpair ID"
 
     /// Parses `words` (the line split on spaces). The error is one line that says what to send instead.
     public init(words: [String]) throws(RemoteCommandError) {
@@ -55,6 +61,18 @@ public enum ControlRequest: Sendable, Equatable {
                 throw .malformed("'output-delay' needs whole milliseconds from -500 to 500, e.g. output-delay 40")
             }
             self = .outputDelay(ms)
+            return
+        case "pairing":
+            try noArgument()
+            self = .pairing
+            return
+        case "paired":
+            try noArgument()
+            self = .paired
+            return
+        case "unpair":
+            guard words.count >= 2 else { throw .malformed("'unpair' needs a paired sender's id or name (see 'paired')") }
+            self = .unpair(words.dropFirst().joined(separator: " "))
             return
         case "play": try noArgument(); event = RemoteCommandEvent(.play)
         case "pause": try noArgument(); event = RemoteCommandEvent(.pause)

@@ -113,7 +113,10 @@ public enum PairingMessage {
         public var encoded: [UInt8] { PrefixFree.cat([Array(ReceiverTXT.truncated(senderName, bytes: PairingParty.maximumName).utf8)]) }
         public init(parsing bytes: [UInt8]) throws(PairingMessageError) {
             let fields = try PrefixFree.split(bytes, count: 1, maximumField: PairingParty.maximumName)
-            senderName = String(decoding: fields[0], as: UTF8.self)
+            guard let name = String(validating: fields[0], as: UTF8.self), !name.isEmpty else {
+                throw .malformed("the sender's name must be 1 to 63 bytes of UTF-8")
+            }
+            senderName = name
         }
     }
 

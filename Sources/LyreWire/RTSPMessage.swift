@@ -103,8 +103,10 @@ public enum RTSPStatus {
         switch status {
         case 200: "OK"
         case 400: "Bad Request"
+        case 403: "Forbidden"
         case 404: "Not Found"
         case 405: "Method Not Allowed"
+        case 410: "Gone"
         case 413: "Request Entity Too Large"
         case 415: "Unsupported Media Type"
         case 431: "Request Header Fields Too Large"

@@ -22,9 +22,7 @@ struct KnownReceivers {
         if let path {
             self.path = path
         } else {
-            let env = ProcessInfo.processInfo.environment
-            let base = env["XDG_STATE_HOME"].flatMap(\.nilIfEmpty) ?? ((env["HOME"] ?? "/tmp") + "/.local/state")
-            self.path = base + "/lyre/receivers.json"
+            self.path = SenderState.directory + "/receivers.json"
         }
     }
 

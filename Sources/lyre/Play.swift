@@ -343,7 +343,7 @@ struct RouteResolver: Sendable {
                 throw CommandFailure("'\(device.name)' has no IPv4 address; Lyre streams over IPv4 for now")
             }
             routes[index] = OutputRoute(host: address, port: device.port, name: device.name, id: device.id.rawValue,
-                                        channels: spec?.channels ?? .stereo)
+                                        channels: spec?.channels ?? .stereo, keyFingerprint: device.receiver.keyFingerprint)
         }
         return routes.compactMap { $0 }
     }

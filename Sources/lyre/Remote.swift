@@ -15,7 +15,8 @@ struct Remote: ParsableCommand {
         discussion: """
             Commands: \(ControlRequest.usage).
             The receiver relays the command to the sender that is playing; lyre exits non-zero when the sender \
-            refuses or has the command disabled. 'now-playing' prints what plays (--json for the receiver's JSON).
+            refuses or has the command disabled. 'now-playing' prints what plays (--json for the receiver's JSON); 'pairing' the PIN a sender \
+            that runs 'lyre pair' must type; 'paired' the senders paired here; 'unpair ID' forgets one.
             """)
 
     @Argument(parsing: .allUnrecognized, help: ArgumentHelp("The command and its argument, e.g. 'skip -15'.", valueName: "COMMAND"))
@@ -39,7 +40,12 @@ struct Remote: ParsableCommand {
         if answer == "ok" { return }
         if answer.hasPrefix("ok ") {
             let payload = String(answer.dropFirst(3))
-            if request == .nowPlaying, !json { print(Self.describe(payload)) } else { print(payload) }
+            switch request {
+            case .nowPlaying where !json: print(Self.describe(payload))
+            case .pairing where !json: print(Self.describePairing(payload))
+            case .paired where !json: print(Self.describePaired(payload))
+            default: print(payload)
+            }
             return
         }
         let message = answer.hasPrefix("error ") ? String(answer.dropFirst(6)) : "unexpected answer from lyred: \(answer)"
@@ -81,6 +87,24 @@ struct Remote: ParsableCommand {
             answer += chunk[0..<n]
         }
         return String(decoding: answer.prefix { $0 != UInt8(ascii: "\n") }, as: UTF8.self)
+    }
+
+    /// The PIN of the pairing under way, and for whom.
+    static func describePairing(_ json: String) -> String {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any],
+            let pin = object["pin"] as? String
+        else { return json }
+        return "PIN \(pin) for '\(object["sender"] as? String ?? "?")' (\(object["secondsLeft"] as? Int ?? 0) s left)"
+    }
+
+    /// One line per paired sender: id, name, when.
+    static func describePaired(_ json: String) -> String {
+        guard let entries = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [[String: Any]] else { return json }
+        guard !entries.isEmpty else { return "no paired senders; pair one with 'lyre pair NAME' on it" }
+        return entries.map { entry in
+            let when = Date(timeIntervalSince1970: Double(entry["paired"] as? Int ?? 0)).formatted(.iso8601)
+            return "\(entry["id"] as? String ?? "?")  \(entry["name"] as? String ?? "?")  paired \(when)"
+        }.joined(separator: "\n")
     }
 
     /// One readable line from the now-playing JSON.

@@ -6,6 +6,7 @@ import LyreCommandLine
 import LyreControl
 import LyreDiscovery
 import LyreMPRIS
+import LyrePairing
 import LyreReceiver
 import LyreWire
 import NIOCore
@@ -114,6 +115,8 @@ struct Lyred: AsyncParsableCommand {
         configuration.controlSocketRequired = controlSocket != nil
         configuration.artworkDirectory = Self.artworkDirectory(controlSocket: socketPath)
         configuration.deviceID = id.rawValue
+        configuration.pairing = (PairingParty(publicKey: key.publicKeyBytes, id: id.rawValue, name: name ?? Self.hostName()),
+                                 stateDirectory + "/" + PairedDevices.sendersFile)
         let streaming = Receiver(configuration: configuration, logger: logger)
         let boundPort: Int
         do {

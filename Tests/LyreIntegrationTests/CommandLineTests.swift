@@ -40,7 +40,7 @@ struct CommandLineTests {
     /// continuations prints "with             cover art"). Only the column between an option or subcommand
     /// and its help, and the indentation of a line, may be wide.
     @Test func helpTextHasNoRunsOfSpaces() throws {
-        for command in [["lyre"], ["lyre", "play"], ["lyre", "devices"], ["lyre", "sink"], ["lyre", "group"], ["lyre", "remote"], ["lyred"]] {
+        for command in [["lyre"], ["lyre", "play"], ["lyre", "devices"], ["lyre", "sink"], ["lyre", "group"], ["lyre", "remote"], ["lyre", "pair"], ["lyred"]] {
             let help = try Self.run(command + ["--help"])
             #expect(help.status == 0, "\(command) --help: \(help.stderr)")
             // The overview and discussion are prose wrapped by the parser: no line there is indented or has
@@ -69,6 +69,9 @@ struct CommandLineTests {
         Self.expectOneLineError(try Self.run(["lyre", "devices", "--timeout", "-1"]), mentioning: "--timeout")
         Self.expectOneLineError(try Self.run(["lyre", "devices", "--interface", "nosuch0"]), mentioning: "nosuch0")
         Self.expectOneLineError(try Self.run(["lyre", "nosuchcommand"]), mentioning: "nosuchcommand")
+        Self.expectOneLineError(try Self.run(["lyre", "pair"]), mentioning: "--list")
+        Self.expectOneLineError(try Self.run(["lyre", "pair", "Kitchen", "--host", "127.0.0.1:7700"]), mentioning: "--host")
+        Self.expectOneLineError(try Self.run(["lyre", "remote", "unpair"]), mentioning: "unpair")
     }
 
     @Test func unwritableStateDirectoryIsAClearError() async throws {

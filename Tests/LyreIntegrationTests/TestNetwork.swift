@@ -77,9 +77,10 @@ final class TestNetwork {
         return nil
     }
 
-    /// Starts `arguments` inside the network; a bare `lyre`/`lyred` means the built binary.
+    /// Starts `arguments` inside the network; a bare `lyre`/`lyred` means the built binary. With `input`, its
+    /// standard input is a pipe the test writes to (`Spawned.type`); else it is empty.
     @discardableResult
-    func spawn(_ arguments: [String], name: String? = nil) throws -> Spawned {
+    func spawn(_ arguments: [String], name: String? = nil, input: Bool = false) throws -> Spawned {
         var command = arguments
         if ["lyre", "lyred"].contains(command[0]) { command[0] = Self.binaries + "/" + command[0] }
         let label = (name ?? (arguments[0] as NSString).lastPathComponent) + "-\(children.count)"
@@ -97,9 +98,10 @@ final class TestNetwork {
         let err = try Self.touch(scratch.appendingPathComponent("\(label).err"))
         process.standardOutput = try FileHandle(forWritingTo: out)
         process.standardError = try FileHandle(forWritingTo: err)
-        process.standardInput = FileHandle.nullDevice
+        let pipe = input ? Pipe() : nil
+        process.standardInput = pipe ?? FileHandle.nullDevice
         try process.run()
-        let spawned = Spawned(process: process, stdoutURL: out, stderrURL: err, label: label)
+        let spawned = Spawned(process: process, stdoutURL: out, stderrURL: err, label: label, input: pipe?.fileHandleForWriting)
         children.append(spawned)
         return spawned
     }
@@ -139,11 +141,20 @@ final class Spawned: @unchecked Sendable {
     let stderrURL: URL
     let label: String
 
-    init(process: Process, stdoutURL: URL, stderrURL: URL, label: String) {
+    /// The writing end of its standard input, when spawned with `input`.
+    let input: FileHandle?
+
+    init(process: Process, stdoutURL: URL, stderrURL: URL, label: String, input: FileHandle? = nil) {
         self.process = process
         self.stdoutURL = stdoutURL
         self.stderrURL = stderrURL
         self.label = label
+        self.input = input
+    }
+
+    /// Writes `line` and a newline to its standard input, as a user types at the terminal.
+    func type(_ line: String) {
+        input?.write(Data((line + "\n").utf8))
     }
 
     var stdout: String { (try? String(contentsOf: stdoutURL, encoding: .utf8)) ?? "" }

@@ -59,6 +59,14 @@ let targets: [String: ([UInt8]) -> Void] = [
         _ = RTPInfo(parsing: text)
         _ = PlaybackAnchor(parsing: text)
     },
+    // PAIR bodies (Protocol/pairing.md §3): every message either side parses; what parses round-trips.
+    "pairing": { bytes in
+        if let m = try? PairingMessage.Start(parsing: bytes), (try? PairingMessage.Start(parsing: m.encoded)) != m { fatalError("start round trip") }
+        if let m = try? PairingMessage.Started(parsing: bytes), (try? PairingMessage.Started(parsing: m.encoded)) != m { fatalError("started round trip") }
+        if let m = try? PairingMessage.Exchange(parsing: bytes), (try? PairingMessage.Exchange(parsing: m.encoded)) != m { fatalError("exchange round trip") }
+        if let m = try? PairingMessage.Exchanged(parsing: bytes), (try? PairingMessage.Exchanged(parsing: m.encoded)) != m { fatalError("exchanged round trip") }
+        _ = try? PairingMessage.Confirm(parsing: bytes)
+    },
     // The control socket's lines.
     "control": { bytes in _ = try? ControlRequest(line: String(decoding: bytes, as: UTF8.self)) },
 ]

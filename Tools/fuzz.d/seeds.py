@@ -67,3 +67,22 @@ put("parameters", "rtp-info", "seq=1;rtptime=0")
 put("control", "volume", "volume 50")
 put("control", "seek", "seek 90")
 put("control", "now-playing", "now-playing --json")
+
+# Pairing (Protocol/pairing.md §3): prefix-free fields, each after its LEB128 length.
+def pfc(*fields):
+    out = b""
+    for f in fields:
+        n = len(f)
+        while True:
+            out += bytes([(n & 0x7f) | (0x80 if n > 0x7f else 0)])
+            n >>= 7
+            if n == 0:
+                break
+        out += f
+    return out
+party = pfc(bytes(range(32)), b"0123456789abcdef0123456789abcdef", "Küche".encode())
+put("pairing", "start", pfc(b"alice@laptop"))
+put("pairing", "started", pfc(bytes(16), party))
+put("pairing", "exchange", pfc(bytes(range(16)), pfc(bytes(range(32, 64)), party)))
+put("pairing", "exchanged", pfc(pfc(bytes(range(32, 64)), party), bytes(64)))
+put("pairing", "confirm", pfc(bytes(range(64))))
