@@ -18,6 +18,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.0"),
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.0"),
     ],
     targets: [
         // C modules: one per Debian library.
@@ -46,6 +48,7 @@ let package = Package(
         .target(name: "CPulseShim", dependencies: ["CPulse"]),
         .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
+        .systemLibrary(name: "CSRTP", pkgConfig: "libsrtp2", providers: [.apt(["libsrtp2-dev"])]),
         // Kernel receive timestamps (SCM_TIMESTAMPNS and the CMSG macros): see Sources/CSocketShim/include/CSocketShim.h.
         .target(name: "CSocketShim"),
 
@@ -58,6 +61,8 @@ let package = Package(
         // Media: ALSA and WAV output, decoding (FFmpeg's libraries), resampling (libsoxr); Opus.
         .target(name: "LyreAudio", dependencies: ["CALSA", "CALSAShim", "CFFmpegShim", "CSoxr", "LyreWire", "LyreClock"]),
         .target(name: "LyreCodec", dependencies: ["COpus", "COpusShim"]),
+        // SRTP (libsrtp2): paired sessions' audio, encrypted and authenticated.
+        .target(name: "LyreSRTP", dependencies: ["CSRTP", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")]),
 
         // A local control socket (lines in, lines out, this user only): lyred's, and lyre play's group socket.
         .target(
@@ -68,13 +73,17 @@ let package = Package(
         // RTSPPeerStateMachine (requests both ways, matched by CSeq).
         .target(
             name: "LyreRTSP",
-            dependencies: ["LyreWire", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]),
+            dependencies: [
+                "LyreWire", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"), .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]),
 
         // Engines.
         .target(
             name: "LyreReceiver",
             dependencies: [
-                "LyreWire", "LyreRTSP", "LyreAudio", "LyreCodec", "LyreClock", "LyreControl", "LyrePairing",
+                "LyreWire", "LyreRTSP", "LyreAudio", "LyreCodec", "LyreClock", "LyreControl", "LyrePairing", "LyreSRTP",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -83,7 +92,7 @@ let package = Package(
         .target(
             name: "LyreSender",
             dependencies: [
-                "LyreWire", "LyreRTSP", "LyreAudio", "LyreCodec", "LyreClock", "LyreDiscovery", "LyrePairing",
+                "LyreWire", "LyreRTSP", "LyreAudio", "LyreCodec", "LyreClock", "LyreDiscovery", "LyrePairing", "LyreSRTP",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -138,7 +147,7 @@ let package = Package(
         .executableTarget(
             name: "lyred",
             dependencies: [
-                "LyreDiscovery", "LyreWire", "LyreAudio", "LyreClock", "LyreCommandLine", "LyreControl", "LyreReceiver", "LyreMPRIS", "LyrePairing",
+                "LyreDiscovery", "LyreWire", "LyreAudio", "LyreClock", "LyreCommandLine", "LyreControl", "LyreReceiver", "LyreMPRIS", "LyrePairing", "LyreRTSP",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -152,7 +161,7 @@ let package = Package(
         .testTarget(name: "LyreDiscoveryTests", dependencies: ["LyreDiscovery", "LyreWire", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "LyreIntegrationTests", dependencies: ["LyreWire"]),
         .testTarget(name: "LyreMPRISTests", dependencies: ["LyreMPRIS"]),
-        .testTarget(name: "LyrePairingTests", dependencies: ["LyrePairing", "LyreWire"]),
+        .testTarget(name: "LyrePairingTests", dependencies: ["LyrePairing", "LyreWire", "LyreSRTP"]),
         .testTarget(
             name: "LyreRTSPTests",
             dependencies: ["LyreRTSP", "LyreWire", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio")]),

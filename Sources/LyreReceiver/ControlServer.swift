@@ -44,7 +44,7 @@ enum ControlServer {
         case .unpair(let name):
             guard let pairing = registry.pairing else { return eventLoop.makeSucceededFuture("error unknown: this receiver does not pair") }
             do {
-                guard let entry = try pairing.paired.remove(name) else {
+                guard let entry = try pairing.forget(name) else {
                     return eventLoop.makeSucceededFuture("error unknown: no paired sender '\(name)'; see 'lyre remote paired'")
                 }
                 registry.logger.notice("unpaired '\(entry.name)' (\(entry.id))")

@@ -16,6 +16,9 @@ public struct PlayoutStatistics: Sendable, Equatable {
     public var overflowed = 0
     public var malformed = 0
     public var foreign = 0
+    /// SRTP packets dropped (Protocol/pairing.md §6): seen before, or failing authentication.
+    public var replayed = 0
+    public var unauthentic = 0
     public var corrections = 0
     /// How far the drift correction runs the input faster (+) or slower (−) than the output, ppm.
     public var ratePPM: Double?
@@ -28,7 +31,7 @@ public struct PlayoutStatistics: Sendable, Equatable {
         var parts = [
             "received=\(received)", "late=\(late)", "lost=\(lost)", "concealed=\(concealed)", "fec=\(recoveredByFEC)",
             "nack=\(requested)", "recovered=\(recovered)", "duplicates=\(duplicates)",
-            "foreign=\(foreign)", "malformed=\(malformed)", "corrections=\(corrections)",
+            "foreign=\(foreign)", "malformed=\(malformed)", "replayed=\(replayed)", "unauthentic=\(unauthentic)", "corrections=\(corrections)",
             "depth-ms=\(Int(depthMilliseconds.rounded()))",
         ]
         if let clockOffsetMicroseconds { parts.append("offset-us=\(Int(clockOffsetMicroseconds.rounded()))") }
@@ -149,6 +152,8 @@ public struct Playout: ~Copyable {
 
     public mutating func countForeign() { statistics.foreign += 1 }
     public mutating func countMalformed() { statistics.malformed += 1 }
+    public mutating func countReplayed() { statistics.replayed += 1 }
+    public mutating func countUnauthentic() { statistics.unauthentic += 1 }
 
     /// A packet arrived at local time `arrival`. Returns the sequence numbers it shows missing, for the
     /// sender to send again (when it does: streaming.md §4.1).

@@ -2,6 +2,7 @@ import Logging
 import LyreAudio
 import LyreClock
 import LyrePairing
+import LyreSRTP
 import LyreRTSP
 import LyreWire
 import NIOCore
@@ -59,6 +60,8 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     private var feedback: Set<FeedbackHeader.Kind> = []
     /// The sender's FEC packets (§4.3), when it sends them.
     private var fec: FECHeader?
+    /// The session's SRTP, when its SDP came over TLS with a key (pairing.md §6).
+    private var srtp: SRTPSession?
     private var nackTimer: Scheduled<Void>?
     /// This end's SSRC in the RTCP it sends.
     private let receiverSSRC = UInt32.random(in: 1...UInt32.max)
@@ -181,18 +184,44 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     }
 
     private func announce(_ request: RTSPMessage, cseq: Int) {
+        // --access paired: a session only for a sender that proved a paired key over TLS (pairing.md §6).
+        if registry.configuration.access == .paired {
+            let key = context.flatMap { RTSPPeerKey.of($0.channel) }
+            guard let key, registry.pairing?.isPaired(key) == true else {
+                let who = request.headers["Lyre-Sender-Name"] ?? request.headers["User-Agent"] ?? "a sender"
+                logger.notice("refused '\(who)' at \(peerIP): not paired (\(key == nil ? "plain RTSP" : "TLS, unknown key"))")
+                let name = registry.pairing?.receiverName ?? "NAME"
+                return refuse(403, cseq: cseq, "not paired: this receiver plays only paired senders; pair with 'lyre pair \(name)'")
+            }
+        }
         if let type = request.headers["Content-Type"], !type.lowercased().hasPrefix("application/sdp") {
             send(.response(415, cseq: cseq))
             return
         }
         let format: AudioFormat
+        let crypto: SDPCrypto?
         do {
-            format = try SessionDescription(parsing: request.bodyText).audioFormat()
+            let sdp = try SessionDescription(parsing: request.bodyText)
+            format = try sdp.audioFormat()
+            crypto = try sdp.crypto()
         } catch {
             registry.count(\.badRequests)
             logger.debug("ANNOUNCE refused: \(error)")
             if case .unsupported = error { send(.response(415, cseq: cseq)) } else { send(.response(400, cseq: cseq)) }
             return
+        }
+        var srtp: SRTPSession?
+        if let crypto {
+            guard context.flatMap({ RTSPPeerKey.of($0.channel) }) != nil else {
+                registry.count(\.badRequests)
+                return refuse(400, cseq: cseq, "an SRTP key is taken only over TLS")
+            }
+            guard crypto.suite == SRTPSession.suite else {
+                return refuse(415, cseq: cseq, "SRTP suite \(crypto.suite) is not supported; use \(SRTPSession.suite)")
+            }
+            do { srtp = try SRTPSession(.receive, key: crypto.key) } catch {
+                return refuse(400, cseq: cseq, error.description)
+            }
         }
         var channels = ChannelMap.stereo
         if let text = request.headers["Lyre-Channels"] {
@@ -220,10 +249,11 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         self.format = format
         latencyMilliseconds = latency
         self.channels = channels
+        self.srtp = srtp
         sessionID = sessionID ?? Self.newSessionID()
         state = .announced
         registry.claim(self)
-        logger.info("session from '\(senderName)': \(format.encoding.rawValue), latency \(latency) ms, channels \(channels.rawValue)")
+        logger.info("session from '\(senderName)': \(format.encoding.rawValue), latency \(latency) ms, channels \(channels.rawValue)\(srtp != nil ? ", TLS and SRTP" : "")")
         // Echoed, so the sender knows this receiver applies the map (a version 1 receiver does not answer it).
         send(.response(200, cseq: cseq, headers: [("Lyre-Channels", channels.rawValue)]))
     }
@@ -568,23 +598,35 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
 
     // MARK: media
 
-    enum DroppedMedia { case foreign, malformed }
+    enum DroppedMedia { case foreign, malformed, replayed, unauthentic }
 
     /// Counts media that was dropped: in the session's statistics when there is one, and receiver-wide.
     private func dropMedia(_ kind: DroppedMedia) {
         switch kind {
         case .foreign: controller?.withPlayout { $0.countForeign() }
         case .malformed: controller?.withPlayout { $0.countMalformed() }
+        case .replayed: controller?.withPlayout { $0.countReplayed() }
+        case .unauthentic: controller?.withPlayout { $0.countUnauthentic() }
         }
         registry.count(\.droppedMedia)
     }
 
-    private func ingest(_ bytes: [UInt8]) {
+    private func ingest(_ received: [UInt8]) {
         guard let controller else {
             registry.count(\.droppedMedia)
             return
         }
-        if RTPPacket.isRTCP(bytes) { return }
+        if RTPPacket.isRTCP(received) { return }
+        var bytes = received
+        // A paired session's media is SRTP: what does not verify, or came before, is dropped and counted.
+        if let srtp {
+            switch srtp.unprotect(received) {
+            case .success(let plain): bytes = plain
+            case .failure(.replayed): return dropMedia(.replayed)
+            case .failure(.malformed): return dropMedia(.malformed)
+            case .failure: return dropMedia(.unauthentic)
+            }
+        }
         if let fec, bytes.count >= 2, bytes[1] & 0x7F == fec.payloadType {
             // FEC for the locked stream only (its CSRC), from the sender's address (checked by the caller).
             guard let parity = try? FECPacket(parsing: bytes) else {

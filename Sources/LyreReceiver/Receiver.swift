@@ -36,8 +36,20 @@ public struct ReceiverConfiguration: Sendable {
     /// Who this receiver is to pairing (its key, id and name) and where its paired senders are kept
     /// (Protocol/pairing.md); nil: `PAIR` is refused.
     public var pairing: (receiver: PairingParty, pairedSendersPath: String)?
+    /// The receiver's TLS identity: with it, the RTSP port also takes TLS 1.3 (Protocol/pairing.md §6).
+    public var tls: TLSIdentity?
+    /// Who may play: paired senders only (over TLS), or anyone (plain RTSP publishers such as ffmpeg too).
+    public var access = ReceiverAccess.paired
 
     public init() {}
+}
+
+/// `lyred --access`: who may start a session.
+public enum ReceiverAccess: String, Sendable, CaseIterable {
+    /// Only senders paired with this receiver, proving their key over TLS.
+    case paired
+    /// Anyone: paired senders over TLS, and plain RTSP publishers (ffmpeg, GStreamer, unpaired Lyre senders).
+    case open
 }
 
 /// What a receiver tells its owner, to advertise.
@@ -221,6 +233,7 @@ public final class Receiver: Sendable {
     public func start() async throws -> Int {
         let registry = self.registry
         let logger = self.logger
+        let tls = try configuration.tls?.serverContext()
         let channel = try await ServerBootstrap(group: registry.eventLoop)
             .serverChannelOption(.backlog, value: 64)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -228,6 +241,7 @@ public final class Receiver: Sendable {
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     registry.count(\.connections)
+                    if let tls { try channel.pipeline.syncOperations.addHandler(TLSSniffer(context: tls)) }
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(RTSPFrameDecoder()))
                     try channel.pipeline.syncOperations.addHandler(RTSPPeerHandler())
                     try channel.pipeline.syncOperations.addHandler(RTSPConnectionHandler(registry: registry, logger: logger))

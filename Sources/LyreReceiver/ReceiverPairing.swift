@@ -11,11 +11,34 @@ final class ReceiverPairing {
     private var responder: PairingResponder
     let paired: PairedDevices
     private let logger: Logger
+    /// The paired senders' keys, read at start and kept as pairings come and go.
+    private var keys: Set<[UInt8]> = []
 
     init(receiver: PairingParty, pairedSendersPath: String, logger: Logger) {
         responder = PairingResponder(receiver: receiver)
         paired = PairedDevices(path: pairedSendersPath)
         self.logger = logger
+        reload()
+    }
+
+    var receiverName: String { responder.receiver.name }
+
+    /// Whether a sender holding `key` is paired.
+    func isPaired(_ key: [UInt8]) -> Bool { keys.contains(key) }
+
+    /// Forgets the paired sender with id or name `name`.
+    func forget(_ name: String) throws(PairedDevices.Failure) -> PairedDevices.Entry? {
+        let entry = try paired.remove(name)
+        reload()
+        return entry
+    }
+
+    private func reload() {
+        do { keys = Set(try paired.load().map(\.publicKeyBytes)) } catch {
+            // A damaged file pairs nobody, and says so; it is not replaced.
+            logger.error("\(error)")
+            keys = []
+        }
     }
 
     /// One `PAIR` step from connection `connection`: the answer's body, or the refusal.
@@ -33,7 +56,10 @@ final class ReceiverPairing {
                 return .success(try responder.exchange(connection: connection, body: body, now: now))
             case .confirm:
                 let sender = try responder.confirm(connection: connection, body: body, now: now)
-                do { try paired.add(sender) } catch {
+                do {
+                    try paired.add(sender)
+                    reload()
+                } catch {
                     logger.error("paired with '\(sender.name)' but cannot keep it: \(error)")
                     return .failure(PairingRefusal(500, "the receiver cannot keep the pairing: \(error)"))
                 }

@@ -1,5 +1,6 @@
 import LyreClock
 import LyreRTSP
+import LyreSRTP
 import LyreWire
 import NIOConcurrencyHelpers
 import NIOCore
@@ -62,6 +63,8 @@ final class Link: Sendable {
     private let reportTask: RepeatedTask?
     /// Sends the reports now; nil when the receiver takes none.
     private let sendReports: (@Sendable () -> Void)?
+    /// The link's SRTP over a paired (TLS) connection: every RTP packet it sends, resends and FEC included.
+    private let srtp: SRTPSession?
 
     /// Connects and sets the stream up: OPTIONS, ANNOUNCE (with the room's channel map), SETUP, and a
     /// GET_PARAMETER for the receiver's volume. `kept` finds a packet the timeline sent, by sequence number,
@@ -74,8 +77,15 @@ final class Link: Sendable {
          onClose: @escaping @Sendable (Link) -> Void) throws {
         self.route = route
         let box = NIOLockedValueBox<Link?>(nil)
+        let tls = try configuration.security?.connection(to: route)
+        let srtpKey = tls == nil ? nil : SRTPSession.makeKey()
+        let srtp: SRTPSession?
+        do { srtp = try srtpKey.map { try SRTPSession(.send, key: $0) } } catch {
+            throw RTSPClient.Failure(description: "\(error)")
+        }
+        self.srtp = srtp
         client = try RTSPClient(
-            host: route.host, port: route.port, connectTimeout: .milliseconds(Int64(configuration.connectTimeoutMilliseconds)),
+            host: route.host, port: route.port, connectTimeout: .milliseconds(Int64(configuration.connectTimeoutMilliseconds)), tls: tls,
             onRequest: { request, reply in
                 if let link = box.withLockedValue({ $0 }) { onRequest(link, request, reply) } else { reply(503, []) }
             },
@@ -107,7 +117,9 @@ final class Link: Sendable {
             if let id = route.id, let told = options.headers[ReceiverIDHeader.name], told.lowercased() != id {
                 throw RTSPClient.Failure(description: "\(route.host):\(route.port) is now another receiver (id \(told), not \(id))")
             }
-            let sdp = SessionDescription(audio: AudioFormat(encoding: .opus, payloadType: 96), origin: local)
+            // Over TLS, the link's media is SRTP, keyed in the SDP the TLS session carries (pairing.md §6).
+            let sdp = SessionDescription(audio: AudioFormat(encoding: .opus, payloadType: 96), origin: local,
+                                         crypto: srtpKey.map { SDPCrypto(suite: SRTPSession.suite, key: $0) })
             var announce = [("Content-Type", "application/sdp"), ("Lyre-Sender-Name", configuration.senderName),
                             ("Lyre-Latency", String(configuration.latencyMilliseconds)), ("Lyre-Channels", route.channels.rawValue)]
             if let id = configuration.senderID { announce.append(("Lyre-Sender-ID", id)) }
@@ -135,7 +147,8 @@ final class Link: Sendable {
             if !feedbackKinds.isEmpty {
                 let (rtp, rtcp, kinds) = (rtp, rtcp, feedbackKinds)
                 feedback.start(receiver: receiverRTCP, lookup: kept) { packet in
-                    rtp.writeAndFlush(AddressedEnvelope(remoteAddress: destination, data: ByteBuffer(bytes: packet)), promise: nil)
+                    guard let bytes = srtp.map({ $0.protect(packet) }) ?? packet else { return }
+                    rtp.writeAndFlush(AddressedEnvelope(remoteAddress: destination, data: ByteBuffer(bytes: bytes)), promise: nil)
                 }
                 let send: @Sendable () -> Void = {
                     let now = HostClock.now()
@@ -157,6 +170,8 @@ final class Link: Sendable {
             timing.close()
             rtp.close(promise: nil)
             rtcp.close(promise: nil)
+            // A failed handshake shows as a closed connection: say why.
+            if client.keyMismatch { throw SenderSecurity.keyChanged(route) }
             throw error
         }
         box.withLockedValue { $0 = self }
@@ -166,7 +181,8 @@ final class Link: Sendable {
     static func check(_ response: RTSPMessage, _ method: String) throws(RTSPClient.Failure) -> RTSPMessage {
         guard let status = response.status, status == 200 else {
             let status = response.status ?? 0
-            let why = status == 503 ? "its audio output is unavailable" : "\(status) \(RTSPStatus.reason(status))"
+            let why = status == 503 ? "its audio output is unavailable"
+                : response.headers["Lyre-Error"].map { "\($0)" } ?? "\(status) \(RTSPStatus.reason(status))"
             throw RTSPClient.Failure(description: "the receiver refused \(method): \(why)")
         }
         return response
@@ -189,7 +205,8 @@ final class Link: Sendable {
     /// report's counts, which are the media stream's).
     func send(_ packet: [UInt8], parity: Bool = false) {
         if !parity, packet.count >= 12 { feedback.sent(sequence: UInt16(packet[2]) << 8 | UInt16(packet[3]), payloadBytes: packet.count - 12) }
-        rtp.writeAndFlush(AddressedEnvelope(remoteAddress: destination, data: ByteBuffer(bytes: packet)), promise: nil)
+        guard let bytes = srtp.map({ $0.protect(packet) }) ?? packet else { return }
+        rtp.writeAndFlush(AddressedEnvelope(remoteAddress: destination, data: ByteBuffer(bytes: bytes)), promise: nil)
     }
 
     /// Sends the reports now, after the stream's last packet: Lyre's sent report lets the receiver ask for

@@ -1,8 +1,10 @@
 import Dispatch
 import LyreRTSP
 import LyreWire
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
+import NIOSSL
 
 /// The sender's end of an RTSP connection (streaming.md §1), on SwiftNIO: the same framing and
 /// `RTSPPeerHandler` as the receiver's end, so requests in both directions are numbered and matched by
@@ -25,19 +27,38 @@ final class RTSPClient: Sendable {
     let port: UInt16
     /// Where `onRequest` and `onClose` run.
     private let events: DispatchQueue
+    private let mismatch = NIOLockedValueBox(false)
 
-    init(host: String, port: UInt16, connectTimeout: TimeAmount = .seconds(5),
+    /// TLS to a paired receiver (Protocol/pairing.md §6): the sender's context, and the key the receiver
+    /// must prove it holds.
+    struct PinnedTLS: Sendable {
+        let context: NIOSSLContext
+        let key: [UInt8]
+    }
+
+    /// With `tls`, the connection is TLS 1.3 and the handshake fails unless the receiver holds the pinned
+    /// key (`keyMismatch` then says so).
+    init(host: String, port: UInt16, connectTimeout: TimeAmount = .seconds(5), tls: PinnedTLS? = nil,
          onRequest: @escaping @Sendable (RTSPMessage, @escaping Reply) -> Void,
          onClose: @escaping @Sendable () -> Void) throws(Failure)
     {
         let events = DispatchQueue(label: "lyre-rtsp-events")
         events.setSpecific(key: Self.eventsKey, value: true)
+        let mismatch = self.mismatch
         do {
             channel = try ClientBootstrap(group: Self.eventLoopGroup)
                 .channelOption(.socketOption(.tcp_nodelay), value: 1)
                 .connectTimeout(connectTimeout)
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
+                        if let tls {
+                            let handler = try NIOSSLClientHandler(context: tls.context, serverHostname: nil) { certificates, promise in
+                                let proven = certificates.first.flatMap(TLSIdentity.ed25519Key(of:))
+                                if proven != tls.key { mismatch.withLockedValue { $0 = true } }
+                                promise.succeed(proven == tls.key ? .certificateVerified : .failed)
+                            }
+                            try channel.pipeline.syncOperations.addHandler(handler)
+                        }
                         try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(RTSPFrameDecoder()))
                         try channel.pipeline.syncOperations.addHandler(RTSPPeerHandler())
                         try channel.pipeline.syncOperations.addHandler(ReceiverRequests(events: events, onRequest: onRequest, onClose: onClose))
@@ -53,6 +74,9 @@ final class RTSPClient: Sendable {
     }
 
     var isClosed: Bool { !channel.isActive }
+
+    /// True when the TLS handshake failed because the receiver holds another key than the pinned one.
+    var keyMismatch: Bool { mismatch.withLockedValue { $0 } }
 
     /// The local address the connection uses: the host media and timing sockets bind on.
     var localHost: String { channel.localAddress?.ipAddress ?? "127.0.0.1" }

@@ -20,6 +20,9 @@ public struct StreamConfiguration: Sendable {
     /// Shown by the receiver while it plays.
     public var senderName = "Lyre"
     public var senderID: String?
+    /// The sender's key and pairings: paired receivers are played over TLS pinned to their keys
+    /// (Protocol/pairing.md §6); nil plays every receiver in plain RTSP.
+    public var security: SenderSecurity?
     /// Packet-level FEC (streaming.md §4.3).
     public var fec = FECMode.auto
     /// Resends lost packets when a receiver asks (streaming.md §4.1).

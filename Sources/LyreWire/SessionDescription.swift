@@ -1,3 +1,9 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
 /// The audio encodings Lyre plays (streaming.md §3).
 public enum AudioEncoding: String, Sendable, Equatable {
     /// Opus, RFC 7587: always `opus/48000/2` in SDP.
@@ -97,8 +103,9 @@ public struct SessionDescription: Sendable, Equatable {
         }
     }
 
-    /// A description of one audio stream, as a Lyre sender writes it.
-    public init(audio format: AudioFormat, origin address: String = "127.0.0.1", sessionName: String = "Lyre") {
+    /// A description of one audio stream, as a Lyre sender writes it; with `crypto`, its SRTP key
+    /// (`a=crypto`, RFC 4568), written only into an SDP that travels over TLS.
+    public init(audio format: AudioFormat, origin address: String = "127.0.0.1", sessionName: String = "Lyre", crypto: SDPCrypto? = nil) {
         let name = format.encoding == .opus ? "opus" : "L16"
         let channels = format.encoding == .opus ? 2 : format.channels
         var attributes = [Attribute(name: "rtpmap", value: "\(format.payloadType) \(name)/\(format.sampleRate)/\(channels)")]
@@ -106,6 +113,7 @@ public struct SessionDescription: Sendable, Equatable {
             attributes.append(Attribute(name: "fmtp", value: "\(format.payloadType) sprop-stereo=1"))
         }
         attributes.append(Attribute(name: "control", value: "streamid=0"))
+        if let crypto { attributes.append(Attribute(name: "crypto", value: crypto.serialized)) }
         media = [Media(kind: "audio", port: 0, proto: "RTP/AVP", formats: [String(format.payloadType)], attributes: attributes)]
         lines = [
             ("v", "0"), ("o", "- 0 0 IN IP4 \(address)"), ("s", sessionName), ("c", "IN IP4 \(address)"), ("t", "0 0"),
@@ -114,6 +122,14 @@ public struct SessionDescription: Sendable, Equatable {
         lines += attributes.map { attribute in
             (type: "a", value: attribute.value.map { "\(attribute.name):\($0)" } ?? attribute.name)
         }
+    }
+
+    /// The audio stream's SRTP key (`a=crypto`), when it has one.
+    /// - Throws: ``SDPError/malformed(_:)`` when the attribute does not read.
+    public func crypto() throws(SDPError) -> SDPCrypto? {
+        guard let audio = media.first(where: { $0.kind == "audio" }), let text = audio.attribute("crypto").first else { return nil }
+        guard let crypto = SDPCrypto(parsing: text) else { throw .malformed("crypto '\(text.prefix(60))'") }
+        return crypto
     }
 
     /// The text, CRLF line ends.
@@ -150,5 +166,29 @@ public struct SessionDescription: Sendable, Equatable {
             }
         }
         throw .unsupported(unsupported.isEmpty ? "no payload types" : unsupported.joined(separator: ", "))
+    }
+}
+
+/// An SDP `a=crypto` attribute (RFC 4568 §9.1): `TAG SUITE inline:BASE64(key || salt)`. Lyre writes one, tag 1,
+/// with AEAD_AES_128_GCM (RFC 7714 §12) and no lifetime or MKI.
+public struct SDPCrypto: Sendable, Equatable {
+    public var suite: String
+    public var key: [UInt8]
+
+    public init(suite: String, key: [UInt8]) {
+        self.suite = suite
+        self.key = key
+    }
+
+    public var serialized: String { "1 \(suite) inline:\(Data(key).base64EncodedString())" }
+
+    /// Reads the attribute's value; the key at most 64 bytes.
+    public init?(parsing text: String) {
+        let fields = text.split(separator: " ", omittingEmptySubsequences: true)
+        guard fields.count >= 3, fields[0].allSatisfy(\.isNumber), fields[2].hasPrefix("inline:") else { return nil }
+        let inline = fields[2].dropFirst("inline:".count).split(separator: "|").first.map(String.init) ?? ""
+        guard inline.utf8.count <= 88, let key = Data(base64Encoded: inline), !key.isEmpty else { return nil }
+        suite = String(fields[1].prefix(64))
+        self.key = Array(key)
     }
 }

@@ -70,7 +70,7 @@ struct Pair: AsyncParsableCommand {
             guard let found = try await resolver.routes([RoomSpec(receiver!)]).first else { throw CommandFailure("no receiver found") }
             route = found
         }
-        let sender = try SenderState.identity(name: name ?? Play.defaultSenderName())
+        let sender = try SenderState.security(name: name ?? Play.defaultSenderName()).identity
         let result: PairingParty
         do {
             result = try PairingClient.pair(with: route, as: sender) {
@@ -80,6 +80,7 @@ struct Pair: AsyncParsableCommand {
             }
         } catch { throw CommandFailure("\(error)") }
         do { try paired.add(result) } catch { throw CommandFailure("\(error)") }
+        KnownReceivers().remember([OutputRoute(host: route.host, port: route.port, name: result.name, id: result.id)])
         print("paired with '\(result.name)' (\(result.id), key \(DeviceKey.fingerprint(of: result.publicKey)))")
     }
 }
@@ -87,20 +88,12 @@ struct Pair: AsyncParsableCommand {
 /// What the sender keeps in `$XDG_STATE_HOME/lyre`: its id and key (made on first use, as a receiver's are),
 /// the receivers it is paired with, the addresses it last found them at.
 enum SenderState {
-    static var directory: String {
-        let environment = ProcessInfo.processInfo.environment
-        let base = environment["XDG_STATE_HOME"].flatMap(\.nilIfEmpty) ?? ((environment["HOME"] ?? "/tmp") + "/.local/state")
-        return base + "/lyre"
-    }
+    static var directory: String { SenderSecurity.defaultDirectory }
 
     static var pairedReceivers: PairedDevices { PairedDevices(path: directory + "/" + PairedDevices.receiversFile) }
 
-    /// This sender as pairing tells it: its key, id and `name`.
-    static func identity(name: String) throws -> PairingParty {
-        do {
-            let id = try DeviceIdentity.loadOrCreate(in: directory)
-            let key = try DeviceKey.loadOrCreate(in: directory)
-            return PairingParty(publicKey: key.publicKeyBytes, id: id.rawValue, name: name)
-        } catch { throw CommandFailure("\(error)") }
+    /// This sender's key, TLS identity and pairings, as `name`.
+    static func security(name: String) throws -> SenderSecurity {
+        do { return try SenderSecurity.load(name: name, directory: directory) } catch { throw CommandFailure("\(error)") }
     }
 }

@@ -118,6 +118,8 @@ struct Play: AsyncParsableCommand {
         configuration.fec = fecMode!
         configuration.resend = resend
         configuration.senderName = name ?? Self.defaultSenderName()
+        configuration.security = try SenderState.security(name: configuration.senderName)
+        configuration.senderID = configuration.security?.identity.id
 
         func cannotPlay(_ error: Error) -> CommandFailure {
             CommandFailure("cannot play on \(routes.map(\.description).joined(separator: ", ")): \(error)")
@@ -247,7 +249,15 @@ struct Play: AsyncParsableCommand {
     private func resolveRoutes(known: Bool) async throws -> (routes: [OutputRoute], remembered: Bool) {
         let specs = try (host + to).map(RoomSpec.init)
         let remembered = known ? resolver.knownRoutes(specs.isEmpty ? nil : specs) : nil
-        let routes = if let remembered { remembered } else { try await resolver.routes(specs.isEmpty ? nil : specs) }
+        var routes = if let remembered { remembered } else { try await resolver.routes(specs.isEmpty ? nil : specs) }
+        // A receiver given as HOST:PORT that was found or paired there before is known by its id: its pairing
+        // applies, and it must answer as that receiver.
+        let known = KnownReceivers().load()
+        for index in routes.indices where routes[index].id == nil {
+            if let entry = known.first(where: { $0.host == routes[index].host && $0.port == routes[index].port }) {
+                routes[index].id = entry.id
+            }
+        }
         if to.count == 1, host.isEmpty, let id = routes.first?.id { PreferredOutput().save(id) }
         var seen = Set<String>()
         for route in routes where !seen.insert("\(route.host):\(route.port)").inserted {

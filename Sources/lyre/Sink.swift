@@ -50,6 +50,8 @@ struct Sink: AsyncParsableCommand {
         configuration.latencyMilliseconds = latency
         configuration.bitrate = bitrate * 1000
         configuration.senderName = name ?? Play.defaultSenderName()
+        configuration.security = try SenderState.security(name: configuration.senderName)
+        configuration.senderID = configuration.security?.identity.id
         // A live source: each 10 ms packet goes as soon as it is recorded (MonitorCapture), so that the app's
         // audio is heard little more than the session latency after it plays.
         configuration.frameMilliseconds = 10

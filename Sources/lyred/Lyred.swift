@@ -7,6 +7,7 @@ import LyreControl
 import LyreDiscovery
 import LyreMPRIS
 import LyrePairing
+import LyreRTSP
 import LyreReceiver
 import LyreWire
 import NIOCore
@@ -31,6 +32,9 @@ struct Lyred: AsyncParsableCommand {
 
     @Option(help: "TCP port for the RTSP control connection; 0 picks a free one.")
     var port: Int = 7700
+
+    @Option(help: ArgumentHelp("Who may play: 'paired' (senders paired with 'lyre pair', over TLS) or 'open' (anyone, also plain RTSP publishers such as ffmpeg and GStreamer).", valueName: "paired|open"))
+    var access: ReceiverAccess = .paired
 
     @OptionGroup var mdns: MDNSOptions
 
@@ -115,6 +119,10 @@ struct Lyred: AsyncParsableCommand {
         configuration.controlSocketRequired = controlSocket != nil
         configuration.artworkDirectory = Self.artworkDirectory(controlSocket: socketPath)
         configuration.deviceID = id.rawValue
+        configuration.access = access
+        do { configuration.tls = try TLSIdentity(key: key.privateKey, name: name ?? Self.hostName()) } catch {
+            throw CommandFailure("\(error)")
+        }
         configuration.pairing = (PairingParty(publicKey: key.publicKeyBytes, id: id.rawValue, name: name ?? Self.hostName()),
                                  stateDirectory + "/" + PairedDevices.sendersFile)
         let streaming = Receiver(configuration: configuration, logger: logger)
@@ -145,7 +153,7 @@ struct Lyred: AsyncParsableCommand {
         let advertiser = ReceiverAdvertiser(
             backend: backend, name: name ?? Self.hostName(), port: UInt16(boundPort), receiver: receiver)
         logger.info(
-            "lyred \(id) (key \(key.fingerprint)) on port \(boundPort) via \(backend.mode.rawValue) mDNS, output \(output) (\(receiver.outputKind!.rawValue)\(detected == nil ? ", configured" : ", from ALSA"))"
+            "lyred \(id) (key \(key.fingerprint), access \(access.rawValue)) on port \(boundPort) via \(backend.mode.rawValue) mDNS, output \(output) (\(receiver.outputKind!.rawValue)\(detected == nil ? ", configured" : ", from ALSA"))"
         )
 
         var bridge: MPRISBridge?
@@ -262,3 +270,5 @@ struct AdvertisingService: Service {
         await withdrawal
     }
 }
+
+extension ReceiverAccess: ExpressibleByArgument {}

@@ -24,7 +24,7 @@ struct PairingTests {
         }
 
         static func start(_ network: TestNetwork, name: String, state: String, socket: String) throws -> Spawned {
-            try network.spawn(["lyred", "--name", name, "--port", "7750", "--state-dir", state, "--output", "null",
+            try network.spawn(["lyred", "--access", "paired", "--name", name, "--port", "7750", "--state-dir", state, "--output", "null",
                                "--control-socket", socket, "--mpris", "off", "--log-level", "info"], name: "lyred-\(name)")
         }
 
@@ -33,10 +33,10 @@ struct PairingTests {
             #expect(up, "lyred did not come up: \(process.stderr)")
         }
 
-        mutating func restart() async throws {
+        mutating func restart(state other: String? = nil) async throws {
             process.signal(SIGTERM)
             try await process.waitForExit(timeout: 10)
-            process = try Self.start(network, name: "Kitchen", state: state, socket: socket)
+            process = try Self.start(network, name: "Kitchen", state: other ?? state, socket: socket)
             await waitUntilAdvertised()
         }
 
@@ -70,6 +70,31 @@ struct PairingTests {
         }
         try await pair.waitForExit(timeout: 20)
         return pair
+    }
+
+    /// One `lyre play` to Kitchen under tcpdump (the RTSP connection and all UDP); with `inject`, the attacker
+    /// acts mid-session. Returns the capture and the RTP payloads it holds.
+    static func capturedSession(_ network: TestNetwork, _ receiver: Receiver, song: String, inject: Bool) async throws
+        -> (bytes: Data, payloads: [String])
+    {
+        let capture = network.scratch.appendingPathComponent("session-\(UUID().uuidString).pcap").path
+        let tcpdump = try network.spawn(["tcpdump", "-i", "lo", "-U", "-s", "0", "-w", capture, "tcp port 7750 or udp"])
+        #expect(await eventually { tcpdump.stderr.contains("listening on") }, "\(tcpdump.stderr)")
+        let play = try network.spawn(["lyre", "play", song, "--to", "Kitchen", "--title", "Secret Title XYZZY", "--group-socket", "off"])
+        if inject {
+            let attack = try await network.run(["python3", TestNetwork.tools + "/peers/srtp-inject.py", capture, "--replay", "5", "--alter", "5",
+                                                "--wait", "40"])
+            #expect(attack.status == 0, "\(attack.stderr)")
+        }
+        try await play.waitForExit(timeout: 30)
+        #expect(play.status == 0, "\(play.stderr)")
+        // Written packet by packet (-U); killed outright, as test children cannot be interrupted (their
+        // SIGINT is blocked by the test runner's threads).
+        tcpdump.signal(SIGKILL)
+        try await tcpdump.waitForExit(timeout: 10)
+        let read = try await network.run(["python3", TestNetwork.tools + "/peers/srtp-inject.py", capture, "--payloads"])
+        let object = try JSONSerialization.jsonObject(with: Data(read.stdout.utf8)) as? [String: Any]
+        return (try Data(contentsOf: URL(fileURLWithPath: capture)), object?["payloads"] as? [String] ?? [])
     }
 
     @Test func pairingWithTheRightPINSurvivesRestartsOfBothSides() async throws {
@@ -137,5 +162,62 @@ struct PairingTests {
         #expect(try await receiver.pin() == nil)
         #expect(try await network.run(["lyre", "pair", "--list"]).stdout.contains("no paired receivers"))
         #expect(try await receiver.remote(["paired"]).stdout.contains("no paired senders"))
+    }
+
+    /// --access paired: an unpaired sender is refused with one line that says how to pair, and nothing plays;
+    /// once paired, it plays over TLS, and a capture of the RTSP connection shows neither the title nor any
+    /// plaintext RTSP. Another device under the receiver's name and id, with another key, gets nothing.
+    @Test func onlyPairedSendersPlayAndTheirControlIsEncrypted() async throws {
+        guard TestNetwork.which("tcpdump") != nil else { throw TestNetworkError("tcpdump is missing: run Tools/test, which installs it") }
+        let network = try TestNetwork()
+        defer { network.close() }
+        var receiver = try await Receiver(network: network)
+        await receiver.waitUntilAdvertised()
+        let song = network.scratch.appendingPathComponent("song.wav").path
+        let made = try await network.run(["python3", MultiRoomTests.audioTool, "sweep", song, "--rate", "44100", "--seconds", "2"])
+        #expect(made.status == 0, "\(made.stderr)")
+
+        let refused = try await network.run(["lyre", "play", song, "--to", "Kitchen", "--group-socket", "off"])
+        #expect(refused.status != 0)
+        let lines = refused.stderr.split(separator: "\n")
+        #expect(lines.count == 1 && refused.stderr.contains("not paired") && refused.stderr.contains("lyre pair Kitchen"), "\(refused.stderr)")
+        #expect(receiver.process.stderr.contains("refused 'lyre"), "\(receiver.process.stderr)")
+        #expect(!receiver.process.stderr.contains("session from"), "an unpaired sender got a session: \(receiver.process.stderr)")
+
+        #expect(try await Self.pair(receiver).status == 0)
+        // A paired session, captured (tcpdump) while an attacker on the network replays 5 of its packets and
+        // sends 5 altered ones (Tools/peers/srtp-inject.py): the receiver drops and counts each, and plays on.
+        let long = network.scratch.appendingPathComponent("long.wav").path
+        #expect(try await network.run(["python3", MultiRoomTests.audioTool, "sweep", long, "--rate", "44100", "--seconds", "4"]).status == 0)
+        let first = try await Self.capturedSession(network, receiver, song: long, inject: true)
+        let stats = try #require(receiver.process.stderr.firstMatch(of: /stats: received=(\d+) .* concealed=(\d+) .* replayed=(\d+) unauthentic=(\d+)/),
+                                 "\(receiver.process.stderr)")
+        #expect(Int(stats.1)! >= 195 && Int(stats.2)! == 0, "the session played whole: \(stats.0)")
+        #expect(Int(stats.3)! == 5 && Int(stats.4)! == 5, "replayed and altered packets dropped and counted: \(stats.0)")
+        #expect(receiver.process.stderr.contains("Secret Title XYZZY"), "the title reached the receiver")
+        #expect(receiver.process.stderr.contains("TLS and SRTP"))
+        // Neither the title nor any plaintext RTSP crosses the network.
+        for plaintext in ["Secret Title", "RTSP/1.0", "ANNOUNCE", "SETUP", "opus/48000", "Lyre-"] {
+            #expect(first.bytes.range(of: Data(plaintext.utf8)) == nil, "'\(plaintext)' is in the clear on the network")
+        }
+        // Nor does the audio: Opus encodes the same input to the same packets, so in clear RTP two plays of one
+        // file share their payloads; as SRTP, under a fresh key each time, they share none.
+        let second = try await Self.capturedSession(network, receiver, song: long, inject: false)
+        #expect(first.payloads.count >= 150 && second.payloads.count >= 150, "\(first.payloads.count), \(second.payloads.count)")
+        #expect(Set(first.payloads).isDisjoint(with: second.payloads), "the same RTP payload went out twice")
+
+        // Another receiver takes Kitchen's name, id and port, with another key: the sender sends it nothing,
+        // whether it checks the advertised fingerprint (by name) or only the TLS handshake (by address).
+        let impostor = network.scratch.appendingPathComponent("impostor.state").path
+        try FileManager.default.createDirectory(atPath: impostor, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: receiver.state + "/device-id", toPath: impostor + "/device-id")
+        try await receiver.restart(state: impostor)
+        for target in [["--to", "Kitchen"], ["--host", "127.0.0.1:7750"]] {
+            let fooled = try await network.run(["lyre", "play", song, "--group-socket", "off"] + target)
+            #expect(fooled.status != 0)
+            #expect(fooled.stderr.contains("not the one paired with") && fooled.stderr.split(separator: "\n").count == 1,
+                    "\(target): \(fooled.stderr)")
+        }
+        #expect(!receiver.process.stderr.contains("session from"), "the impostor got a session: \(receiver.process.stderr)")
     }
 }

@@ -83,6 +83,13 @@ final class TestNetwork {
     func spawn(_ arguments: [String], name: String? = nil, input: Bool = false) throws -> Spawned {
         var command = arguments
         if ["lyre", "lyred"].contains(command[0]) { command[0] = Self.binaries + "/" + command[0] }
+        // Test receivers play for any sender, as before pairing, unless a test names an access mode itself
+        // (PairingTests does): pairing and its refusals have their own tests.
+        if let lyred = command.firstIndex(where: { ($0 as NSString).lastPathComponent == "lyred" }),
+            !command.contains("--access"), !command.contains("--help")
+        {
+            command.insert(contentsOf: ["--access", "open"], at: lyred + 1)
+        }
         let label = (name ?? (arguments[0] as NSString).lastPathComponent) + "-\(children.count)"
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.which("nsenter") ?? "/usr/bin/nsenter")

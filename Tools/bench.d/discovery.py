@@ -27,7 +27,7 @@ def start_lyred(name, mode="avahi"):
     global state_counter
     state_counter += 1
     return subprocess.Popen(
-        [LYRED, "--name", name, "--port", "0", "--mdns", mode, "--state-dir", f"/run/bench-state/{state_counter}",
+        [LYRED, "--access", "open", "--name", name, "--port", "0", "--mdns", mode, "--state-dir", f"/run/bench-state/{state_counter}",
          "--log-level", "warning"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 

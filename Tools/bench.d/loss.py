@@ -79,7 +79,7 @@ def run(work, sweep, latency, loss, recovery, tag):
     log = os.path.join(work, f"lyred-{tag}.log")
     wav = os.path.join(work, f"{tag}.wav")
     lyred = subprocess.Popen(
-        [os.path.join(BIN, "lyred"), "--name", "Bench", "--port", "7790", "--listen", RECEIVER, "--log-level", "info",
+        [os.path.join(BIN, "lyred"), "--access", "open", "--name", "Bench", "--port", "7790", "--listen", RECEIVER, "--log-level", "info",
          "--state-dir", os.path.join(work, "state"), "--output", "wav:" + wav],
         stdout=subprocess.DEVNULL, stderr=open(log, "w"))
     try:

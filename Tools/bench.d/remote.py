@@ -155,7 +155,7 @@ def snapcast_rpc(work, samples):
 def one_run(work, run, samples, files):
     log = os.path.join(work, f"lyred-{run}.log")
     control = os.path.join(work, f"control-{run}.sock")
-    lyred = subprocess.Popen([os.path.join(BIN, "lyred"), "--name", "Bench", "--port", "7791", "--state-dir", os.path.join(work, "state"),
+    lyred = subprocess.Popen([os.path.join(BIN, "lyred"), "--access", "open", "--name", "Bench", "--port", "7791", "--state-dir", os.path.join(work, "state"),
                               "--output", f"wav:{os.path.join(work, 'out.wav')}", "--control-socket", control, "--mpris", "session"],
                              stdout=subprocess.DEVNULL, stderr=open(log, "w"))
     watch = SignalWatch()

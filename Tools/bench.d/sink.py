@@ -124,7 +124,7 @@ def run_once(latency, clicks, scratch):
         wav = os.path.join(scratch, f"out-{latency}.wav")
         log = os.path.join(scratch, f"out-{latency}.csv")
         lyred_err = open(os.path.join(scratch, "lyred.log"), "w")
-        procs.append(subprocess.Popen([os.path.join(BIN, "lyred"), "--name", "Speaker", "--port", "7720", "--state-dir",
+        procs.append(subprocess.Popen([os.path.join(BIN, "lyred"), "--access", "open", "--name", "Speaker", "--port", "7720", "--state-dir",
                                        "/run/lyred-bench", "--output", f"wav:{wav}", "--presentation-log", log,
                                        "--control-socket", "off", "--mpris", "off", "--log-level", "info"], stderr=lyred_err))
         wait_until(lambda: "advertised as" in open(lyred_err.name).read(), what="lyred")

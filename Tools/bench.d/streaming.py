@@ -50,7 +50,7 @@ def run_lyre(work, sweep, latency, output, tag, env=None, target=("--host", "127
     log = os.path.join(work, f"lyred-{tag}.log")
     pres = os.path.join(work, f"pres-{tag}.csv")
     lyred = subprocess.Popen(
-        [os.path.join(BIN, "lyred"), "--name", "Bench", "--port", "7790", "--state-dir", os.path.join(work, "state"),
+        [os.path.join(BIN, "lyred"), "--access", "open", "--name", "Bench", "--port", "7790", "--state-dir", os.path.join(work, "state"),
          "--output", output, "--presentation-log", pres],
         stdout=subprocess.DEVNULL, stderr=open(log, "w"), env=env)
     try:

@@ -68,7 +68,7 @@ def run(work, sweep, seconds, skews, tag, busy):
             base = os.path.join(work, f"{tag}-room{i}")
             log = base + ".log"
             process = subprocess.Popen(
-                [os.path.join(BIN, "lyred"), "--name", f"Room{i}", "--port", str(7800 + i), "--state-dir", base + ".state",
+                [os.path.join(BIN, "lyred"), "--access", "open", "--name", f"Room{i}", "--port", str(7800 + i), "--state-dir", base + ".state",
                  "--output", f"wav:{base}.wav", f"--output-skew-ppm={skew:g}", "--presentation-log", base + ".csv",
                  "--control-socket", "off", "--mpris", "off", "--log-level", "info"],
                 stdout=subprocess.DEVNULL, stderr=open(log, "w"))

@@ -48,7 +48,24 @@ lyre devices --json
 step "avahi-browse, a peer nobody here wrote, sees the same receiver"
 avahi-browse --resolve --terminate _lyre._tcp | sed 's/^/   /'
 
-step "Streaming: lyre play Tools/samples/chime.flac --to 'Living Room' (44.1 kHz FLAC, resampled, Opus over RTP)"
+step "Pairing: only paired senders play (lyred --access paired, the default)"
+echo "   an unpaired sender is refused:"
+lyre play "$LYRE_SAMPLES/chime.flac" --to "Living Room" --name "Demo sender" 2>&1 | sed 's/^/   /' || true
+echo "   lyre pair 'Living Room': the receiver shows a PIN, the sender's user types it (here, through a pipe)"
+mkfifo /run/demo/pin
+lyre pair "Living Room" --name "Demo sender" <>/run/demo/pin 2>/dev/null | sed 's/^/   /' &
+pairing=$!
+pin=""
+for _ in $(seq 100); do
+  pin=$(lyre remote pairing --json 2>/dev/null | sed -n 's/.*"pin":"\([0-9]*\)".*/\1/p') && [[ -n $pin ]] && break
+  sleep 0.1
+done
+echo "   lyre remote pairing (at the receiver): $(lyre remote pairing)"
+echo "$pin" > /run/demo/pin
+wait "$pairing"
+echo "   lyre remote paired:"; lyre remote paired | sed 's/^/   /'
+
+step "Streaming: lyre play Tools/samples/chime.flac --to 'Living Room' (44.1 kHz FLAC, resampled, Opus over RTP; control over TLS pinned to the paired keys)"
 lyre play "$LYRE_SAMPLES/chime.flac" --to "Living Room" --name "Demo sender"
 grep -E "session from|stats" /run/demo/living.log | sed 's/^.*\[LyreReceiver\] /   /'
 
@@ -66,11 +83,15 @@ lyre remote rate 2 2>&1 | sed 's/^/   /' || true
 wait "$player"
 grep -E "now playing:|relaying" /run/demo/living.log | tail -4 | sed 's/^.*\[LyreReceiver\] /   /'
 
-step "The same receiver plays a standard RTSP publisher: ffmpeg -f rtsp"
-port=$(sed -n 's/.* on port \([0-9]*\) .*/\1/p' /run/demo/living.log | head -1)
-ffmpeg -loglevel error -re -i "$LYRE_SAMPLES/chime.flac" -c:a libopus -f rtsp "rtsp://127.0.0.1:$port/"
-grep -E "Lavf" /run/demo/living.log | tail -2 | sed 's/^.*\[LyreReceiver\] /   /'
-
+step "A receiver with --access open also plays a standard RTSP publisher: ffmpeg -f rtsp"
 kill -TERM "$living"; wait "$living" || true
+lyred --name "Porch" --access open --port 0 --state-dir /run/demo/porch --output "$output" --control-socket off --mpris off 2>/run/demo/porch.log &
+porch=$!
+wait_for /run/demo/porch.log "advertised as"
+port=$(sed -n 's/.* on port \([0-9]*\) .*/\1/p' /run/demo/porch.log | head -1)
+ffmpeg -loglevel error -re -i "$LYRE_SAMPLES/chime.flac" -c:a libopus -f rtsp "rtsp://127.0.0.1:$port/"
+grep -E "Lavf" /run/demo/porch.log | tail -2 | sed 's/^.*\[LyreReceiver\] /   /'
+
+kill -TERM "$porch"; wait "$porch" || true
 step "Done"
 if [[ $output == wav:* ]]; then echo "No sound card here: what the receiver played is in ${output#wav:}"; else echo "You heard it on the default ALSA device."; fi

@@ -1,0 +1,60 @@
+import Foundation
+import LyreDiscovery
+import LyrePairing
+import LyreRTSP
+import LyreWire
+import NIOSSL
+
+/// What a sender proves and pins (Protocol/pairing.md §6): its own key, as a TLS identity, and the keys of
+/// the receivers it paired with, by id. A stream to a paired receiver runs over TLS 1.3 and fails unless the
+/// receiver holds the key it paired with; to any other receiver it runs in plain RTSP, as before pairing.
+public struct SenderSecurity: Sendable {
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// The sender's state directory: `$XDG_STATE_HOME/lyre`, else `~/.local/state/lyre`.
+    public static var defaultDirectory: String {
+        let environment = ProcessInfo.processInfo.environment
+        let base = environment["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? ((environment["HOME"] ?? "/tmp") + "/.local/state")
+        return base + "/lyre"
+    }
+
+    /// This sender as pairing tells it.
+    public let identity: PairingParty
+    let context: NIOSSLContext
+    /// Paired receivers' keys, by id, as read when loaded.
+    public let pairedKeys: [String: [UInt8]]
+
+    /// The sender's id and key from `directory` (made there on first use), its TLS identity, and its pairings.
+    public static func load(name: String, directory: String = defaultDirectory) throws(Failure) -> SenderSecurity {
+        do {
+            let id = try DeviceIdentity.loadOrCreate(in: directory)
+            let key = try DeviceKey.loadOrCreate(in: directory)
+            let paired = try PairedDevices(path: directory + "/" + PairedDevices.receiversFile).load()
+            let tls = try TLSIdentity(key: key.privateKey, name: name)
+            return SenderSecurity(identity: PairingParty(publicKey: key.publicKeyBytes, id: id.rawValue, name: name),
+                                  context: try tls.clientContext(),
+                                  pairedKeys: Dictionary(paired.map { ($0.id, $0.publicKeyBytes) }) { first, _ in first })
+        } catch let error as DeviceIdentityError {
+            throw Failure(description: error.description)
+        } catch {
+            throw Failure(description: "\(error)")
+        }
+    }
+
+    /// How to reach `route`: TLS pinned to the key it paired with, or plain when it is not paired. A receiver
+    /// that advertises another key than the paired one is refused before anything is sent.
+    func connection(to route: OutputRoute) throws(RTSPClient.Failure) -> RTSPClient.PinnedTLS? {
+        guard let id = route.id, let key = pairedKeys[id] else { return nil }
+        if let advertised = route.keyFingerprint, advertised != DeviceKey.fingerprint(of: key) {
+            throw Self.keyChanged(route)
+        }
+        return RTSPClient.PinnedTLS(context: context, key: key)
+    }
+
+    static func keyChanged(_ route: OutputRoute) -> RTSPClient.Failure {
+        RTSPClient.Failure(description: "its key is not the one paired with (another device may have taken its name and id); "
+            + "nothing was sent. If it was reinstalled: lyre pair --forget '\(route.name)', then lyre pair '\(route.name)'")
+    }
+}

@@ -1,0 +1,54 @@
+import Foundation
+import LyreSRTP
+import LyreWire
+import Testing
+
+/// SRTP as paired sessions use it (AEAD_AES_128_GCM through libsrtp2): what the sender protects, the receiver
+/// reads back; a replayed or altered packet, or one under another key, is refused for what it is.
+struct SRTPTests {
+    static func packet(sequence: UInt16, payload: [UInt8]) -> [UInt8] {
+        RTPPacket(payloadType: 96, sequenceNumber: sequence, timestamp: UInt32(sequence) * 960, ssrc: 0x1234_5678, payload: payload).serialized()
+    }
+
+    @Test func roundTripReplayAndTampering() throws {
+        let key = SRTPSession.makeKey()
+        let sender = try SRTPSession(.send, key: key)
+        let receiver = try SRTPSession(.receive, key: key)
+        let payload = Array("a frame of Opus, or anything else".utf8)
+        let plain = Self.packet(sequence: 1, payload: payload)
+        let protected = try #require(sender.protect(plain))
+        #expect(protected.count == plain.count + SRTPSession.overhead)
+        #expect(Array(protected.prefix(12)) == Array(plain.prefix(12)), "the RTP header stays readable")
+        #expect(!(0...(protected.count - payload.count)).contains { Array(protected[$0..<($0 + payload.count)]) == payload },
+                "the payload is not in the clear")
+        #expect(receiver.unprotect(protected) == .success(plain))
+        #expect(receiver.unprotect(protected) == .failure(.replayed))
+
+        var altered = try #require(sender.protect(Self.packet(sequence: 2, payload: payload)))
+        altered[20] ^= 0x01
+        #expect(receiver.unprotect(altered) == .failure(.unauthentic))
+
+        let stranger = try SRTPSession(.send, key: SRTPSession.makeKey())
+        #expect(receiver.unprotect(try #require(stranger.protect(Self.packet(sequence: 3, payload: payload)))) == .failure(.unauthentic))
+
+        // A resend is the same packet protected again; out of order within the window is taken.
+        let fourth = Self.packet(sequence: 4, payload: payload)
+        let fifth = try #require(sender.protect(Self.packet(sequence: 5, payload: payload)))
+        #expect(receiver.unprotect(fifth) != .failure(.replayed))
+        let resent = try #require(sender.protect(fourth))
+        #expect(receiver.unprotect(resent) == .success(fourth))
+        #expect(receiver.unprotect([1, 2, 3]) == .failure(.malformed))
+    }
+
+    @Test func theKeyTravelsInTheSDP() throws {
+        let key = SRTPSession.makeKey()
+        let sdp = SessionDescription(audio: AudioFormat(encoding: .opus, payloadType: 96), crypto: SDPCrypto(suite: SRTPSession.suite, key: key))
+        #expect(sdp.serialized().contains("a=crypto:1 AEAD_AES_128_GCM inline:"))
+        let read = try SessionDescription(parsing: sdp.serialized())
+        #expect(try read.crypto() == SDPCrypto(suite: SRTPSession.suite, key: key))
+        #expect(try SessionDescription(parsing: SessionDescription(audio: AudioFormat(encoding: .opus, payloadType: 96)).serialized()).crypto() == nil)
+        #expect(throws: SDPError.self) {
+            try SessionDescription(parsing: sdp.serialized().replacingOccurrences(of: "inline:", with: "outline:")).crypto()
+        }
+    }
+}
