@@ -56,7 +56,7 @@ let package = Package(
         .target(name: "LyreWire"),
 
         // Clock: the host clock, and the sockets of the timing exchange with kernel receive timestamps.
-        .target(name: "LyreClock", dependencies: ["CSocketShim"]),
+        .target(name: "LyreClock", dependencies: ["CSocketShim", .product(name: "Crypto", package: "swift-crypto")]),
 
         // Media: ALSA and WAV output, decoding (FFmpeg's libraries), resampling (libsoxr); Opus.
         .target(name: "LyreAudio", dependencies: ["CALSA", "CALSAShim", "CFFmpegShim", "CSoxr", "LyreWire", "LyreClock"]),
@@ -161,7 +161,7 @@ let package = Package(
         .testTarget(name: "LyreDiscoveryTests", dependencies: ["LyreDiscovery", "LyreWire", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "LyreIntegrationTests", dependencies: ["LyreWire"]),
         .testTarget(name: "LyreMPRISTests", dependencies: ["LyreMPRIS"]),
-        .testTarget(name: "LyrePairingTests", dependencies: ["LyrePairing", "LyreWire", "LyreSRTP"]),
+        .testTarget(name: "LyrePairingTests", dependencies: ["LyrePairing", "LyreWire", "LyreSRTP", "LyreClock"]),
         .testTarget(
             name: "LyreRTSPTests",
             dependencies: ["LyreRTSP", "LyreWire", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio")]),

@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import LyreAudio
 import LyreClock
@@ -274,6 +275,19 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             }
             timingPort = port
         }
+        // A paired session's timing is authenticated, under a key that comes only over TLS (pairing.md §6.4).
+        var timingAuthenticator: TimingAuthenticator?
+        if let text = request.headers["Lyre-Timing-Key"] {
+            guard RTSPPeerKey.of(context.channel) != nil else {
+                registry.count(\.badRequests)
+                return refuse(400, cseq: cseq, "a timing key is taken only over TLS")
+            }
+            guard let key = Data(base64Encoded: text).flatMap({ TimingAuthenticator(key: Array($0)) }) else {
+                registry.count(\.badRequests)
+                return refuse(400, cseq: cseq, "Lyre-Timing-Key must be 32 bytes in base64")
+            }
+            timingAuthenticator = key
+        }
         let playout: Playout
         do {
             playout = try Playout(
@@ -324,10 +338,12 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
                 let registry = registry
                 timing = try TimingClient(
                     host: context.localAddress?.ipAddress ?? "127.0.0.1", peer: peerIP, peerPort: timingPort,
+                    authenticator: timingAuthenticator,
                     onSample: { sample in
                         controller.withPlayout { $0.addTimingSample(localTime: sample.localTime, offset: sample.offset, delay: sample.delay) }
                     },
-                    onDropped: { registry.count(\.droppedTiming) })
+                    // From the timing thread: counted on the receiver's loop.
+                    onDropped: { registry.eventLoop.execute { registry.count(\.droppedTiming) } })
             } catch {
                 logger.error("SETUP failed: cannot open the timing socket: \(error)")
                 send(.response(500, cseq: cseq))

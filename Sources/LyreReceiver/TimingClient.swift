@@ -22,10 +22,13 @@ final class TimingClient: @unchecked Sendable {
     private let onSample: @Sendable (Sample) -> Void
     private let onDropped: @Sendable () -> Void
     private let stopped = NIOLockedValueBox(false)
+    private let authenticator: TimingAuthenticator?
 
-    /// Binds on `host` and starts asking `peer`:`peerPort` at once.
-    init(host: String, peer: String, peerPort: UInt16, onSample: @escaping @Sendable (Sample) -> Void,
-         onDropped: @escaping @Sendable () -> Void) throws(SocketError) {
+    /// Binds on `host` and starts asking `peer`:`peerPort` at once. With `authenticator` (a paired session,
+    /// pairing.md §6.4), requests carry a tag and a reply whose tag does not verify is dropped.
+    init(host: String, peer: String, peerPort: UInt16, authenticator: TimingAuthenticator? = nil,
+         onSample: @escaping @Sendable (Sample) -> Void, onDropped: @escaping @Sendable () -> Void) throws(SocketError) {
+        self.authenticator = authenticator
         socket = try TimingSocket(host: host)
         self.peer = peer
         self.peerPort = peerPort
@@ -49,12 +52,14 @@ final class TimingClient: @unchecked Sendable {
                 let t1 = HostClock.now()
                 outstanding[sequence] = t1
                 if outstanding.count > 16, let oldest = outstanding.keys.min() { outstanding[oldest] = nil }
-                socket.send(TimingPacket(kind: .request, sequence: sequence, t1: t1).serialized(), to: peer, port: peerPort)
+                let request = TimingPacket(kind: .request, sequence: sequence, t1: t1).serialized()
+                socket.send(authenticator?.seal(request) ?? request, to: peer, port: peerPort)
                 next = t1 + (sequence < 5 ? 20_000_000 : 1_000_000_000)
             }
             let wait = Int(min(200, max(1, (Int64(bitPattern: next) - Int64(bitPattern: HostClock.now())) / 1_000_000)))
             guard let datagram = socket.receive(timeoutMilliseconds: wait) else { continue }
-            guard datagram.host == peer, datagram.port == peerPort, let packet = TimingPacket(parsing: datagram.bytes),
+            let bytes = authenticator.map { $0.open(datagram.bytes) } ?? datagram.bytes
+            guard datagram.host == peer, datagram.port == peerPort, let bytes, let packet = TimingPacket(parsing: bytes),
                 packet.kind == .response, let t1 = outstanding.removeValue(forKey: packet.sequence), t1 == packet.t1
             else {
                 onDropped()

@@ -1,3 +1,4 @@
+import Foundation
 import LyreClock
 import LyreRTSP
 import LyreSRTP
@@ -92,8 +93,10 @@ final class Link: Sendable {
             onClose: { if let link = box.withLockedValue({ $0 }) { onClose(link) } })
         let local = client.localHost
         let peer = client.channel.remoteAddress?.ipAddress ?? route.host
+        // Over TLS, the timing exchange is authenticated too, under a key of the link's own (pairing.md §6.4).
+        let timingKey = tls == nil ? nil : TimingAuthenticator.makeKey()
         do {
-            timing = try TimingResponder(host: local, peer: peer)
+            timing = try TimingResponder(host: local, peer: peer, authenticator: timingKey.flatMap(TimingAuthenticator.init(key:)))
         } catch {
             client.close()
             throw error
@@ -133,6 +136,7 @@ final class Link: Sendable {
             var setup = [("Transport", transport.serialized), ("Lyre-Timing-Port", String(timing.port)),
                          (FeedbackHeader.name, FeedbackHeader.value(configuration.resend ? [.nack, .report] : [.report]))]
             if let fec { setup.append((FECHeader.name, fec.serialized)) }
+            if let timingKey { setup.append(("Lyre-Timing-Key", Data(timingKey).base64EncodedString())) }
             let reply = try Self.check(client.request("SETUP", uri: "rtsp://\(route.host):\(route.port)/streamid=0", headers: setup), "SETUP")
             guard let session = reply.headers["Session"]?.split(separator: ";").first.map(String.init),
                 let answer = reply.headers["Transport"].flatMap(TransportSpec.init(parsing:)),

@@ -16,12 +16,15 @@ final class TimingResponder: @unchecked Sendable {
     private let peer: String
     private let dropped = NIOLockedValueBox(0)
     private let stopped = NIOLockedValueBox(false)
+    private let authenticator: TimingAuthenticator?
 
-    /// Binds on `host` (the address the RTSP connection uses) and answers only `peer`.
-    init(host: String, peer: String) throws(SocketError) {
+    /// Binds on `host` (the address the RTSP connection uses) and answers only `peer`; with `authenticator`,
+    /// only requests whose tag verifies, with tagged replies (pairing.md §6.4).
+    init(host: String, peer: String, authenticator: TimingAuthenticator? = nil) throws(SocketError) {
         socket = try TimingSocket(host: host)
         port = socket.port
         self.peer = peer
+        self.authenticator = authenticator
         let thread = Thread { [self] in loop() }
         thread.name = "lyre-timing"
         thread.start()
@@ -35,13 +38,15 @@ final class TimingResponder: @unchecked Sendable {
     private func loop() {
         while !stopped.withLockedValue({ $0 }) {
             guard let datagram = socket.receive(timeoutMilliseconds: 200) else { continue }
-            guard datagram.host == peer, let request = TimingPacket(parsing: datagram.bytes[...]), request.kind == .request else {
+            let bytes = authenticator.map { $0.open(datagram.bytes) } ?? datagram.bytes
+            guard datagram.host == peer, let bytes, let request = TimingPacket(parsing: bytes[...]), request.kind == .request else {
                 dropped.withLockedValue { $0 += 1 }
                 continue
             }
             var reply = TimingPacket(kind: .response, sequence: request.sequence, t1: request.t1, t2: datagram.arrival)
             reply.t3 = HostClock.now()
-            socket.send(reply.serialized(), to: datagram.host, port: datagram.port)
+            let serialized = reply.serialized()
+            socket.send(authenticator?.seal(serialized) ?? serialized, to: datagram.host, port: datagram.port)
         }
     }
 }

@@ -16,15 +16,18 @@ struct PairingTests {
         let socket: String
         var process: Spawned
 
-        init(network: TestNetwork, name: String = "Kitchen") async throws {
+        let access: String
+
+        init(network: TestNetwork, name: String = "Kitchen", access: String = "paired") async throws {
             self.network = network
+            self.access = access
             state = network.scratch.appendingPathComponent("\(name).state").path
             socket = network.scratch.appendingPathComponent("\(name).sock").path
-            process = try Self.start(network, name: name, state: state, socket: socket)
+            process = try Self.start(network, name: name, state: state, socket: socket, access: access)
         }
 
-        static func start(_ network: TestNetwork, name: String, state: String, socket: String) throws -> Spawned {
-            try network.spawn(["lyred", "--access", "paired", "--name", name, "--port", "7750", "--state-dir", state, "--output", "null",
+        static func start(_ network: TestNetwork, name: String, state: String, socket: String, access: String) throws -> Spawned {
+            try network.spawn(["lyred", "--access", access, "--name", name, "--port", "7750", "--state-dir", state, "--output", "null",
                                "--control-socket", socket, "--mpris", "off", "--log-level", "info"], name: "lyred-\(name)")
         }
 
@@ -36,7 +39,7 @@ struct PairingTests {
         mutating func restart(state other: String? = nil) async throws {
             process.signal(SIGTERM)
             try await process.waitForExit(timeout: 10)
-            process = try Self.start(network, name: "Kitchen", state: other ?? state, socket: socket)
+            process = try Self.start(network, name: "Kitchen", state: other ?? state, socket: socket, access: access)
             await waitUntilAdvertised()
         }
 
@@ -219,5 +222,49 @@ struct PairingTests {
                     "\(target): \(fooled.stderr)")
         }
         #expect(!receiver.process.stderr.contains("session from"), "the impostor got a session: \(receiver.process.stderr)")
+    }
+
+    /// A third host that sees the timing requests forges replies from the sender's address and port, claiming
+    /// its clock is 50 ms ahead (Tools/peers/timing-forger.py); nftables drops the real replies, so the forger
+    /// need not win a race. A plain session's clock follows the forgery (the forger works); a paired session's
+    /// does not: its receiver drops every forged reply, whose tag it cannot verify, and counts it.
+    @Test func forgedTimingRepliesMoveOnlyAnUnauthenticatedClock() async throws {
+        guard TestNetwork.which("nft") != nil else { throw TestNetworkError("nft is missing: run Tools/test, which installs nftables") }
+        let network = try TestNetwork()
+        defer { network.close() }
+        let receiver = try await Receiver(network: network, access: "open")
+        await receiver.waitUntilAdvertised()
+        let song = network.scratch.appendingPathComponent("song.wav").path
+        #expect(try await network.run(["python3", MultiRoomTests.audioTool, "sweep", song, "--rate", "44100", "--seconds", "3"]).status == 0)
+        let firewall = try await network.shell("""
+            nft add table inet lyretiming && \
+            nft add chain inet lyretiming out '{ type filter hook output priority 0; }' && \
+            nft add rule inet lyretiming out meta l4proto udp @th,64,32 0x4c595254 @th,104,8 0x2 meta mark != 76 counter drop
+            """)
+        #expect(firewall.status == 0, "\(firewall.stderr)")
+        let forger = try network.spawn(["python3", TestNetwork.tools + "/peers/timing-forger.py", "--shift-ms", "50", "--seconds", "40"])
+        #expect(await eventually { forger.stdout.contains("listening") }, "\(forger.stderr)")
+
+        func sessionOffset(_ index: Int) async throws -> (offset: Int?, line: String) {
+            #expect(await eventually(timeout: 15) { receiver.process.stderr.matches(of: /stats: received=/).count > index })
+            let line = String(receiver.process.stderr.matches(of: /stats: received=[^\n]*/)[index].output)
+            return (line.firstMatch(of: /offset-us=(-?\d+)/).flatMap { Int($0.1) }, line)
+        }
+
+        let plain = try await network.run(["lyre", "play", song, "--to", "Kitchen", "--group-socket", "off"])
+        #expect(plain.status == 0, "\(plain.stderr)")
+        let moved = try await sessionOffset(0)
+        #expect((40_000...60_000).contains(moved.offset ?? 0), "the forgery should move a plain session's clock: \(moved.line)")
+
+        #expect(try await Self.pair(receiver).status == 0)
+        let before = try await receiver.remote(["stats"]).stdout.firstMatch(of: /dropped-timing=(\d+)/).flatMap { Int($0.1) } ?? -1
+        let paired = try await network.run(["lyre", "play", song, "--to", "Kitchen", "--group-socket", "off"])
+        #expect(paired.status == 0, "\(paired.stderr)")
+        let kept = try await sessionOffset(1)
+        #expect(kept.line.contains("received="))
+        #expect(kept.offset.map { abs($0) < 5_000 } ?? true, "a forged reply moved a paired session's clock: \(kept.line)")
+        let after = try await receiver.remote(["stats"]).stdout.firstMatch(of: /dropped-timing=(\d+)/).flatMap { Int($0.1) } ?? -1
+        #expect(after - before >= 3, "the forged replies were dropped and counted: \(before) -> \(after)")
+        #expect(receiver.process.stderr.contains("TLS and SRTP"))
     }
 }

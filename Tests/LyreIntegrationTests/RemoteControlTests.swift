@@ -215,7 +215,8 @@ struct RemoteControlTests {
         try await Task.sleep(for: .seconds(1.5))
         let later = try await rig.nowPlaying()
         #expect(abs(Self.position(later) - frozen) < 0.001, "the position moved while paused: \(frozen) → \(Self.position(later))")
-        #expect(try await rig.playerctl("status").stdout.hasPrefix("Paused"))
+        let mprisStatus = try await rig.playerctl("status")
+        #expect(mprisStatus.stdout.hasPrefix("Paused"), "playerctl status: \(mprisStatus.stdout) \(mprisStatus.stderr)")
         let mprisPosition = try await rig.playerctl("position")
         #expect(abs((Double(mprisPosition.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1) - frozen) < 0.01,
                 "MPRIS Position \(mprisPosition.stdout) vs \(frozen)")

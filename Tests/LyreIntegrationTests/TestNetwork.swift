@@ -85,7 +85,7 @@ final class TestNetwork {
         if ["lyre", "lyred"].contains(command[0]) { command[0] = Self.binaries + "/" + command[0] }
         // Test receivers play for any sender, as before pairing, unless a test names an access mode itself
         // (PairingTests does): pairing and its refusals have their own tests.
-        if let lyred = command.firstIndex(where: { ($0 as NSString).lastPathComponent == "lyred" }),
+        if let lyred = command.firstIndex(of: Self.binaries + "/lyred"),
             !command.contains("--access"), !command.contains("--help")
         {
             command.insert(contentsOf: ["--access", "open"], at: lyred + 1)

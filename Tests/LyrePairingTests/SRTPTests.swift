@@ -1,4 +1,5 @@
 import Foundation
+import LyreClock
 import LyreSRTP
 import LyreWire
 import Testing
@@ -50,5 +51,24 @@ struct SRTPTests {
         #expect(throws: SDPError.self) {
             try SessionDescription(parsing: sdp.serialized().replacingOccurrences(of: "inline:", with: "outline:")).crypto()
         }
+    }
+}
+
+/// The timing exchange's tags (pairing.md §6.4).
+struct TimingAuthenticatorTests {
+    @Test func onlyTheKeysHolderMakesAReplyThatOpens() throws {
+        let key = TimingAuthenticator.makeKey()
+        let receiver = try #require(TimingAuthenticator(key: key))
+        let sender = try #require(TimingAuthenticator(key: key))
+        let reply = TimingPacket(kind: .response, sequence: 7, t1: 1, t2: 2, t3: 3).serialized()
+        let sealed = sender.seal(reply)
+        #expect(sealed.count == TimingPacket.size + TimingAuthenticator.tagLength)
+        #expect(receiver.open(sealed) == reply)
+        var forged = sealed
+        forged[30] ^= 0x40  // t2 moved
+        #expect(receiver.open(forged) == nil)
+        #expect(receiver.open(reply) == nil, "an untagged reply")
+        #expect(try #require(TimingAuthenticator(key: TimingAuthenticator.makeKey())).open(sealed) == nil, "another key")
+        #expect(TimingAuthenticator(key: [1, 2, 3]) == nil)
     }
 }
