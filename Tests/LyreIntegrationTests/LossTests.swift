@@ -133,7 +133,9 @@ struct LossTests {
         #expect(dropped >= 4, "nft dropped \(dropped) packets")
         let lost = stats["lost"] ?? 0
         #expect(fec >= dropped / 2 && (dropped - 1...dropped).contains(fec + lost) && stats["nack"] == 0, "dropped \(dropped); \(stats)")
-        #expect((stats["lost"] ?? 0) * 10 <= dropped, "dropped \(dropped); \(stats)")
+        // Unrecoverable: both packets of a row dropped (p² a row: 0.16 expected in 400 rows at 2 %), the last
+        // packet, or a parity packet too late at 20 ms on a loaded machine. Up to 2 such, or a tenth.
+        #expect((stats["lost"] ?? 0) <= max(2, dropped / 10), "dropped \(dropped); \(stats)")
         let comparison = try await rooms.compare(sweep, "Lossy")
         #expect(comparison["gaps"] as? Int == 0, "\(comparison)")
     }

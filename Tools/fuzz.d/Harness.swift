@@ -27,6 +27,7 @@ let targets: [String: ([UInt8]) -> Void] = [
     "sdp": { bytes in
         let text = String(decoding: bytes, as: UTF8.self)
         _ = try? SessionDescription(parsing: text).audioFormat()
+        _ = try? SessionDescription(parsing: text).crypto()
     },
     "rtp": { bytes in
         if let packet = try? RTPPacket(parsing: bytes) {

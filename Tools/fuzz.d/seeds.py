@@ -18,6 +18,7 @@ sdp = "v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=Lyre\r\nc=IN IP4 127.0.0.1\r\nt=0 0\
       "a=rtpmap:96 opus/48000/2\r\na=fmtp:96 sprop-stereo=1\r\na=control:streamid=0\r\n"
 put("sdp", "opus", sdp)
 put("sdp", "l16", sdp.replace("opus/48000/2", "L16/48000/2"))
+put("sdp", "opus-srtp", sdp + "a=crypto:1 AEAD_AES_128_GCM inline:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGw==\r\n")
 
 url = "rtsp://127.0.0.1:7700/lyre"
 requests = {
