@@ -1,4 +1,5 @@
 import CSRTP
+import Foundation
 import NIOConcurrencyHelpers
 
 /// One direction of SRTP for one session (RFC 3711), with AEAD_AES_128_GCM (RFC 7714), through libsrtp2:
@@ -39,6 +40,15 @@ public final class SRTPSession: @unchecked Sendable {
     static let replayWindow: UInt = 1024
 
     private static let initialized: Bool = srtp_init() == srtp_err_status_ok
+
+    /// Initializes libsrtp2 now (its crypto backend, NSS, takes about 25 ms the first time), so that the first
+    /// session does not wait for it. Idempotent.
+    public static func prepare() { _ = initialized }
+
+    /// ``prepare()`` on another thread; a session made meanwhile waits for it to finish.
+    public static func prepareInBackground() {
+        Thread.detachNewThread { prepare() }
+    }
 
     private let lock = NIOLock()
     private var context: srtp_t?

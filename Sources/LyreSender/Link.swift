@@ -80,11 +80,9 @@ final class Link: Sendable {
         let box = NIOLockedValueBox<Link?>(nil)
         let tls = try configuration.security?.connection(to: route)
         let srtpKey = tls == nil ? nil : SRTPSession.makeKey()
-        let srtp: SRTPSession?
-        do { srtp = try srtpKey.map { try SRTPSession(.send, key: $0) } } catch {
-            throw RTSPClient.Failure(description: "\(error)")
-        }
-        self.srtp = srtp
+        // libsrtp2's first use initializes NSS (about 25 ms): started now, off this thread, so that it overlaps
+        // the connection's round trips; the session itself is made once SETUP is answered.
+        if tls != nil { SRTPSession.prepareInBackground() }
         client = try RTSPClient(
             host: route.host, port: route.port, connectTimeout: .milliseconds(Int64(configuration.connectTimeoutMilliseconds)), tls: tls,
             onRequest: { request, reply in
@@ -143,6 +141,11 @@ final class Link: Sendable {
                 case .udp(_, let server?) = answer.lower
             else { throw RTSPClient.Failure(description: "the receiver's SETUP answer has no Session or server_port") }
             sessionID = session
+            let srtp: SRTPSession?
+            do { srtp = try srtpKey.map { try SRTPSession(.send, key: $0) } } catch {
+                throw RTSPClient.Failure(description: "\(error)")
+            }
+            self.srtp = srtp
             let destination = try SocketAddress(ipAddress: peer, port: Int(server.0))
             self.destination = destination
             feedbackKinds = FeedbackHeader.kinds(reply.headers[FeedbackHeader.name])
