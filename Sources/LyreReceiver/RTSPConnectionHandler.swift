@@ -61,8 +61,10 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     private var feedback: Set<FeedbackHeader.Kind> = []
     /// The sender's FEC packets (§4.3), when it sends them.
     private var fec: FECHeader?
-    /// The session's SRTP, when its SDP came over TLS with a key (pairing.md §6).
+    /// The session's SRTP, when its SDP came over TLS with a key (pairing.md §6): the sender's RTP and RTCP in,
+    /// and this end's RTCP out (`srtcp`), under the same key.
     private var srtp: SRTPSession?
+    private var srtcp: SRTPSession?
     private var nackTimer: Scheduled<Void>?
     /// This end's SSRC in the RTCP it sends.
     private let receiverSSRC = UInt32.random(in: 1...UInt32.max)
@@ -212,6 +214,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             return
         }
         var srtp: SRTPSession?
+        var srtcp: SRTPSession?
         if let crypto {
             guard context.flatMap({ RTSPPeerKey.of($0.channel) }) != nil else {
                 registry.count(\.badRequests)
@@ -220,7 +223,10 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             guard crypto.suite == SRTPSession.suite else {
                 return refuse(415, cseq: cseq, "SRTP suite \(crypto.suite) is not supported; use \(SRTPSession.suite)")
             }
-            do { srtp = try SRTPSession(.receive, key: crypto.key) } catch {
+            do {
+                srtp = try SRTPSession(.receive, key: crypto.key)
+                srtcp = try SRTPSession(.send, key: crypto.key)
+            } catch {
                 return refuse(400, cseq: cseq, error.description)
             }
         }
@@ -251,6 +257,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         latencyMilliseconds = latency
         self.channels = channels
         self.srtp = srtp
+        self.srtcp = srtcp
         sessionID = sessionID ?? Self.newSessionID()
         state = .announced
         registry.claim(self)
@@ -685,8 +692,8 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     }
 
     /// RTCP from the session's RTCP port to the sender's.
-    private func sendFeedback(_ bytes: [UInt8]) {
-        guard let feedbackTarget, mediaChannels.count == 2 else { return }
+    private func sendFeedback(_ plain: [UInt8]) {
+        guard let feedbackTarget, mediaChannels.count == 2, let bytes = srtcp.map({ $0.protectRTCP(plain) }) ?? plain else { return }
         mediaChannels[1].writeAndFlush(AddressedEnvelope(remoteAddress: feedbackTarget, data: ByteBuffer(bytes: bytes)), promise: nil)
     }
 
@@ -714,8 +721,17 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         guard !rtcp else {
             // The sender's reports (§4.2) from its RTCP port; other RTCP is accepted and ignored (§4).
             guard envelope.remoteAddress == feedbackTarget, let controller else { return }
-            guard buffer.readableBytes <= RTPPacket.maximumSize, let packets = try? RTCPPacket.all(in: buffer.readBytes(length: buffer.readableBytes) ?? [])
-            else {
+            guard buffer.readableBytes <= RTPPacket.maximumSize else { return dropMedia(.malformed) }
+            var bytes = buffer.readBytes(length: buffer.readableBytes) ?? []
+            if let srtp {
+                switch srtp.unprotectRTCP(bytes) {
+                case .success(let plain): bytes = plain
+                case .failure(.replayed): return dropMedia(.replayed)
+                case .failure(.malformed): return dropMedia(.malformed)
+                case .failure: return dropMedia(.unauthentic)
+                }
+            }
+            guard let packets = try? RTCPPacket.all(in: bytes) else {
                 dropMedia(.malformed)
                 return
             }

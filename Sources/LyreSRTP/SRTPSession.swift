@@ -4,7 +4,8 @@ import NIOConcurrencyHelpers
 
 /// One direction of SRTP for one session (RFC 3711), with AEAD_AES_128_GCM (RFC 7714), through libsrtp2:
 /// the sender protects every RTP packet it sends on a link (media, resends, FEC), the receiver unprotects what
-/// comes in and drops what is replayed or altered. Keys are made by the sender per link and travel inside TLS
+/// comes in and drops what is replayed or altered. RTCP goes as SRTCP, each way, under the same master key
+/// (the two ends' SSRCs differ, so their keystreams do). Keys are made by the sender per link and travel inside TLS
 /// (`a=crypto` in the ANNOUNCE SDP, Protocol/pairing.md §6).
 ///
 /// `@unchecked Sendable`: the libsrtp2 context is only touched under `lock` (the sender's pacing thread and
@@ -93,17 +94,41 @@ public final class SRTPSession: @unchecked Sendable {
         return Array(buffer.prefix(Int(length)))
     }
 
-    /// The RTP packet inside `packet`, or why it was refused.
-    public func unprotect(_ packet: [UInt8]) -> Result<[UInt8], Failure> {
-        guard packet.count >= 12 + Self.overhead else { return .failure(.malformed) }
+    /// `packet` (an RTCP compound packet) protected as SRTCP: encrypted, with its index and tag.
+    public func protectRTCP(_ packet: [UInt8]) -> [UInt8]? {
+        guard packet.count >= 8 else { return nil }
+        // SRTCP adds its 4-byte index to what SRTP adds.
+        var buffer = packet + [UInt8](repeating: 0, count: Int(SRTP_MAX_TRAILER_LEN) + 4)
+        var length = Int32(packet.count)
+        let status = lock.withLock { buffer.withUnsafeMutableBytes { srtp_protect_rtcp(context, $0.baseAddress, &length) } }
+        guard status == srtp_err_status_ok else { return nil }
+        return Array(buffer.prefix(Int(length)))
+    }
+
+    /// The RTCP packet inside an SRTCP `packet`, or why it was refused.
+    public func unprotectRTCP(_ packet: [UInt8]) -> Result<[UInt8], Failure> {
+        guard packet.count >= 8 + 4 + Self.overhead else { return .failure(.malformed) }
         var buffer = packet
         var length = Int32(packet.count)
-        let status = lock.withLock { buffer.withUnsafeMutableBytes { srtp_unprotect(context, $0.baseAddress, &length) } }
+        let status = lock.withLock { buffer.withUnsafeMutableBytes { srtp_unprotect_rtcp(context, $0.baseAddress, &length) } }
+        return Self.result(status, buffer, length)
+    }
+
+    private static func result(_ status: srtp_err_status_t, _ buffer: [UInt8], _ length: Int32) -> Result<[UInt8], Failure> {
         switch status {
         case srtp_err_status_ok: return .success(Array(buffer.prefix(Int(length))))
         case srtp_err_status_replay_fail, srtp_err_status_replay_old: return .failure(.replayed)
         case srtp_err_status_auth_fail, srtp_err_status_cipher_fail: return .failure(.unauthentic)
         default: return .failure(.malformed)
         }
+    }
+
+    /// The RTP packet inside `packet`, or why it was refused.
+    public func unprotect(_ packet: [UInt8]) -> Result<[UInt8], Failure> {
+        guard packet.count >= 12 + Self.overhead else { return .failure(.malformed) }
+        var buffer = packet
+        var length = Int32(packet.count)
+        let status = lock.withLock { buffer.withUnsafeMutableBytes { srtp_unprotect(context, $0.baseAddress, &length) } }
+        return Self.result(status, buffer, length)
     }
 }

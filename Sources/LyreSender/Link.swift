@@ -146,6 +146,11 @@ final class Link: Sendable {
                 throw RTSPClient.Failure(description: "\(error)")
             }
             self.srtp = srtp
+            // The receiver's RTCP comes as SRTCP under the same key (its SSRC is its own).
+            let srtcp: SRTPSession?
+            do { srtcp = try srtpKey.map { try SRTPSession(.receive, key: $0) } } catch {
+                throw RTSPClient.Failure(description: "\(error)")
+            }
             let destination = try SocketAddress(ipAddress: peer, port: Int(server.0))
             self.destination = destination
             feedbackKinds = FeedbackHeader.kinds(reply.headers[FeedbackHeader.name])
@@ -153,14 +158,23 @@ final class Link: Sendable {
             let receiverRTCP = try SocketAddress(ipAddress: peer, port: Int(server.1))
             if !feedbackKinds.isEmpty {
                 let (rtp, rtcp, kinds) = (rtp, rtcp, feedbackKinds)
-                feedback.start(receiver: receiverRTCP, lookup: kept) { packet in
+                var unprotect: (@Sendable ([UInt8]) -> [UInt8]?)?
+                if let srtcp {
+                    unprotect = { datagram in
+                        guard case .success(let plain) = srtcp.unprotectRTCP(datagram) else { return nil }
+                        return plain
+                    }
+                }
+                feedback.start(receiver: receiverRTCP, lookup: kept, unprotect: unprotect) { packet in
                     guard let bytes = srtp.map({ $0.protect(packet) }) ?? packet else { return }
                     rtp.writeAndFlush(AddressedEnvelope(remoteAddress: destination, data: ByteBuffer(bytes: bytes)), promise: nil)
                 }
                 let send: @Sendable () -> Void = {
                     let now = HostClock.now()
-                    guard let reports = feedback.reports(now: now, rtpTime: rtpTime(now), kinds: kinds) else { return }
-                    rtcp.writeAndFlush(AddressedEnvelope(remoteAddress: receiverRTCP, data: ByteBuffer(bytes: reports)), promise: nil)
+                    guard let reports = feedback.reports(now: now, rtpTime: rtpTime(now), kinds: kinds),
+                        let bytes = srtp.map({ $0.protectRTCP(reports) }) ?? reports
+                    else { return }
+                    rtcp.writeAndFlush(AddressedEnvelope(remoteAddress: receiverRTCP, data: ByteBuffer(bytes: bytes)), promise: nil)
                 }
                 sendReports = send
                 reportTask = rtcp.eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(500), delay: .seconds(1)) { _ in send() }

@@ -18,6 +18,8 @@ final class LinkFeedback: Sendable {
         var counters = RetransmissionReport(requested: 0, resent: 0, unavailable: 0, refused: 0, dropped: 0)
         var lookup: (@Sendable (UInt16) -> [UInt8]?)?
         var send: (@Sendable ([UInt8]) -> Void)?
+        /// Reads SRTCP (a paired session): nil for what does not verify.
+        var unprotect: (@Sendable ([UInt8]) -> [UInt8]?)?
         var quality: LinkQuality?
         /// RTP packets and payload bytes sent to this room (for sender reports and the loss figure).
         var packetsSent: UInt32 = 0
@@ -35,11 +37,14 @@ final class LinkFeedback: Sendable {
         lock = NIOLockedValueBox(State(budget: RetransmissionBudget(bytesPerSecond: Double(bitrate) / 8)))
     }
 
-    /// Starts taking feedback from `receiver`: resends from `lookup`, sent with `send`.
-    func start(receiver: SocketAddress, lookup: @escaping @Sendable (UInt16) -> [UInt8]?, send: @escaping @Sendable ([UInt8]) -> Void) {
+    /// Starts taking feedback from `receiver`: resends from `lookup`, sent with `send`; with `unprotect`, the
+    /// feedback is SRTCP and what does not verify is dropped.
+    func start(receiver: SocketAddress, lookup: @escaping @Sendable (UInt16) -> [UInt8]?,
+               unprotect: (@Sendable ([UInt8]) -> [UInt8]?)? = nil, send: @escaping @Sendable ([UInt8]) -> Void) {
         lock.withLockedValue {
             $0.expected = receiver
             $0.lookup = lookup
+            $0.unprotect = unprotect
             $0.send = send
         }
     }
@@ -79,7 +84,8 @@ final class LinkFeedback: Sendable {
     func received(_ datagram: [UInt8], from source: SocketAddress, now: UInt64 = HostClock.now()) {
         let (packets, send) = lock.withLockedValue { state -> ([[UInt8]], (@Sendable ([UInt8]) -> Void)?) in
             guard let expected = state.expected, let lookup = state.lookup, source == expected,
-                let rtcp = try? RTCPPacket.all(in: datagram)
+                let plain = state.unprotect.map({ $0(datagram) }) ?? datagram,
+                let rtcp = try? RTCPPacket.all(in: plain)
             else {
                 state.counters.dropped += 1
                 return ([], nil)

@@ -200,7 +200,8 @@ struct PairingTests {
         #expect(receiver.process.stderr.contains("Secret Title XYZZY"), "the title reached the receiver")
         #expect(receiver.process.stderr.contains("TLS and SRTP"))
         // Neither the title nor any plaintext RTSP crosses the network.
-        for plaintext in ["Secret Title", "RTSP/1.0", "ANNOUNCE", "SETUP", "opus/48000", "Lyre-"] {
+        // "LYRE" names Lyre's own RTCP reports, both ways (streaming.md §4): SRTCP hides it.
+        for plaintext in ["Secret Title", "RTSP/1.0", "ANNOUNCE", "SETUP", "opus/48000", "Lyre-", "LYRE"] {
             #expect(first.bytes.range(of: Data(plaintext.utf8)) == nil, "'\(plaintext)' is in the clear on the network")
         }
         // Nor does the audio: Opus encodes the same input to the same packets, so in clear RTP two plays of one

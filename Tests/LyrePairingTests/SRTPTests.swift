@@ -41,6 +41,22 @@ struct SRTPTests {
         #expect(receiver.unprotect([1, 2, 3]) == .failure(.malformed))
     }
 
+    @Test func rtcpGoesAsSRTCPBothWays() throws {
+        let key = SRTPSession.makeKey()
+        // Each end protects its own RTCP with a send session and reads the other's with its receive session.
+        let out = try SRTPSession(.send, key: key)
+        let into = try SRTPSession(.receive, key: key)
+        let report = RTCPPacket.compound([LyreSentReport(ssrc: 0x1234_5678, highestSequence: 42).serialized()])
+        let protected = try #require(out.protectRTCP(report))
+        #expect(protected.count == report.count + 4 + SRTPSession.overhead)
+        #expect(!(0...(protected.count - 4)).contains { Array(protected[$0..<($0 + 4)]) == Array("LYRE".utf8) }, "the report is not in the clear")
+        #expect(into.unprotectRTCP(protected) == .success(report))
+        #expect(into.unprotectRTCP(protected) == .failure(.replayed))
+        var altered = try #require(out.protectRTCP(report))
+        altered[9] ^= 0x20
+        #expect(into.unprotectRTCP(altered) == .failure(.unauthentic))
+    }
+
     @Test func theKeyTravelsInTheSDP() throws {
         let key = SRTPSession.makeKey()
         let sdp = SessionDescription(audio: AudioFormat(encoding: .opus, payloadType: 96), crypto: SDPCrypto(suite: SRTPSession.suite, key: key))
