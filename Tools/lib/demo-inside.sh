@@ -65,7 +65,7 @@ echo "$pin" > /run/demo/pin
 wait "$pairing"
 echo "   lyre remote paired:"; lyre remote paired | sed 's/^/   /'
 
-step "Streaming: lyre play Tools/samples/chime.flac --to 'Living Room' (44.1 kHz FLAC, resampled, Opus over RTP; control over TLS pinned to the paired keys)"
+step "Streaming: lyre play Tools/samples/chime.flac --to 'Living Room' (44.1 kHz FLAC, resampled, Opus as SRTP; control over TLS pinned to the paired keys)"
 lyre play "$LYRE_SAMPLES/chime.flac" --to "Living Room" --name "Demo sender"
 grep -E "session from|stats" /run/demo/living.log | sed 's/^.*\[LyreReceiver\] /   /'
 
