@@ -58,9 +58,10 @@ public struct PairedDevices: Sendable {
     }
 
     /// The pairing with `id`, or with the name `name` (any case).
-    public func find(_ name: String) throws(Failure) -> Entry? {
-        let entries = try load()
-        return entries.first { $0.id == name.lowercased() } ?? entries.first { $0.name.lowercased() == name.lowercased() }
+    public func find(_ name: String) throws(Failure) -> Entry? { Self.find(name, in: try load()) }
+
+    private static func find(_ name: String, in entries: [Entry]) -> Entry? {
+        entries.first { $0.id == name.lowercased() } ?? entries.first { $0.name.lowercased() == name.lowercased() }
     }
 
     /// Pairs `party`, replacing an earlier pairing with the same id.
@@ -74,7 +75,7 @@ public struct PairedDevices: Sendable {
     /// Forgets the pairing with id or name `name`; returns what was forgotten.
     public func remove(_ name: String) throws(Failure) -> Entry? {
         var entries = try load()
-        guard let entry = try find(name) else { return nil }
+        guard let entry = Self.find(name, in: entries) else { return nil }
         entries.removeAll { $0.id == entry.id }
         try save(entries)
         return entry

@@ -15,10 +15,9 @@ public enum PairingProtocol {
         Array(HMAC<SHA512>.authenticationCode(for: Array("lyre-pair-1 confirm \(role)".utf8), using: SymmetricKey(data: isk)))
     }
 
-    /// Compares tags in time independent of where they differ.
-    static func same(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        guard a.count == b.count else { return false }
-        return zip(a, b).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
+    /// Whether `tag` is the role's tag under the ISK (swift-crypto compares in constant time).
+    static func verify(_ tag: [UInt8], isk: [UInt8], role: String) -> Bool {
+        HMAC<SHA512>.isValidAuthenticationCode(tag, authenticating: Array("lyre-pair-1 confirm \(role)".utf8), using: SymmetricKey(data: isk))
     }
 
     /// A PIN is exactly 6 ASCII digits.
@@ -68,7 +67,7 @@ public struct PairingResponder {
         /// A PIN shown, waiting for the sender's share.
         case started(connection: Int, senderName: String, pin: String, sid: [UInt8], expires: UInt64)
         /// The PIN used; waiting for the sender's tag.
-        case exchanged(connection: Int, sender: PairingParty, expectedTag: [UInt8], expires: UInt64)
+        case exchanged(connection: Int, sender: PairingParty, isk: [UInt8], expires: UInt64)
     }
 
     public let receiver: PairingParty
@@ -141,20 +140,19 @@ public struct PairingResponder {
         do { isk = try me.sessionKey(peerShare: request.share.element, msgA: msgA, msgB: share.encoded) } catch {
             throw PairingRefusal(400, error.description)
         }
-        run = .exchanged(connection: connection, sender: request.share.party,
-                         expectedTag: PairingProtocol.tag(isk: isk, role: "sender"), expires: expires)
+        run = .exchanged(connection: connection, sender: request.share.party, isk: isk, expires: expires)
         return PairingMessage.Exchanged(share: share, tag: PairingProtocol.tag(isk: isk, role: "receiver")).encoded
     }
 
     /// `confirm`: the sender's tag. Right: the sender is paired (the caller stores it) and the count of
     /// failures starts again. Wrong: a wrong PIN, already counted.
     public mutating func confirm(connection: Int, body: [UInt8], now: UInt64) throws(PairingRefusal) -> PairingParty {
-        guard case .exchanged(let owner, let sender, let expected, let expires) = run, owner == connection else {
+        guard case .exchanged(let owner, let sender, let isk, let expires) = run, owner == connection else {
             throw PairingRefusal(455, "no pairing exchanged on this connection")
         }
         run = .idle
         guard now < expires else { throw PairingRefusal(410, "the PIN expired: pair again for a new one") }
-        guard let confirm = try? PairingMessage.Confirm(parsing: body), PairingProtocol.same(confirm.tag, expected) else {
+        guard let confirm = try? PairingMessage.Confirm(parsing: body), PairingProtocol.verify(confirm.tag, isk: isk, role: "sender") else {
             throw PairingRefusal(403, "wrong PIN: pair again for a new one")
         }
         // The right PIN: whatever this run's exchange counted (even a lockout it started) is forgiven.
@@ -258,7 +256,7 @@ public struct PairingInitiator {
         do { isk = try me.sessionKey(peerShare: answer.share.element, msgA: msgA, msgB: answer.share.encoded) } catch {
             throw Failure(description: error.description)
         }
-        guard PairingProtocol.same(answer.tag, PairingProtocol.tag(isk: isk, role: "receiver")) else {
+        guard PairingProtocol.verify(answer.tag, isk: isk, role: "receiver") else {
             throw Failure(description: "wrong PIN: run lyre pair again for a new one")
         }
         return PairingMessage.Confirm(tag: PairingProtocol.tag(isk: isk, role: "sender")).encoded

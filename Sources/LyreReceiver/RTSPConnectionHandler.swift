@@ -82,6 +82,9 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     private var nextCommand = 0
     /// This connection's number, for pairing.
     private let number: Int
+    /// The Ed25519 key the peer proved in the TLS handshake (nil on plain RTSP): read at its first request,
+    /// which comes after the handshake.
+    private lazy var peerKey: [UInt8]? = context.flatMap { RTSPPeerKey.of($0.channel) }
 
     init(registry: SessionRegistry, logger: Logger) {
         self.registry = registry
@@ -189,10 +192,9 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     private func announce(_ request: RTSPMessage, cseq: Int) {
         // --access paired: a session only for a sender that proved a paired key over TLS (pairing.md §6).
         if registry.configuration.access == .paired {
-            let key = context.flatMap { RTSPPeerKey.of($0.channel) }
-            guard let key, registry.pairing?.isPaired(key) == true else {
+            guard let key = peerKey, registry.pairing?.isPaired(key) == true else {
                 let who = request.headers["Lyre-Sender-Name"] ?? request.headers["User-Agent"] ?? "a sender"
-                logger.notice("refused '\(who)' at \(peerIP): not paired (\(key == nil ? "plain RTSP" : "TLS, unknown key"))")
+                logger.notice("refused '\(who)' at \(peerIP): not paired (\(peerKey == nil ? "plain RTSP" : "TLS, unknown key"))")
                 let name = registry.pairing?.receiverName ?? "NAME"
                 return refuse(403, cseq: cseq, "not paired: this receiver plays only paired senders; pair with 'lyre pair \(name)'")
             }
@@ -216,7 +218,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         var srtp: SRTPSession?
         var srtcp: SRTPSession?
         if let crypto {
-            guard context.flatMap({ RTSPPeerKey.of($0.channel) }) != nil else {
+            guard peerKey != nil else {
                 registry.count(\.badRequests)
                 return refuse(400, cseq: cseq, "an SRTP key is taken only over TLS")
             }
@@ -285,7 +287,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         // A paired session's timing is authenticated, under a key that comes only over TLS (pairing.md §6.4).
         var timingAuthenticator: TimingAuthenticator?
         if let text = request.headers["Lyre-Timing-Key"] {
-            guard RTSPPeerKey.of(context.channel) != nil else {
+            guard peerKey != nil else {
                 registry.count(\.badRequests)
                 return refuse(400, cseq: cseq, "a timing key is taken only over TLS")
             }
@@ -512,7 +514,6 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         }
     }
 
-    /// A 4xx/5xx with the reason in `Lyre-Error`, so a sender can say what went wrong.
     /// A step of pairing (Protocol/pairing.md §3): answered by the receiver's pairing, whatever the session.
     private func pair(_ request: RTSPMessage, cseq: Int) {
         guard let pairing = registry.pairing else { return refuse(501, cseq: cseq, "this receiver does not pair") }
@@ -535,6 +536,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         }
     }
 
+    /// A 4xx/5xx with the reason in `Lyre-Error`, so a sender can say what went wrong.
     private func refuse(_ status: Int, cseq: Int?, _ reason: String) {
         let line = String(reason.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? " " : Character($0) }.prefix(300))
         send(.response(status, cseq: cseq, headers: [("Lyre-Error", line)]))
@@ -634,22 +636,25 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         registry.count(\.droppedMedia)
     }
 
+    /// What an SRTP or SRTCP packet holds, or nil when it was dropped (and counted) for what it is.
+    private func verified(_ result: Result<[UInt8], SRTPSession.Failure>) -> [UInt8]? {
+        switch result {
+        case .success(let plain): return plain
+        case .failure(.replayed): dropMedia(.replayed)
+        case .failure(.malformed): dropMedia(.malformed)
+        case .failure: dropMedia(.unauthentic)
+        }
+        return nil
+    }
+
     private func ingest(_ received: [UInt8]) {
         guard let controller else {
             registry.count(\.droppedMedia)
             return
         }
         if RTPPacket.isRTCP(received) { return }
-        var bytes = received
         // A paired session's media is SRTP: what does not verify, or came before, is dropped and counted.
-        if let srtp {
-            switch srtp.unprotect(received) {
-            case .success(let plain): bytes = plain
-            case .failure(.replayed): return dropMedia(.replayed)
-            case .failure(.malformed): return dropMedia(.malformed)
-            case .failure: return dropMedia(.unauthentic)
-            }
-        }
+        guard let bytes = srtp.map({ verified($0.unprotect(received)) }) ?? received else { return }
         if let fec, bytes.count >= 2, bytes[1] & 0x7F == fec.payloadType {
             // FEC for the locked stream only (its CSRC), from the sender's address (checked by the caller).
             guard let parity = try? FECPacket(parsing: bytes) else {
@@ -722,15 +727,8 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             // The sender's reports (§4.2) from its RTCP port; other RTCP is accepted and ignored (§4).
             guard envelope.remoteAddress == feedbackTarget, let controller else { return }
             guard buffer.readableBytes <= RTPPacket.maximumSize else { return dropMedia(.malformed) }
-            var bytes = buffer.readBytes(length: buffer.readableBytes) ?? []
-            if let srtp {
-                switch srtp.unprotectRTCP(bytes) {
-                case .success(let plain): bytes = plain
-                case .failure(.replayed): return dropMedia(.replayed)
-                case .failure(.malformed): return dropMedia(.malformed)
-                case .failure: return dropMedia(.unauthentic)
-                }
-            }
+            let received = buffer.readBytes(length: buffer.readableBytes) ?? []
+            guard let bytes = srtp.map({ verified($0.unprotectRTCP(received)) }) ?? received else { return }
             guard let packets = try? RTCPPacket.all(in: bytes) else {
                 dropMedia(.malformed)
                 return

@@ -91,7 +91,8 @@ public final class SRTPSession: @unchecked Sendable {
         var length = Int32(packet.count)
         let status = lock.withLock { buffer.withUnsafeMutableBytes { srtp_protect(context, $0.baseAddress, &length) } }
         guard status == srtp_err_status_ok else { return nil }
-        return Array(buffer.prefix(Int(length)))
+        buffer.removeSubrange(Int(length)...)
+        return buffer
     }
 
     /// `packet` (an RTCP compound packet) protected as SRTCP: encrypted, with its index and tag.
@@ -102,7 +103,8 @@ public final class SRTPSession: @unchecked Sendable {
         var length = Int32(packet.count)
         let status = lock.withLock { buffer.withUnsafeMutableBytes { srtp_protect_rtcp(context, $0.baseAddress, &length) } }
         guard status == srtp_err_status_ok else { return nil }
-        return Array(buffer.prefix(Int(length)))
+        buffer.removeSubrange(Int(length)...)
+        return buffer
     }
 
     /// The RTCP packet inside an SRTCP `packet`, or why it was refused.

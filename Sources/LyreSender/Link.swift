@@ -141,16 +141,16 @@ final class Link: Sendable {
                 case .udp(_, let server?) = answer.lower
             else { throw RTSPClient.Failure(description: "the receiver's SETUP answer has no Session or server_port") }
             sessionID = session
+            // Out: RTP and this end's RTCP; in: the receiver's RTCP, as SRTCP under the same key (its SSRC is its own).
             let srtp: SRTPSession?
-            do { srtp = try srtpKey.map { try SRTPSession(.send, key: $0) } } catch {
+            let srtcp: SRTPSession?
+            do {
+                srtp = try srtpKey.map { try SRTPSession(.send, key: $0) }
+                srtcp = try srtpKey.map { try SRTPSession(.receive, key: $0) }
+            } catch {
                 throw RTSPClient.Failure(description: "\(error)")
             }
             self.srtp = srtp
-            // The receiver's RTCP comes as SRTCP under the same key (its SSRC is its own).
-            let srtcp: SRTPSession?
-            do { srtcp = try srtpKey.map { try SRTPSession(.receive, key: $0) } } catch {
-                throw RTSPClient.Failure(description: "\(error)")
-            }
             let destination = try SocketAddress(ipAddress: peer, port: Int(server.0))
             self.destination = destination
             feedbackKinds = FeedbackHeader.kinds(reply.headers[FeedbackHeader.name])
@@ -203,7 +203,7 @@ final class Link: Sendable {
         guard let status = response.status, status == 200 else {
             let status = response.status ?? 0
             let why = status == 503 ? "its audio output is unavailable"
-                : response.headers["Lyre-Error"].map { "\($0)" } ?? "\(status) \(RTSPStatus.reason(status))"
+                : response.headers["Lyre-Error"] ?? "\(status) \(RTSPStatus.reason(status))"
             throw RTSPClient.Failure(description: "the receiver refused \(method): \(why)")
         }
         return response
