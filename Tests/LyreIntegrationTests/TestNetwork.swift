@@ -26,8 +26,10 @@ final class TestNetwork {
         holder.executableURL = URL(fileURLWithPath: Self.tools + "/netns")
         holder.arguments = (avahi ? [] : ["--no-avahi"]) + ["--", "sh", "-c", "touch /run/lyre-netns/ready; exec sleep 3600"]
         holder.standardOutput = FileHandle.nullDevice
-        holder.standardError = try FileHandle(forWritingTo: Self.touch(scratch.appendingPathComponent("netns.log")))
+        let log = try FileHandle(forWritingTo: Self.touch(scratch.appendingPathComponent("netns.log")))
+        holder.standardError = log
         try holder.run()
+        try? log.close()
         // Tools/netns execs unshare, which forks the namespace's PID 1 (a transient helper may come first):
         // the child whose /run holds the ready marker is what nsenter targets.
         var inner: Int32 = 0
@@ -103,10 +105,19 @@ final class TestNetwork {
         process.environment = environment
         let out = try Self.touch(scratch.appendingPathComponent("\(label).out"))
         let err = try Self.touch(scratch.appendingPathComponent("\(label).err"))
-        process.standardOutput = try FileHandle(forWritingTo: out)
-        process.standardError = try FileHandle(forWritingTo: err)
+        let outHandle = try FileHandle(forWritingTo: out)
+        let errHandle = try FileHandle(forWritingTo: err)
+        process.standardOutput = outHandle
+        process.standardError = errHandle
         let pipe = input ? Pipe() : nil
         process.standardInput = pipe ?? FileHandle.nullDevice
+        // The child has its own copies once it runs. Ours would stay open for as long as anything holds the
+        // Process: hundreds over a suite, and Foundation's Process.run crashes copying /proc/self/fd names
+        // past about 1300 open descriptors.
+        defer {
+            try? outHandle.close()
+            try? errHandle.close()
+        }
         try process.run()
         let spawned = Spawned(process: process, stdoutURL: out, stderrURL: err, label: label, input: pipe?.fileHandleForWriting)
         children.append(spawned)
@@ -129,6 +140,8 @@ final class TestNetwork {
     func close() {
         kill(pid, SIGKILL)
         holder.waitUntilExit()
+        for child in children { try? child.input?.close() }
+        children.removeAll()
         try? FileManager.default.removeItem(at: scratch)
     }
 
