@@ -230,9 +230,15 @@ def fractional_align(r, o, seg=4800, margin=64, reach=2.0):
         cross = O * np.conj(R)
         # Correlation at each fractional lag tau: OUT matches REF delayed by tau.
         scores = np.real(np.exp(1j * np.outer(taus, w)) @ cross)
-        tau = taus[int(np.argmax(scores))]
-        moved = np.fft.irfft(R * np.exp(-1j * w * tau), n)
-        shifted[s0:s0 + len(chunk)] = moved[margin:margin + len(chunk)]
+        best = taus[int(np.argmax(scores))]
+        # The correlation's peak is biased by the window's edges (OUT is cut to the chunk, REF is not): of
+        # the grid points around it, and no shift at all, keep the one that leaves the least residual. An
+        # output that is the input sample for sample is then compared as it is, not shifted by 1/32 sample.
+        candidates = []
+        for tau in sorted({0.0, *(best + k / 32 for k in range(-2, 3))}):
+            moved = np.fft.irfft(R * np.exp(-1j * w * tau), n)[margin:margin + len(chunk)]
+            candidates.append((float(np.sum((chunk - moved) ** 2)), tau, moved))
+        shifted[s0:s0 + len(chunk)] = min(candidates, key=lambda c: (c[0], abs(c[1])))[2]
     return shifted
 
 
