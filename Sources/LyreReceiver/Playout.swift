@@ -20,6 +20,8 @@ public struct PlayoutStatistics: Sendable, Equatable {
     public var replayed = 0
     public var unauthentic = 0
     public var corrections = 0
+    /// How many times the output locked in tune: whole input samples at exactly the input's rate (§6.1).
+    public var tuned = 0
     /// How far the drift correction runs the input faster (+) or slower (−) than the output, ppm.
     public var ratePPM: Double?
     public var depthMilliseconds = 0.0
@@ -31,7 +33,7 @@ public struct PlayoutStatistics: Sendable, Equatable {
         var parts = [
             "received=\(received)", "late=\(late)", "lost=\(lost)", "concealed=\(concealed)", "fec=\(recoveredByFEC)",
             "nack=\(requested)", "recovered=\(recovered)", "duplicates=\(duplicates)",
-            "foreign=\(foreign)", "malformed=\(malformed)", "replayed=\(replayed)", "unauthentic=\(unauthentic)", "corrections=\(corrections)",
+            "foreign=\(foreign)", "malformed=\(malformed)", "replayed=\(replayed)", "unauthentic=\(unauthentic)", "corrections=\(corrections)", "tuned=\(tuned)",
             "depth-ms=\(Int(depthMilliseconds.rounded()))",
         ]
         if let clockOffsetMicroseconds { parts.append("offset-us=\(Int(clockOffsetMicroseconds.rounded()))") }
@@ -105,6 +107,17 @@ public struct Playout: ~Copyable {
     /// The controller's integral: the rate the output needs in the long run (the DAC's skew). Kept across
     /// restarts, since it belongs to the device more than to the stream.
     private var integral = 0.0
+    /// In tune (streaming.md §6.1): while the learned skew is under `tuneSkew`, the output is the input sample
+    /// for sample, at whole positions and exactly its rate, as long as that keeps it within `tuneRelease`
+    /// samples of the schedule. A rate that followed only the clock estimate's noise (a ppm or two) would
+    /// move every output sample by a wandering fraction of a sample, for nothing.
+    private var inTune = false
+    static let tuneSkew = 2e-6
+    /// Locks in tune once the error is within half a sample (10 µs); leaves past two samples (42 µs), which
+    /// the clock estimate's early wander (a ppm or two until its samples span a minute) stays within for tens
+    /// of seconds.
+    static let tuneCapture = 0.5
+    static let tuneRelease = 2.0
     /// The controller's time constants, s: proportional and integral (critically damped: Ti = 4·Tp).
     static let proportionalTime = 0.25
     static let integralTime = 1.0
@@ -139,6 +152,7 @@ public struct Playout: ~Copyable {
         starved = nil
         cursor = nil
         audible = false
+        inTune = false
         anchor = nil
         recording = false
     }
@@ -267,6 +281,7 @@ public struct Playout: ~Copyable {
             // Far off (a stall, a clock step): start again on the schedule.
             statistics.corrections += 1
             audible = false
+            inTune = false
             starved = nil
         }
         if !audible {
@@ -289,18 +304,30 @@ public struct Playout: ~Copyable {
             audible = true
             position = Double(start)
         }
-        // PI controller: the error becomes a rate; the integral absorbs a steady skew (the DAC's crystal
-        // against the sender's clock), so the error itself settles at zero.
-        let error = (due - position) / 48000  // s; > 0: the output is behind, read the input faster
-        let blockSeconds = Double(frames) / 48000
-        let bound = Self.maximumDeviation
-        // Anti-windup: the integral learns the skew only from small errors. A large one is a step in what the
-        // output reports (PulseAudio's latency moving by milliseconds), not a rate, and the proportional
-        // term alone takes it out; integrating it would leave the rate pinned at the bound long after.
-        if abs(error) < Self.integrationLimit {
-            integral = min(max(integral + error * blockSeconds / (Self.integralTime * Self.proportionalTime), -Self.maximumSkew), Self.maximumSkew)
+        if inTune, abs(due - position) > Self.tuneRelease { inTune = false }
+        if inTune {
+            ratio = 1
+        } else if abs(integral) < Self.tuneSkew, abs(due - position) <= Self.tuneCapture {
+            // Into tune: this block ends on the whole sample nearest the schedule (a bend of at most a sample
+            // over one block, 0.2 % for 10 ms; none when the position is whole already, as at a start).
+            inTune = true
+            statistics.tuned += 1
+            ratio = (due.rounded() - position) / Double(frames) + 1
+        } else {
+            // PI controller: the error becomes a rate; the integral absorbs a steady skew (the DAC's crystal
+            // against the sender's clock), so the error itself settles at zero.
+            let error = (due - position) / 48000  // s; > 0: the output is behind, read the input faster
+            let blockSeconds = Double(frames) / 48000
+            let bound = Self.maximumDeviation
+            // Anti-windup: the integral learns the skew only from small errors. A large one is a step in what
+            // the output reports (PulseAudio's latency moving by milliseconds), not a rate, and the
+            // proportional term alone takes it out; integrating it would leave the rate pinned at the bound
+            // long after.
+            if abs(error) < Self.integrationLimit {
+                integral = min(max(integral + error * blockSeconds / (Self.integralTime * Self.proportionalTime), -Self.maximumSkew), Self.maximumSkew)
+            }
+            ratio = 1 + min(max(integral + error / Self.proportionalTime, -bound), bound)
         }
-        ratio = 1 + min(max(integral + error / Self.proportionalTime, -bound), bound)
         statistics.ratePPM = (ratio - 1) * 1e6
         let record = PresentationRecord(
             rtpTime: UInt32(truncatingIfNeeded: Int64(position.rounded())),
@@ -312,20 +339,27 @@ public struct Playout: ~Copyable {
         let low = Int64(position.rounded(.down)) - reach + 1
         let high = Int64(end.rounded(.down)) + reach
         fill(until: high + 1)
-        let input = stagedFloats(from: low, count: Int(high - low + 1))
         let audioFrames = stagedFrames(from: Int64(position.rounded(.up)), count: frames)
-        let first = position - Double(low)
-        let step = ratio
-        input.withUnsafeBufferPointer { source in
-            out.withUnsafeMutableBufferPointer { output in
-                for j in 0..<frames {
-                    let (l, r) = Self.interpolator.stereo(source, at: first + Double(j) * step)
-                    output[2 * j] = Int16(max(-32768, min(32767, l.rounded())))
-                    output[2 * j + 1] = Int16(max(-32768, min(32767, r.rounded())))
+        if ratio == 1, position == position.rounded() {
+            // In tune: the input itself.
+            copyStaged(from: Int64(position), into: &out)
+        } else {
+            let input = stagedFloats(from: low, count: Int(high - low + 1))
+            let first = position - Double(low)
+            let step = ratio
+            input.withUnsafeBufferPointer { source in
+                out.withUnsafeMutableBufferPointer { output in
+                    for j in 0..<frames {
+                        let (l, r) = Self.interpolator.stereo(source, at: first + Double(j) * step)
+                        output[2 * j] = Int16(max(-32768, min(32767, l.rounded())))
+                        output[2 * j + 1] = Int16(max(-32768, min(32767, r.rounded())))
+                    }
                 }
             }
         }
         position += Double(frames) * ratio
+        // Landing in tune ends on a whole sample: no rounding error carried into the blocks that follow.
+        if inTune { position = position.rounded() }
         let stagedEnd = stagedStart + Int64(staged.count / 2)
         if Int64(position.rounded(.down)) > stagedEnd { starved = (starved?.from ?? stagedEnd, Int64(position.rounded(.down))) }
         // Keep what the next block's kernel reaches back to.
@@ -354,17 +388,27 @@ public struct Playout: ~Copyable {
     /// silence where nothing is.
     private func stagedFloats(from: Int64, count: Int) -> [Float] {
         var chunk = [Float](repeating: 0, count: count * 2)
+        forStaged(from: from, count: count) { dst, src in chunk[dst] = Float(src) }
+        return chunk
+    }
+
+    /// What is staged from input position `from` into `out` as it is, with silence where nothing is.
+    private func copyStaged(from: Int64, into out: inout [Int16]) {
+        forStaged(from: from, count: out.count / 2) { dst, src in out[dst] = src }
+    }
+
+    /// Calls `body` with each staged sample of the `count` frames from input position `from`, and its index
+    /// among those frames' samples.
+    @inline(__always)
+    private func forStaged(from: Int64, count: Int, _ body: (Int, Int16) -> Void) {
         let n = stagedFrames(from: from, count: count) * 2
-        guard n > 0 else { return chunk }
+        guard n > 0 else { return }
         let lower = max(from, stagedStart)
         let src = Int(lower - stagedStart) * 2
         let dst = Int(lower - from) * 2
-        chunk.withUnsafeMutableBufferPointer { o in
-            staged.withUnsafeBufferPointer { s in
-                for i in 0..<n { o[dst + i] = Float(s[src + i]) }
-            }
+        staged.withUnsafeBufferPointer { s in
+            for i in 0..<n { body(dst + i, s[src + i]) }
         }
-        return chunk
     }
 
     /// Drops staged samples before the cursor: they have gone into the output (or were skipped).

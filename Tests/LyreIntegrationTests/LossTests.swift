@@ -63,12 +63,13 @@ struct LossTests {
         #expect(lossy["lost"] == 0 && lossy["concealed"] == 0, "lossy room: \(lossy)")
         #expect((lossy["recovered"] ?? 0) >= dropped * 8 / 10 && (lossy["nack"] ?? 0) >= dropped, "dropped \(dropped); \(lossy)")
         #expect(clean["nack"] == 0 && clean["lost"] == 0 && clean["concealed"] == 0, "clean room: \(clean)")
-        // The lossy room's output against the clean room's: a concealed 20 ms frame would bring its 100 ms
-        // window under 10 dB. (The two rooms' clock estimates alone brought one window to 24 dB under CI load.)
+        // The lossy room's output against the clean room's: both rooms play in tune (streaming.md §6.1), so
+        // with every loss recovered the two are the same sample for sample (the issue asks for 60 dB); a
+        // concealed 20 ms frame would bring its 100 ms window under 10 dB.
         let same = try await rooms.json(["compare", rooms.path("Clean", "wav"), rooms.path("Lossy", "wav")])
         let snr = same["snr_db"] as? Double ?? 0
         let worst = same["worst_window_snr_db"] as? Double ?? 0
-        #expect(snr > 40 && worst > 20 && same["gaps"] as? Int == 0, "lossy against clean: \(same)")
+        #expect(snr >= 60 && worst > 20 && same["gaps"] as? Int == 0, "lossy against clean: \(same)")
         StreamingTests.expectSameAudio(try await rooms.compare(sweep, "Lossy"))
     }
 
@@ -164,7 +165,7 @@ struct LossTests {
                 "relay: \(impaired)")
         #expect(stats["lost"] == 0 && stats["concealed"] == 0 && (stats["duplicates"] ?? 0) >= 10, "relayed room: \(stats)")
         let same = try await rooms.json(["compare", rooms.path("Clean", "wav"), rooms.path("Relayed", "wav")])
-        #expect((same["snr_db"] as? Double ?? 0) > 40 && (same["worst_window_snr_db"] as? Double ?? 0) > 20 && same["gaps"] as? Int == 0,
+        #expect((same["snr_db"] as? Double ?? 0) >= 60 && (same["worst_window_snr_db"] as? Double ?? 0) > 20 && same["gaps"] as? Int == 0,
                 "relayed against clean: \(same)")
     }
 

@@ -192,6 +192,12 @@ struct PlayoutTests {
             #expect(abs(window.errorMicroseconds) < 25 && window.snr > 40, "\(window)")
         }
         #expect(run.statistics.corrections == 0)
+        // In tune from the start: the input itself, sample for sample, never resampled.
+        #expect(run.statistics.tuned == 1 && run.statistics.ratePPM == 0, "\(run.statistics)")
+        let input = stride(from: 0, to: pcm.count, by: 2).map { Double(pcm[$0]) }
+        let first = try #require(run.left.firstIndex { $0 != 0 })
+        let firstIn = try #require(input.firstIndex { $0 != 0 })
+        #expect(Array(run.left[first..<(first + input.count - firstIn)]) == Array(input[firstIn...]))
     }
 
     /// One packet lost in every row of 5, its row's parity delivered before or after the rest: every lost
