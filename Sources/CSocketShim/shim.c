@@ -26,7 +26,7 @@ static uint64_t realtime_to_monotonic(uint64_t real) {
     return mono > age ? mono - age : 0;
 }
 
-ssize_t lyre_socket_receive(int fd, void *buffer, size_t length, struct sockaddr_in *from, int timeout_ms,
+ssize_t lyre_socket_receive(int fd, void *buffer, size_t length, struct sockaddr_storage *from, int timeout_ms,
                             uint64_t *monotonic_ns, int *kernel_stamped) {
     struct pollfd p = {.fd = fd, .events = POLLIN};
     int ready;

@@ -13,49 +13,72 @@ public struct SocketError: Error, CustomStringConvertible, Sendable {
     }
 }
 
-/// IPv4 socket helpers for the one exchange that runs on its own threads rather than an event loop: timing,
-/// at both ends (kernel receive timestamps, real-time threads).
-public enum IPv4 {
-    public static func address(_ host: String, port: UInt16) throws(SocketError) -> sockaddr_in {
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = port.bigEndian
-        guard inet_pton(AF_INET, host, &addr.sin_addr) == 1 else {
-            throw SocketError(description: "'\(host)' is not an IPv4 address")
+/// IPv4 and IPv6 socket helpers for the one exchange that runs on its own threads rather than an event loop:
+/// timing, at both ends (kernel receive timestamps, real-time threads). Addresses are numeric, as SwiftNIO's
+/// `SocketAddress.ipAddress` prints them, so that a datagram's source compares equal to the peer's text.
+public enum InternetSocket {
+    /// `host` (an IPv4 or IPv6 literal) and `port` as a socket address.
+    public static func address(_ host: String, port: UInt16) throws(SocketError) -> sockaddr_storage {
+        var storage = sockaddr_storage()
+        let parsed = withUnsafeMutableBytes(of: &storage) { raw -> Bool in
+            if host.contains(":") {
+                let addr = raw.baseAddress!.assumingMemoryBound(to: sockaddr_in6.self)
+                addr.pointee.sin6_family = sa_family_t(AF_INET6)
+                addr.pointee.sin6_port = port.bigEndian
+                return inet_pton(AF_INET6, host, &addr.pointee.sin6_addr) == 1
+            }
+            let addr = raw.baseAddress!.assumingMemoryBound(to: sockaddr_in.self)
+            addr.pointee.sin_family = sa_family_t(AF_INET)
+            addr.pointee.sin_port = port.bigEndian
+            return inet_pton(AF_INET, host, &addr.pointee.sin_addr) == 1
         }
-        return addr
+        guard parsed else { throw SocketError(description: "'\(host)' is not an IPv4 or IPv6 address") }
+        return storage
     }
 
-    public static func withSockaddr<T>(_ addr: sockaddr_in, _ body: (UnsafePointer<sockaddr>, socklen_t) -> T) -> T {
-        var copy = addr
+    static func length(_ storage: sockaddr_storage) -> socklen_t {
+        socklen_t(Int32(storage.ss_family) == AF_INET6 ? MemoryLayout<sockaddr_in6>.size : MemoryLayout<sockaddr_in>.size)
+    }
+
+    public static func withSockaddr<T>(_ storage: sockaddr_storage, _ body: (UnsafePointer<sockaddr>, socklen_t) -> T) -> T {
+        var copy = storage
         return withUnsafePointer(to: &copy) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, length(storage)) }
         }
+    }
+
+    /// The numeric text (`inet_ntop`) and port of an address.
+    public static func text(_ storage: sockaddr_storage) -> (host: String, port: UInt16) {
+        var copy = storage
+        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+        let port = withUnsafeMutableBytes(of: &copy) { raw -> UInt16 in
+            if Int32(storage.ss_family) == AF_INET6 {
+                let addr = raw.baseAddress!.assumingMemoryBound(to: sockaddr_in6.self)
+                inet_ntop(AF_INET6, &addr.pointee.sin6_addr, &text, socklen_t(text.count))
+                return UInt16(bigEndian: addr.pointee.sin6_port)
+            }
+            let addr = raw.baseAddress!.assumingMemoryBound(to: sockaddr_in.self)
+            inet_ntop(AF_INET, &addr.pointee.sin_addr, &text, socklen_t(text.count))
+            return UInt16(bigEndian: addr.pointee.sin_port)
+        }
+        return (String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self), port)
     }
 
     /// The address and port a socket is bound to.
-    public static func localAddress(_ fd: Int32) -> (String, UInt16) {
-        var addr = sockaddr_in()
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &addr) {
+    public static func localAddress(_ fd: Int32) -> (host: String, port: UInt16) {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        _ = withUnsafeMutablePointer(to: &storage) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
         }
-        return (text(addr), UInt16(bigEndian: addr.sin_port))
+        return text(storage)
     }
 
-    /// The dotted-quad text of an address (`inet_ntop`).
-    public static func text(_ addr: sockaddr_in) -> String {
-        var address = addr.sin_addr
-        var text = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
-        inet_ntop(AF_INET, &address, &text, socklen_t(text.count))
-        return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
-
-    /// A UDP socket bound to `host` on any port.
+    /// A UDP socket bound to `host` (IPv4 or IPv6) on `port` (0: any).
     public static func bindUDP(host: String, port: UInt16 = 0) throws(SocketError) -> Int32 {
-        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw .errno("socket") }
         let addr = try address(host, port: port)
+        let fd = socket(Int32(addr.ss_family), Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw .errno("socket") }
         guard withSockaddr(addr, { bind(fd, $0, $1) }) == 0 else {
             let error = SocketError.errno("cannot bind UDP on \(host)")
             close(fd)

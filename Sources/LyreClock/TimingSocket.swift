@@ -23,10 +23,10 @@ public struct TimingSocket: ~Copyable {
     public let port: UInt16
     private let fd: Int32
 
-    /// Binds on `host` (an IPv4 address) on any port.
+    /// Binds on `host` (an IPv4 or IPv6 address) on any port.
     public init(host: String) throws(SocketError) {
-        fd = try IPv4.bindUDP(host: host)
-        port = IPv4.localAddress(fd).1
+        fd = try InternetSocket.bindUDP(host: host)
+        port = InternetSocket.localAddress(fd).port
         // Without kernel stamps the socket still works, with the reading time instead.
         _ = lyre_socket_enable_timestamps(fd)
     }
@@ -37,24 +37,24 @@ public struct TimingSocket: ~Copyable {
     /// Datagrams longer than `maximumLength` are cut to it.
     public func receive(timeoutMilliseconds: Int, maximumLength: Int = 256) -> TimestampedDatagram? {
         var buffer = [UInt8](repeating: 0, count: maximumLength)
-        var from = sockaddr_in()
+        var from = sockaddr_storage()
         var arrival: UInt64 = 0
         var stamped: Int32 = 0
         let n = buffer.withUnsafeMutableBytes {
             lyre_socket_receive(fd, $0.baseAddress, $0.count, &from, Int32(timeoutMilliseconds), &arrival, &stamped)
         }
         guard n > 0 else { return nil }
+        let source = InternetSocket.text(from)
         return TimestampedDatagram(
-            bytes: Array(buffer[0..<n]), host: IPv4.text(from), port: UInt16(bigEndian: from.sin_port), arrival: arrival,
-            kernelStamped: stamped != 0)
+            bytes: Array(buffer[0..<n]), host: source.host, port: source.port, arrival: arrival, kernelStamped: stamped != 0)
     }
 
     /// Sends `bytes` to `host`:`port`; false when the send failed.
     @discardableResult
     public func send(_ bytes: [UInt8], to host: String, port: UInt16) -> Bool {
-        guard let address = try? IPv4.address(host, port: port) else { return false }
+        guard let address = try? InternetSocket.address(host, port: port) else { return false }
         return bytes.withUnsafeBytes { raw in
-            IPv4.withSockaddr(address) { sendto(fd, raw.baseAddress, raw.count, 0, $0, $1) } == raw.count
+            InternetSocket.withSockaddr(address) { sendto(fd, raw.baseAddress, raw.count, 0, $0, $1) } == raw.count
         }
     }
 }

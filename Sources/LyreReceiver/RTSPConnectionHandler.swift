@@ -618,7 +618,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     }
 
     private var serverURI: String {
-        "rtsp://\(context?.localAddress.map { "\($0.ipAddress ?? ""):\($0.port ?? 0)" } ?? "")/"
+        "rtsp://\(context?.localAddress.map { HostPort.text($0.ipAddress ?? "", $0.port ?? 0) } ?? "")/"
     }
 
     // MARK: media

@@ -11,8 +11,9 @@ import NIOPosix
 
 /// How a receiver is set up.
 public struct ReceiverConfiguration: Sendable {
-    /// Address to listen on for RTSP; media and timing sockets use the address each connection came to.
-    public var host = "0.0.0.0"
+    /// Address to listen on for RTSP; nil for every address, IPv4 and IPv6. Media and timing sockets use the
+    /// address each connection came to.
+    public var host: String?
     /// TCP port; 0 picks a free one.
     public var port = 7700
     public var output: OutputTarget = .alsa(pcm: "default")
@@ -210,7 +211,7 @@ public final class Receiver: Sendable {
     private let group: MultiThreadedEventLoopGroup
     private let registry: SessionRegistry
     private let output: OutputEngine
-    private let server: NIOLockedValueBox<Channel?> = NIOLockedValueBox(nil)
+    private let servers: NIOLockedValueBox<[Channel]> = NIOLockedValueBox([])
     private let statisticsTask: NIOLockedValueBox<RepeatedTask?> = NIOLockedValueBox(nil)
     private let control: NIOLockedValueBox<Channel?> = NIOLockedValueBox(nil)
 
@@ -237,7 +238,7 @@ public final class Receiver: Sendable {
         let tls = try configuration.tls?.serverContext()
         // Paired sessions use SRTP: libsrtp2's one-time set-up (about 25 ms) is paid here, not by the first session.
         if tls != nil { SRTPSession.prepare() }
-        let channel = try await ServerBootstrap(group: registry.eventLoop)
+        let bootstrap = ServerBootstrap(group: registry.eventLoop)
             .serverChannelOption(.backlog, value: 64)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -250,8 +251,23 @@ public final class Receiver: Sendable {
                     try channel.pipeline.syncOperations.addHandler(RTSPConnectionHandler(registry: registry, logger: logger))
                 }
             }
-            .bind(host: configuration.host, port: configuration.port).get()
-        server.withLockedValue { $0 = channel }
+        // IPv6 sockets take IPv6 only, so that an IPv4 peer is seen as itself (not ::ffff:a.b.c.d) by every
+        // check that compares addresses.
+        func listen(_ host: String, port: Int) async throws -> Channel {
+            try await (host.contains(":") ? bootstrap.serverChannelOption(.socket(SocketOptionLevel(IPPROTO_IPV6), IPV6_V6ONLY), value: 1) : bootstrap)
+                .bind(host: host, port: port).get()
+        }
+        let channel = try await listen(configuration.host ?? "0.0.0.0", port: configuration.port)
+        var channels = [channel]
+        if configuration.host == nil, let port = channel.localAddress?.port {
+            // Every address: IPv6 beside IPv4 on the same port, where the host has IPv6.
+            do {
+                channels.append(try await listen("::", port: port))
+            } catch {
+                logger.warning("listening on IPv4 only: cannot listen on [::]:\(port): \(error)")
+            }
+        }
+        servers.withLockedValue { $0 = channels }
         if let path = configuration.controlSocketPath {
             do {
                 let socket = try await ControlServer.bind(path: path, registry: registry)
@@ -260,7 +276,7 @@ public final class Receiver: Sendable {
             } catch LineServerError.inUse where !configuration.controlSocketRequired {
                 logger.warning("control socket \(path) belongs to another lyred; running without one (pass --control-socket PATH)")
             } catch {
-                try? await channel.close()
+                for channel in channels { try? await channel.close() }
                 throw error
             }
         }
@@ -281,7 +297,7 @@ public final class Receiver: Sendable {
         statisticsTask.withLockedValue { $0?.cancel() }
         let registry = self.registry
         try? await registry.eventLoop.submit { registry.active?.end(.shutdown) }.get()
-        try? await server.withLockedValue { $0 }?.close()
+        for server in servers.withLockedValue({ $0 }) { try? await server.close() }
         try? await control.withLockedValue { $0 }?.close()
         if let path = configuration.controlSocketPath, control.withLockedValue({ $0 }) != nil { unlink(path) }
         await registry.artwork?.removed()

@@ -23,7 +23,7 @@ public struct OutputRoute: Sendable, Hashable, CustomStringConvertible {
                 keyFingerprint: String? = nil) {
         self.host = host
         self.port = port
-        self.name = name ?? "\(host):\(port)"
+        self.name = name ?? HostPort.text(host, port)
         self.id = id
         self.channels = channels
         self.keyFingerprint = keyFingerprint
@@ -31,9 +31,12 @@ public struct OutputRoute: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { "'\(name)'" }
 
+    /// HOST:PORT, an IPv6 address in brackets.
+    public var address: String { HostPort.text(host, port) }
+
     /// True when `text` names this route: its id, its name (case-insensitively) or HOST:PORT.
     public func isNamed(_ text: String) -> Bool {
-        id == text.lowercased() || name.lowercased() == text.lowercased() || "\(host):\(port)" == text
+        id == text.lowercased() || name.lowercased() == text.lowercased() || address == text
     }
 }
 
@@ -116,7 +119,7 @@ final class Link: Sendable {
             // A route found by id (discovery, or an address remembered from it) must reach that receiver:
             // another may have the address now. A receiver that tells no id (version 1, or not Lyre) is taken.
             if let id = route.id, let told = options.headers[ReceiverIDHeader.name], told.lowercased() != id {
-                throw RTSPClient.Failure(description: "\(route.host):\(route.port) is now another receiver (id \(told), not \(id))")
+                throw RTSPClient.Failure(description: "\(route.address) is now another receiver (id \(told), not \(id))")
             }
             // Over TLS, the link's media is SRTP, keyed in the SDP the TLS session carries (pairing.md §6).
             let sdp = SessionDescription(audio: AudioFormat(encoding: .opus, payloadType: 96), origin: local,
@@ -135,7 +138,7 @@ final class Link: Sendable {
                          (FeedbackHeader.name, FeedbackHeader.value(configuration.resend ? [.nack, .report] : [.report]))]
             if let fec { setup.append((FECHeader.name, fec.serialized)) }
             if let timingKey { setup.append(("Lyre-Timing-Key", Data(timingKey).base64EncodedString())) }
-            let reply = try Self.check(client.request("SETUP", uri: "rtsp://\(route.host):\(route.port)/streamid=0", headers: setup), "SETUP")
+            let reply = try Self.check(client.request("SETUP", uri: "rtsp://\(route.address)/streamid=0", headers: setup), "SETUP")
             guard let session = reply.headers["Session"]?.split(separator: ";").first.map(String.init),
                 let answer = reply.headers["Transport"].flatMap(TransportSpec.init(parsing:)),
                 case .udp(_, let server?) = answer.lower

@@ -66,7 +66,7 @@ final class RTSPClient: Sendable {
                 }
                 .connect(host: host, port: Int(port)).wait()
         } catch {
-            throw Failure(description: "cannot connect to \(host):\(port): \(Self.describe(error))")
+            throw Failure(description: "cannot connect to \(HostPort.text(host, port)): \(Self.describe(error))")
         }
         self.host = host
         self.port = port
@@ -85,7 +85,7 @@ final class RTSPClient: Sendable {
     func request(_ method: String, uri: String? = nil, headers: [(String, String)] = [], body: [UInt8] = [], timeout: Double = 5)
         throws(Failure) -> RTSPMessage
     {
-        let request = RTSPRequest(method, uri: uri ?? "rtsp://\(host):\(port)/", headers: headers, body: body, timeout: timeout)
+        let request = RTSPRequest(method, uri: uri ?? "rtsp://\(HostPort.text(host, port))/", headers: headers, body: body, timeout: timeout)
         do {
             return try channel.rtspRequest(request).wait()
         } catch RTSPPeerStateMachine<Int>.Failure.closed {

@@ -115,8 +115,9 @@ public struct SessionDescription: Sendable, Equatable {
         attributes.append(Attribute(name: "control", value: "streamid=0"))
         if let crypto { attributes.append(Attribute(name: "crypto", value: crypto.serialized)) }
         media = [Media(kind: "audio", port: 0, proto: "RTP/AVP", formats: [String(format.payloadType)], attributes: attributes)]
+        let family = address.contains(":") ? "IP6" : "IP4"
         lines = [
-            ("v", "0"), ("o", "- 0 0 IN IP4 \(address)"), ("s", sessionName), ("c", "IN IP4 \(address)"), ("t", "0 0"),
+            ("v", "0"), ("o", "- 0 0 IN \(family) \(address)"), ("s", sessionName), ("c", "IN \(family) \(address)"), ("t", "0 0"),
         ].map { (type: Character($0.0), value: $0.1) }
         lines.append((type: "m", value: "audio 0 RTP/AVP \(format.payloadType)"))
         lines += attributes.map { attribute in

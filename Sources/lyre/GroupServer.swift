@@ -116,7 +116,7 @@ struct GroupListing: Codable {
     init(rooms: [RoomReport], volume: Double) {
         self.volume = volume
         self.rooms = rooms.map {
-            Room(name: $0.route.name, id: $0.route.id, address: "\($0.route.host):\($0.route.port)", channels: $0.route.channels.rawValue,
+            Room(name: $0.route.name, id: $0.route.id, address: $0.route.address, channels: $0.route.channels.rawValue,
                  state: $0.state, volume: $0.volume, outputLatencyMs: $0.outputLatencyMilliseconds, outputDelayMs: $0.outputDelayMilliseconds,
                  link: $0.statistics, retransmission: $0.retransmission, quality: $0.quality)
         }

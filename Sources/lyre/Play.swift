@@ -32,7 +32,7 @@ struct Play: AsyncParsableCommand {
     @Option(help: ArgumentHelp("A receiver, by name or id, and which channels it plays; repeat for several rooms. One is saved as the preferred output.", valueName: "NAME|ID[=CHANNELS]"))
     var to: [String] = []
 
-    @Option(help: ArgumentHelp("Connect to HOST:PORT directly, without mDNS; repeatable.", valueName: "HOST:PORT[=CHANNELS]"))
+    @Option(help: ArgumentHelp("Connect to HOST:PORT directly, without mDNS ([IPV6]:PORT for an IPv6 address); repeatable.", valueName: "HOST:PORT[=CHANNELS]"))
     var host: [String] = []
 
     @Option(help: ArgumentHelp("The socket 'lyre group' talks to, this user only; 'off' for none (default: \(GroupSocketPath.default)).", valueName: "PATH"))
@@ -88,7 +88,7 @@ struct Play: AsyncParsableCommand {
         guard RawPCMFormat(format) != nil else { throw ValidationError("--format must look like s16le:44100:2") }
         for room in to { _ = try RoomSpec(room) }
         for room in host where try RoomSpec(room).hostPort == nil {
-            throw ValidationError("--host must be HOST:PORT, e.g. 127.0.0.1:7700")
+            throw ValidationError("--host must be HOST:PORT, e.g. 127.0.0.1:7700 or [::1]:7700")
         }
         if files.filter({ $0 == "-" }).count > 1 { throw ValidationError("stdin ('-') can be played once") }
         for file in files where file != "-" {
@@ -260,7 +260,7 @@ struct Play: AsyncParsableCommand {
         }
         if to.count == 1, host.isEmpty, let id = routes.first?.id { PreferredOutput().save(id) }
         var seen = Set<String>()
-        for route in routes where !seen.insert("\(route.host):\(route.port)").inserted {
+        for route in routes where !seen.insert(route.address).inserted {
             throw CommandFailure("\(route) is named twice; name each room once")
         }
         return (routes, remembered != nil)
@@ -326,7 +326,7 @@ struct RouteResolver: Sendable {
         do {
             devices = try await browser.currentDevices(timeout: .seconds(timeout)) { devices in
                 guard let wanted, wanted.count == unresolved else { return false }
-                let ready = Self.playable(devices).filter { $0.ipv4Address != nil }
+                let ready = Self.playable(devices).filter { $0.streamAddress != nil }
                 return wanted.allSatisfy { name in ready.contains { $0.matches(name) } }
             }
         } catch { throw CommandFailure("\(error)") }
@@ -349,8 +349,8 @@ struct RouteResolver: Sendable {
                 }
                 device = playable[0]
             }
-            guard let address = device.ipv4Address else {
-                throw CommandFailure("'\(device.name)' has no IPv4 address; Lyre streams over IPv4 for now")
+            guard let address = device.streamAddress else {
+                throw CommandFailure("'\(device.name)' has no IPv4 address nor a routable IPv6 one; give its address with --host HOST:PORT")
             }
             routes[index] = OutputRoute(host: address, port: device.port, name: device.name, id: device.id.rawValue,
                                         channels: spec?.channels ?? .stereo, keyFingerprint: device.receiver.keyFingerprint)
@@ -369,8 +369,11 @@ extension Device {
         id.rawValue == name.lowercased() || self.name.lowercased() == name.lowercased()
     }
 
-    /// The address Lyre streams to: its first IPv4 address (Lyre streams over IPv4 for now).
-    var ipv4Address: String? { addresses.first { !$0.contains(":") } }
+    /// The address Lyre streams to: its first IPv4 address, else its first IPv6 one that is not link-local
+    /// (an fe80:: address means nothing without its interface, which media sockets are not given).
+    var streamAddress: String? {
+        addresses.first { !$0.contains(":") } ?? addresses.first { $0.contains(":") && !$0.lowercased().hasPrefix("fe80:") }
+    }
 }
 
 /// The output chosen last with `--to`, by id (`setPreferredOutput` on iOS): `$XDG_CONFIG_HOME/lyre/preferred-output`.
@@ -421,9 +424,6 @@ struct RoomSpec: Sendable {
         }
         guard !name.isEmpty else { throw ValidationError("'\(text)' names no receiver") }
         self.name = name
-        let parts = name.split(separator: ":")
-        if parts.count == 2, let port = UInt16(parts[1]), !parts[0].isEmpty {
-            hostPort = (String(parts[0]), port)
-        }
+        hostPort = HostPort.parse(name)
     }
 }

@@ -198,7 +198,7 @@ final class SinkController: @unchecked Sendable {
         queue.async { [self] in
             let device = change.device
             let id = device.id.rawValue
-            let address = device.ipv4Address
+            let address = device.streamAddress
             if change.reason == .deviceUnavailable || RouteResolver.playable([device]).isEmpty || address == nil {
                 routes[id] = nil
                 perform(router.receiverGone(id: id))

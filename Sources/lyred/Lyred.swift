@@ -59,8 +59,8 @@ struct Lyred: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Log session statistics every SECONDS.", valueName: "SECONDS"))
     var statsInterval: Double?
 
-    @Option(help: ArgumentHelp("Address to listen on.", valueName: "ADDRESS"))
-    var listen: String = "0.0.0.0"
+    @Option(help: ArgumentHelp("Address to listen on, IPv4 or IPv6 (default: every address, both).", valueName: "ADDRESS"))
+    var listen: String?
 
     @Option(help: ArgumentHelp("Unix socket for 'lyre remote' and now-playing queries, this user only; 'off' for none (default: \(ControlSocketPath.default)).", valueName: "PATH"))
     var controlSocket: String?
@@ -137,7 +137,7 @@ struct Lyred: AsyncParsableCommand {
             throw CommandFailure("port \(port) is already in use; pick another with --port (0 picks a free one)")
         } catch {
             await streaming.stop()
-            throw CommandFailure("cannot listen on \(listen) port \(port): \(error)")
+            throw CommandFailure("cannot listen on \(listen ?? "every address") port \(port): \(error); pass --listen ADDRESS")
         }
 
         let backend: any MDNSBackend

@@ -135,6 +135,31 @@ struct StreamingTests {
         Self.expectSameAudio(try await Self.compare(rig.network, reference: sweep, output: rig.output))
     }
 
+    /// IPv6 for control and media (issue 9): lyred listens on every address of both families by default, and
+    /// `lyre play` to `[::1]:PORT` (its RTSP, RTP, RTCP and timing exchange all over IPv6) and ffmpeg's
+    /// publisher to `rtsp://[::1]:PORT/` are each heard intact. (The other tests reach the same default
+    /// listener over IPv4.)
+    @Test(arguments: ["lyre", "ffmpeg"])
+    func playsOverIPv6(sender: String) async throws {
+        guard TestNetwork.which("ffmpeg") != nil else { throw TestNetworkError("ffmpeg is missing: run Tools/test, which installs it") }
+        let rig = try await Rig()
+        defer { rig.network.close() }
+        let sweep = try await Self.sweep(rig.network, rate: 48000, seconds: 3, signal: "full")
+        let push = sender == "lyre"
+            ? try await rig.network.run(["lyre", "play", sweep, "--host", "[::1]:\(rig.port)"])
+            : try await rig.network.run(["ffmpeg", "-loglevel", "error", "-re", "-i", sweep, "-c:a", "libopus", "-b:a", "128k",
+                                         "-f", "rtsp", "rtsp://[::1]:\(rig.port)/"])
+        #expect(push.status == 0, "\(sender): \(push.stderr)")
+        try await rig.stop()
+        Self.expectSameAudio(try await Self.compare(rig.network, reference: sweep, output: rig.output))
+        let stats = rig.lyred.stderr.split(separator: "\n").last { $0.contains("stats: received=") }.map(String.init) ?? ""
+        #expect(stats.contains("peer=[IPv6]::1/") && stats.contains("foreign=0") && stats.contains("late=0"), "\(rig.lyred.stderr)")
+        if sender == "lyre" {
+            // The timing exchange ran over IPv6 too: the receiver measured the round trip.
+            #expect(stats.contains("rtt-us="), "\(stats)")
+        }
+    }
+
     /// Lyre's Opus encode against a reference nobody here wrote: the same input through ffmpeg's libopus at the
     /// same bitrate (encoded to Ogg, decoded by ffmpeg), each measured against the input. The inputs are hard:
     /// a 20 Hz–20 kHz sweep, and music-like material (chords with every harmonic to 18 kHz, drums).

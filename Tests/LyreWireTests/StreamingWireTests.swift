@@ -135,3 +135,28 @@ struct StreamingWireTests {
         #expect(TextParameters(parsing: "volume: -12.5\r\nstats\r\n")["volume"] == "-12.5")
     }
 }
+
+/// HOST:PORT in both families, as `--host`, logs and RTSP URLs write it.
+struct HostPortTests {
+    @Test func ipv6IsBracketedAndParsedBack() {
+        #expect(HostPort.text("::1", 7700) == "[::1]:7700")
+        #expect(HostPort.text("192.0.2.7", 7700) == "192.0.2.7:7700")
+        #expect(HostPort.text("kitchen.local", UInt16(7700)) == "kitchen.local:7700")
+        for (host, port) in [("::1", UInt16(7700)), ("fd00:1::2", 1), ("192.0.2.7", 65535), ("kitchen.local", 7700)] {
+            let parsed = HostPort.parse(HostPort.text(host, port))
+            #expect(parsed?.host == host && parsed?.port == port)
+        }
+    }
+
+    @Test(arguments: ["::1", "::1:7700", "[::1]", "[::1]7700", "[]:7700", "host", ":7700", "host:", "host:70000", "a:b:c", "[::1]:x"])
+    func malformedIsRefused(text: String) {
+        #expect(HostPort.parse(text) == nil)
+    }
+
+    @Test func anIPv6OriginIsWrittenAsIP6() {
+        let sdp = SessionDescription(audio: AudioFormat(encoding: .opus, payloadType: 96), origin: "fd00::2").serialized()
+        #expect(sdp.contains("o=- 0 0 IN IP6 fd00::2\r\n") && sdp.contains("c=IN IP6 fd00::2\r\n"))
+        let v4 = SessionDescription(audio: AudioFormat(encoding: .opus, payloadType: 96), origin: "192.0.2.7").serialized()
+        #expect(v4.contains("c=IN IP4 192.0.2.7\r\n"))
+    }
+}

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
 
 /// Asks the kernel to stamp every datagram received on `fd` (SO_TIMESTAMPNS). 0, or -errno.
 int lyre_socket_enable_timestamps(int fd);
@@ -14,6 +15,6 @@ int lyre_socket_enable_timestamps(int fd);
 /// Returns its length (0 on timeout), or -errno. `from` gets the sender's IPv4 address; `monotonic_ns`
 /// the time the kernel received it, on CLOCK_MONOTONIC, or the time it was read when the kernel gave no
 /// stamp; `kernel_stamped` says which.
-ssize_t lyre_socket_receive(int fd, void *buffer, size_t length, struct sockaddr_in *from, int timeout_ms,
+ssize_t lyre_socket_receive(int fd, void *buffer, size_t length, struct sockaddr_storage *from, int timeout_ms,
                             uint64_t *monotonic_ns, int *kernel_stamped);
 #endif

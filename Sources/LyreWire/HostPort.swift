@@ -1,0 +1,24 @@
+/// HOST:PORT as users, logs and RTSP URLs write it: an IPv6 address in brackets (`[::1]:7700`, RFC 3986
+/// §3.2.2), anything else as it is (`192.0.2.7:7700`, `kitchen.local:7700`).
+public enum HostPort {
+    public static func text(_ host: String, _ port: some BinaryInteger) -> String {
+        host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+    }
+
+    /// `HOST:PORT` or `[IPV6]:PORT`; nil when it is neither (no port, a bare IPv6 address, an empty host).
+    public static func parse(_ text: String) -> (host: String, port: UInt16)? {
+        let host: Substring
+        let port: Substring
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else { return nil }
+            host = text[text.index(after: text.startIndex)..<close]
+            port = text[text.index(close, offsetBy: 2)...]
+        } else {
+            let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+            guard parts.count == 2 else { return nil }
+            (host, port) = (Substring(parts[0]), Substring(parts[1]))
+        }
+        guard !host.isEmpty, let number = UInt16(port) else { return nil }
+        return (String(host), number)
+    }
+}
