@@ -17,16 +17,22 @@ struct MultiRoomTests {
     struct Rooms {
         let network: TestNetwork
         var lyred: [String: Spawned] = [:]
+        /// Each room's host, when the rooms are `onHosts`.
+        var hosts: [String: TestNetwork.Host] = [:]
 
-        init(_ rooms: [(name: String, extra: [String])]) async throws {
-            network = try TestNetwork()
+        /// `onHosts`: each room on a host of its own (TestNetwork.addHost: 10.77.0.2, .3, …), announcing itself
+        /// with the embedded mDNS responder on that host's eth0; no avahi-daemon anywhere.
+        init(_ rooms: [(name: String, extra: [String])], onHosts: Bool = false) async throws {
+            network = try TestNetwork(avahi: !onHosts)
             for (index, room) in rooms.enumerated() {
                 let base = network.scratch.appendingPathComponent(room.name).path
+                let host = onHosts ? try await network.addHost(2 + index) : nil
+                hosts[room.name] = host
                 lyred[room.name] = try network.spawn(
                     ["lyred", "--name", room.name, "--port", String(7730 + index), "--state-dir", base + ".state",
                      "--output", "wav:\(base).wav", "--presentation-log", base + ".csv", "--control-socket", base + ".sock",
-                     "--mpris", "off", "--log-level", "info"] + room.extra,
-                    name: "lyred-\(room.name)")
+                     "--mpris", "off", "--log-level", "info"] + (onHosts ? ["--mdns", "embedded", "--interface", "eth0"] : []) + room.extra,
+                    name: "lyred-\(room.name)", on: host)
             }
             for (name, process) in lyred {
                 let up = await eventually { process.stderr.contains("advertised as") }
@@ -97,16 +103,24 @@ struct MultiRoomTests {
         Self.expectInSync(try await rooms.sync("Kitchen", "Living Room"))
     }
 
-    /// Two rooms whose DACs run 150 ppm fast and 150 ppm slow (300 ppm apart, 0.3 ms a second): each
-    /// corrects its drift by resampling (no correction steps, a rate of ∓150 ppm), so both still carry the
-    /// input as cleanly as an unskewed room, and play the same sound at the same instant throughout.
+    /// Two rooms on hosts of their own, joined to the sender's by veth and a bridge, whose DACs run 150 ppm
+    /// fast and 150 ppm slow (300 ppm apart, 0.3 ms a second). The sender finds Fast by its name over mDNS
+    /// across the bridge and is given Slow as [fd77::3]:7731 (IPv6). Each room corrects its drift by
+    /// resampling (no correction steps, a rate of ∓150 ppm), so both still carry the input as cleanly as an
+    /// unskewed room, and play the same sound at the same instant throughout.
     @Test func roomsWithSkewedClocksStayInSync() async throws {
-        let rooms = try await Rooms([("Fast", ["--output-skew-ppm=150"]), ("Slow", ["--output-skew-ppm=-150"])])
+        let rooms = try await Rooms([("Fast", ["--output-skew-ppm=150"]), ("Slow", ["--output-skew-ppm=-150"])], onHosts: true)
         defer { rooms.network.close() }
         let sweep = try await rooms.sweep(seconds: 8)
-        let play = try await rooms.network.run(["lyre", "play", sweep, "--to", "Fast", "--to", "Slow", "--group-socket", "off"])
+        let play = try await rooms.network.run(["lyre", "play", sweep, "--to", "Fast", "--host", "[\(rooms.hosts["Slow"]!.ipv6)]:7731",
+                                                "--mdns", "embedded", "--interface", "lan0", "--group-socket", "off", "--log-level", "info"])
         #expect(play.status == 0, "lyre play: \(play.stderr)")
         try await rooms.stop()
+        let fast = try #require(rooms.hosts["Fast"]), slow = try #require(rooms.hosts["Slow"])
+        // Fast at whichever of its addresses mDNS resolved first (10.77.0.2 or fd77::2), Slow at fd77::3.
+        let fastLog = rooms.lyred["Fast"]!.stderr, slowLog = rooms.lyred["Slow"]!.stderr
+        #expect((fastLog.contains("peer=[IPv4]10.77.0.1/") || fastLog.contains("peer=[IPv6]fd77::1/")) && slowLog.contains("peer=[IPv6]fd77::1/"),
+                "sessions from the sender's host to \(fast.ipv4) or \(fast.ipv6) and to \(slow.ipv6): \(fastLog) \(slowLog)")
         for (room, skew) in [("Fast", 150.0), ("Slow", -150.0)] {
             StreamingTests.expectSameAudio(try await rooms.compare(sweep, room, skew: skew))
             let log = rooms.lyred[room]!.stderr

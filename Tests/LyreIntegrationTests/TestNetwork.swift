@@ -79,12 +79,48 @@ final class TestNetwork {
         return nil
     }
 
-    /// Starts `arguments` inside the network; a bare `lyre`/`lyred` means the built binary. With `input`, its
-    /// standard input is a pipe the test writes to (`Spawned.type`); else it is empty.
+    /// Another host on the network's LAN: a network namespace of its own (`ip netns`), joined by a veth pair
+    /// to the bridge `lan0`, on which the network itself is 10.77.0.1 and fd77::1. The bridge has no other
+    /// port and nothing routes beyond it, so packets between hosts cross real interfaces (and the kernel's
+    /// bridge) without leaving the machine. Processes on it share the network's mounts, buses and PIDs.
+    struct Host {
+        let name: String
+        let ipv4: String
+        let ipv6: String
+    }
+
+    /// Adds host `number` (2…254) at 10.77.0.`number` and fd77::`number`, its interface `eth0`.
+    func addHost(_ number: Int) async throws -> Host {
+        precondition((2...254).contains(number))
+        let host = Host(name: "h\(number)", ipv4: "10.77.0.\(number)", ipv6: "fd77::\(number)")
+        let made = try await shell("""
+            set -e
+            if ! ip link show lan0 >/dev/null 2>&1; then
+              ip link add lan0 type bridge mcast_snooping 0
+              ip link set lan0 up
+              ip addr add 10.77.0.1/24 dev lan0
+              ip -6 addr add fd77::1/64 dev lan0 nodad
+            fi
+            ip netns add \(host.name)
+            ip link add veth\(number) type veth peer name eth0 netns \(host.name)
+            ip link set veth\(number) master lan0 up
+            ip -n \(host.name) link set lo up
+            ip -n \(host.name) link set eth0 up
+            ip -n \(host.name) addr add \(host.ipv4)/24 dev eth0
+            ip -n \(host.name) -6 addr add \(host.ipv6)/64 dev eth0 nodad
+            """)
+        guard made.status == 0 else { throw TestNetworkError("cannot add host \(host.name): \(made.stderr)") }
+        return host
+    }
+
+    /// Starts `arguments` inside the network (on `host` when given); a bare `lyre`/`lyred` means the built
+    /// binary. With `input`, its standard input is a pipe the test writes to (`Spawned.type`); else it is empty.
     @discardableResult
-    func spawn(_ arguments: [String], name: String? = nil, input: Bool = false) throws -> Spawned {
+    func spawn(_ arguments: [String], name: String? = nil, input: Bool = false, on host: Host? = nil) throws -> Spawned {
         var command = arguments
         if ["lyre", "lyred"].contains(command[0]) { command[0] = Self.binaries + "/" + command[0] }
+        // ip netns exec enters the host's network namespace and execs the command (signals reach it as before).
+        if let host { command = ["ip", "netns", "exec", host.name] + command }
         // Test receivers play for any sender, as before pairing, unless a test names an access mode itself
         // (PairingTests does): pairing and its refusals have their own tests.
         if let lyred = command.firstIndex(of: Self.binaries + "/lyred"),
