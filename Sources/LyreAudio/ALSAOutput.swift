@@ -9,7 +9,10 @@ import Glibc
 /// A `snd_pcm_t` opened for playback (`snd_pcm_open` / `snd_pcm_close`), 48 kHz stereo S16_LE.
 ///
 /// Underruns (`-EPIPE`) and suspends (`-ESTRPIPE`) are recovered with `snd_pcm_recover` and counted.
-/// Presentation time is the write time plus the frames queued ahead (`snd_pcm_delay`).
+/// Presentation time is the frames queued ahead of the next write, counted from the device's own timestamp of
+/// its pointer (`snd_pcm_status` with a `CLOCK_MONOTONIC` htimestamp) where the driver gives one, else from
+/// the time of the read (`snd_pcm_delay`): a driver whose pointer moves a period at a time is then off by up
+/// to a period, the device's timestamp is not.
 public final class ALSAOutput: PCMSink {
     public let blockFrames = 240
     /// Self-paced plugins take 50 ms at once like the WAV sink; a device's 20 ms buffer takes one block.
@@ -46,7 +49,29 @@ public final class ALSAOutput: PCMSink {
         pcm = handle
         self.name = name
         mixer = ALSAMixer(pcm: name)
+        // Timestamps on the host's clock (HostClock), taken by the driver when it updates its pointer.
+        var sw: OpaquePointer?
+        if snd_pcm_sw_params_malloc(&sw) == 0, let sw {
+            if snd_pcm_sw_params_current(handle, sw) == 0,
+                snd_pcm_sw_params_set_tstamp_mode(handle, sw, SND_PCM_TSTAMP_ENABLE) == 0,
+                snd_pcm_sw_params_set_tstamp_type(handle, sw, SND_PCM_TSTAMP_TYPE_MONOTONIC) == 0
+            {
+                _ = snd_pcm_sw_params(handle, sw)
+            }
+            snd_pcm_sw_params_free(sw)
+        }
+        if snd_pcm_status_malloc(&status) != 0 { status = nil }
     }
+
+    /// Where presentation times came from so far: the device's timestamps, and the time of the read.
+    public private(set) var presentationSources = (deviceTimestamps: 0, readTimes: 0)
+
+    public var presentationSource: String {
+        if selfPaced { return "the host clock (\(name) keeps no time)" }
+        let (stamped, read) = presentationSources
+        return "the device's timestamps \(stamped) times, snd_pcm_delay at the time of reading \(read) times"
+    }
+    private var status: OpaquePointer?
 
     public var volumeControl: String? { mixer?.controlName }
 
@@ -74,10 +99,29 @@ public final class ALSAOutput: PCMSink {
             let rc = snd_pcm_wait(pcm, 100)
             if rc < 0 { try recover(rc) }
         }
+        if let status, snd_pcm_status(pcm, status) == 0 {
+            let now = HostClock.now()
+            var stamp = timespec()
+            snd_pcm_status_get_htstamp(status, &stamp)
+            let stamped = UInt64(stamp.tv_sec) * 1_000_000_000 + UInt64(stamp.tv_nsec)
+            if let time = Self.presentationTime(now: now, deviceTimestamp: stamped, delayFrames: Int(snd_pcm_status_get_delay(status))) {
+                presentationSources.deviceTimestamps += 1
+                return time
+            }
+        }
         var delay: snd_pcm_sframes_t = 0
         let now = HostClock.now()
         if snd_pcm_delay(pcm, &delay) < 0 { delay = 0 }
+        presentationSources.readTimes += 1
         return now + UInt64(max(delay, 0)) * 1_000_000_000 / 48000
+    }
+
+    /// When the next frame written is presented, from the device's timestamp of its pointer and the delay it
+    /// gave with it (`now` read after both): nil when there is no usable timestamp (plugins such as `null`
+    /// give none), one older than a second (a stopped stream's), or one from the future (another clock's).
+    public static func presentationTime(now: UInt64, deviceTimestamp: UInt64, delayFrames: Int) -> UInt64? {
+        guard deviceTimestamp != 0, deviceTimestamp <= now, now - deviceTimestamp < 1_000_000_000 else { return nil }
+        return deviceTimestamp + UInt64(max(delayFrames, 0)) * 1_000_000_000 / 48000
     }
 
     public func write(_ samples: [Int16]) throws(AudioOutputError) {
@@ -117,5 +161,9 @@ public final class ALSAOutput: PCMSink {
         timeline.reset()
     }
 
-    public func close() { snd_pcm_close(pcm) }
+    public func close() {
+        snd_pcm_close(pcm)
+        if let status { snd_pcm_status_free(status) }
+        status = nil
+    }
 }

@@ -21,6 +21,8 @@ public protocol PCMSink: AnyObject {
     func setVolume(dB: Double) -> Bool
     /// Underruns and suspends recovered so far.
     var recoveries: Int { get }
+    /// Where the presentation times `waitForRoom` returned came from, for the log.
+    var presentationSource: String { get }
     /// Blocks until a block fits; returns the presentation time (`HostClock` ns) of the next frame written.
     func waitForRoom() throws(AudioOutputError) -> UInt64
     /// Writes interleaved stereo frames: `blockFrames`, or a multiple of it up to `longestBlockFrames`.
@@ -29,6 +31,10 @@ public protocol PCMSink: AnyObject {
     func stop()
     /// Releases the device.
     func close()
+}
+
+extension PCMSink {
+    public var presentationSource: String { "the host clock (the sink paces itself)" }
 }
 
 /// The pacing of a sink that has no clock of its own (a WAV file; ALSA's `null` and `file` plugins), as a

@@ -163,7 +163,12 @@ final class OutputEngine: @unchecked Sendable {
                 }
             }
             guard let controller else {
-                if wasPlaying { out.stop(); wasPlaying = false; if let presentationLog { fflush(presentationLog) } }
+                if wasPlaying {
+                    logger.info("output \(target): presentation times from \(out.presentationSource)")
+                    out.stop()
+                    wasPlaying = false
+                    if let presentationLog { fflush(presentationLog) }
+                }
                 // Idle: sleep until a session starts (no wake-ups while nothing plays).
                 _ = wake.wait(timeout: .now() + .seconds(1))
                 continue
