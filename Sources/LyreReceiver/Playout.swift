@@ -388,26 +388,32 @@ public struct Playout: ~Copyable {
     /// silence where nothing is.
     private func stagedFloats(from: Int64, count: Int) -> [Float] {
         var chunk = [Float](repeating: 0, count: count * 2)
-        forStaged(from: from, count: count) { dst, src in chunk[dst] = Float(src) }
+        forStaged(from: from, count: count) { dst, source in
+            chunk.withUnsafeMutableBufferPointer { o in
+                for i in source.indices { o[dst + i] = Float(source[i]) }
+            }
+        }
         return chunk
     }
 
     /// What is staged from input position `from` into `out` as it is, with silence where nothing is.
     private func copyStaged(from: Int64, into out: inout [Int16]) {
-        forStaged(from: from, count: out.count / 2) { dst, src in out[dst] = src }
+        forStaged(from: from, count: out.count / 2) { dst, source in
+            out.withUnsafeMutableBufferPointer { o in
+                for i in source.indices { o[dst + i] = source[i] }
+            }
+        }
     }
 
-    /// Calls `body` with each staged sample of the `count` frames from input position `from`, and its index
-    /// among those frames' samples.
-    @inline(__always)
-    private func forStaged(from: Int64, count: Int, _ body: (Int, Int16) -> Void) {
+    /// Calls `body` with the staged samples of the `count` frames from input position `from` (none when
+    /// nothing is staged there), and the index among those frames' samples of the first of them.
+    private func forStaged(from: Int64, count: Int, _ body: (Int, UnsafeBufferPointer<Int16>) -> Void) {
         let n = stagedFrames(from: from, count: count) * 2
         guard n > 0 else { return }
         let lower = max(from, stagedStart)
         let src = Int(lower - stagedStart) * 2
-        let dst = Int(lower - from) * 2
         staged.withUnsafeBufferPointer { s in
-            for i in 0..<n { body(dst + i, s[src + i]) }
+            body(Int(lower - from) * 2, UnsafeBufferPointer(rebasing: s[src..<(src + n)]))
         }
     }
 

@@ -238,24 +238,24 @@ public final class Receiver: Sendable {
         let tls = try configuration.tls?.serverContext()
         // Paired sessions use SRTP: libsrtp2's one-time set-up (about 25 ms) is paid here, not by the first session.
         if tls != nil { SRTPSession.prepare() }
-        let bootstrap = ServerBootstrap(group: registry.eventLoop)
-            .serverChannelOption(.backlog, value: 64)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
-            .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    registry.count(\.connections)
-                    if let tls { try channel.pipeline.syncOperations.addHandler(TLSSniffer(context: tls)) }
-                    try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(RTSPFrameDecoder()))
-                    try channel.pipeline.syncOperations.addHandler(RTSPPeerHandler())
-                    try channel.pipeline.syncOperations.addHandler(RTSPConnectionHandler(registry: registry, logger: logger))
-                }
-            }
         // IPv6 sockets take IPv6 only, so that an IPv4 peer is seen as itself (not ::ffff:a.b.c.d) by every
         // check that compares addresses.
         func listen(_ host: String, port: Int) async throws -> Channel {
-            try await (host.contains(":") ? bootstrap.serverChannelOption(.socket(SocketOptionLevel(IPPROTO_IPV6), IPV6_V6ONLY), value: 1) : bootstrap)
-                .bind(host: host, port: port).get()
+            let bootstrap = ServerBootstrap(group: registry.eventLoop)
+                .serverChannelOption(.backlog, value: 64)
+                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+                .childChannelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        registry.count(\.connections)
+                        if let tls { try channel.pipeline.syncOperations.addHandler(TLSSniffer(context: tls)) }
+                        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(RTSPFrameDecoder()))
+                        try channel.pipeline.syncOperations.addHandler(RTSPPeerHandler())
+                        try channel.pipeline.syncOperations.addHandler(RTSPConnectionHandler(registry: registry, logger: logger))
+                    }
+                }
+            if host.contains(":") { _ = bootstrap.serverChannelOption(.socket(SocketOptionLevel(IPPROTO_IPV6), IPV6_V6ONLY), value: 1) }
+            return try await bootstrap.bind(host: host, port: port).get()
         }
         let channel = try await listen(configuration.host ?? "0.0.0.0", port: configuration.port)
         var channels = [channel]
