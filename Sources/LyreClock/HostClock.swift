@@ -18,3 +18,49 @@ public enum HostClock {
         while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
     }
 }
+
+/// A wake-up call between threads: `signal()` from anywhere, `wait(until:)` on the thread that waits for
+/// something to happen, which returns at the signal or at the deadline, whichever comes first. Signals
+/// before the wait are not lost (the next wait returns at once), and several coalesce into one.
+public final class Wakeup: @unchecked Sendable {
+    // @unchecked: `signalled` is guarded by `mutex`. Both pthread objects live at fixed addresses.
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private var signalled = false
+
+    public init() {
+        pthread_mutex_init(mutex, nil)
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)  // deadlines are HostClock's
+        pthread_cond_init(condition, &attributes)
+        pthread_condattr_destroy(&attributes)
+    }
+
+    deinit {
+        pthread_cond_destroy(condition)
+        pthread_mutex_destroy(mutex)
+        condition.deallocate()
+        mutex.deallocate()
+    }
+
+    public func signal() {
+        pthread_mutex_lock(mutex)
+        signalled = true
+        pthread_cond_signal(condition)
+        pthread_mutex_unlock(mutex)
+    }
+
+    /// Waits for a signal until `deadline` (HostClock nanoseconds); true when signalled.
+    @discardableResult
+    public func wait(until deadline: UInt64) -> Bool {
+        var ts = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        while !signalled {
+            if pthread_cond_timedwait(condition, mutex, &ts) == ETIMEDOUT { break }
+        }
+        defer { signalled = false }
+        return signalled
+    }
+}

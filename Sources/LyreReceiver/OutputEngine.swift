@@ -20,6 +20,8 @@ final class OutputEngine: @unchecked Sendable {
     /// When set, `current` is draining: it stops when empty or at this time.
     private var drainDeadline: UInt64?
     private var running = true
+    /// The audio thread has left its loop.
+    private var loopEnded = false
     /// The volume asked for (dB, RAOP scale), and whether the audio thread has yet to apply it.
     private var volume: Double = 0
     private var volumeChanged = false
@@ -33,6 +35,9 @@ final class OutputEngine: @unchecked Sendable {
     private var thread: Thread?
     /// Wakes the idle audio thread when there is something to play or it should stop.
     private let wake = DispatchSemaphore(value: 0)
+    /// Signalled by the audio thread when a draining session has played out, and when it ends: `stop()`
+    /// waits on it.
+    private let settled = Wakeup()
 
     init(target: OutputTarget, presentationLogPath: String?, logger: Logger, availabilityChanged: @escaping @Sendable (Bool) -> Void) {
         self.target = target
@@ -96,10 +101,10 @@ final class OutputEngine: @unchecked Sendable {
     /// Stops the audio thread, after letting a draining session finish (at most 3 s).
     func stop() {
         let deadline = HostClock.now() + 3_000_000_000
-        while lock.withLock({ drainDeadline != nil && current != nil }), HostClock.now() < deadline { usleep(5000) }
+        while lock.withLock({ drainDeadline != nil && current != nil }), HostClock.now() < deadline { settled.wait(until: deadline) }
         lock.withLock { running = false }
         wake.signal()
-        while thread?.isFinished == false { usleep(2000) }
+        while thread != nil, !lock.withLock({ loopEnded }) { settled.wait(until: HostClock.now() + 1_000_000_000) }
         if let presentationLog { fclose(presentationLog) }
     }
 
@@ -115,6 +120,10 @@ final class OutputEngine: @unchecked Sendable {
     }
 
     private func loop() {
+        defer {
+            lock.withLock { loopEnded = true }
+            settled.signal()
+        }
         var loggedFrames = 0
         var sink: (any PCMSink)?
         var wasPlaying = false
@@ -139,7 +148,7 @@ final class OutputEngine: @unchecked Sendable {
                         lastFailure = error.description
                     }
                     setAvailable(false)
-                    usleep(2_000_000)
+                    _ = wake.wait(timeout: .now() + .seconds(2))  // or at once when stopping
                     continue
                 }
             }
@@ -150,6 +159,7 @@ final class OutputEngine: @unchecked Sendable {
                 {
                     current = nil
                     drainDeadline = nil
+                    settled.signal()
                 }
                 defer { volumeChanged = false }
                 return (current, volumeChanged ? volume : nil, delay)

@@ -155,6 +155,9 @@ public final class QueuePlayer: @unchecked Sendable {
     private let items: [QueueItem]
     private let state = NIOLockedValueBox(State())
     private let control = NIOLock()
+    /// Wakes `play()`'s thread when something it waits for may have happened: a command, the route lost,
+    /// the session's queue drained (`StreamSession.whenQueued`).
+    private let wakeup = Wakeup()
 
     /// The player pauses by itself when the session's route goes away (`routeChanged`).
     public init(items: [QueueItem], session: StreamSession) {
@@ -167,12 +170,16 @@ public final class QueuePlayer: @unchecked Sendable {
         self.init(items: items.map { QueueItem(source: $0) }, session: session)
     }
 
-    public func stop() { state.withLockedValue { $0.stopped = true } }
+    public func stop() {
+        state.withLockedValue { $0.stopped = true }
+        wakeup.signal()
+    }
 
     /// The route went away: stop feeding and mark the player paused, as an iOS app pauses when headphones
     /// are pulled. `play()` then returns `.interrupted`.
     public func routeChanged(_ reason: OutputRouteChangeReason) {
         state.withLockedValue { $0.paused = true; $0.stopped = true; $0.interruption = reason }
+        wakeup.signal()
     }
 
     public var isPaused: Bool { state.withLockedValue { $0.paused } }
@@ -188,6 +195,7 @@ public final class QueuePlayer: @unchecked Sendable {
             }
             publishNowPlaying(force: true)
         }
+        wakeup.signal()
     }
 
     public func resume() throws {
@@ -199,6 +207,7 @@ public final class QueuePlayer: @unchecked Sendable {
                 }
                 return (s.paused, s.jump != nil)
             }
+            defer { wakeup.signal() }
             guard wasPaused, !jumping else { return }  // a pending jump starts when its audio is queued
             try session.start()
             publishNowPlaying(force: true)
@@ -213,6 +222,7 @@ public final class QueuePlayer: @unchecked Sendable {
                 do { try session.pause() } catch { return .commandFailed }
             }
             state.withLockedValue { $0.jump = Target(index: index, position: max(0, position), kind: .jump(resume: !paused)) }
+            wakeup.signal()
             return .success
         }
     }
@@ -317,6 +327,13 @@ public final class QueuePlayer: @unchecked Sendable {
         control.withLock { publishNowPlaying() }
     }
 
+    /// When the next queued item starts to play (sender clock), for `checkTransition`; nil while paused.
+    private func nextTransition() -> UInt64? {
+        let played = session.playedFrames()
+        guard let next = state.withLockedValue({ $0.boundaries.first { $0.frame > played } }) else { return nil }
+        return session.playTime(ofFrame: next.frame)
+    }
+
     // MARK: playing
 
     /// Plays the queue; `progress` is called about 5 times a second from this thread. A request that fails
@@ -341,30 +358,38 @@ public final class QueuePlayer: @unchecked Sendable {
         while true {
             if let reason = state.withLockedValue({ $0.interruption }) { return reason }
             if HostClock.now() > deadline { return nil }
-            usleep(10_000)
+            wakeup.wait(until: deadline)
         }
     }
 
     private func playQueue(progress: (Progress) -> Void) throws -> Outcome {
         installCommands()
         var target = Target(index: 0, position: 0, kind: .start)
-        var lastReport: UInt64 = 0
+        var nextReport: UInt64 = 0
         func report() {
             let now = HostClock.now()
-            guard now - lastReport > 200_000_000, let (shown, position) = currentPosition() else { return }
-            lastReport = now
+            guard now >= nextReport else { return }
+            nextReport = now + 200_000_000
+            guard let (shown, position) = currentPosition() else { return }
             let item = items[shown.index]
             progress(Progress(index: shown.index, title: item.metadata.title ?? item.source.description, artist: item.metadata.artist,
                               elapsed: position, duration: shown.duration, paused: isPaused))
         }
-        /// Waits until `done` holds, watching for item changes; false when a jump or stop came first.
-        func wait(until done: () -> Bool) -> Bool {
+        /// Waits until `done` holds, watching for item changes; false when a jump or stop came first. It
+        /// sleeps until something can have changed: a command, fewer than `queueBelow` frames queued, the
+        /// next progress report or item change, or `doneAt` (sender clock), when `done` turns true by itself.
+        func wait(until done: () -> Bool, queueBelow: Int? = nil, doneAt: () -> UInt64? = { nil }) -> Bool {
             while true {
                 if state.withLockedValue({ $0.stopped || $0.jump != nil }) { return false }
                 if done() { return true }
                 checkTransition()
                 report()
-                usleep(5000)
+                if let queueBelow { session.whenQueued(below: queueBelow) { [wakeup] in wakeup.signal() } }
+                var deadline = nextReport
+                if let next = nextTransition() { deadline = min(deadline, next) }
+                if let at = doneAt() { deadline = min(deadline, at + 1_000_000) }
+                // At least a millisecond: a deadline that passed while `done` still lags it cannot spin.
+                wakeup.wait(until: max(deadline, HostClock.now() + 1_000_000))
             }
         }
 
@@ -376,7 +401,8 @@ public final class QueuePlayer: @unchecked Sendable {
             guard target.index < items.count else {
                 // The end of the queue: wait until everything has played (a command may still move back).
                 session.padToPacket()
-                if wait(until: { !isPaused && session.playedFrames() >= session.enqueuedFrames }) { break queue }
+                if wait(until: { !isPaused && session.playedFrames() >= session.enqueuedFrames },
+                        doneAt: { session.playTime(ofFrame: session.enqueuedFrames) }) { break queue }
                 if let jump = takeJump() { target = jump; continue queue }
                 break queue
             }
@@ -395,7 +421,7 @@ public final class QueuePlayer: @unchecked Sendable {
             while true {
                 if let jump = takeJump() { target = jump; continue queue }
                 if state.withLockedValue({ $0.stopped }) { break queue }
-                guard wait(until: { session.queuedFrames < 48000 }) else { continue }
+                guard wait(until: { session.queuedFrames < 48000 }, queueBelow: 48000) else { continue }
                 let stereo = source.read()
                 if !stereo.isEmpty {
                     guard session.enqueue(stereo) else { break queue }

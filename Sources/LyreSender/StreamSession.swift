@@ -191,6 +191,8 @@ public final class StreamSession: @unchecked Sendable {
     /// Wakes a producer or `finish()` waiting for the queue to shrink; signalled when one waits.
     private let queueWake = DispatchSemaphore(value: 0)
     private var queueWaiters = 0
+    /// `whenQueued`'s one notice: how few frames it waits for, and whom to tell.
+    private var drainNotice: (frames: Int, handler: @Sendable () -> Void)?
 
     /// Connects to one receiver and sets the stream up (OPTIONS, ANNOUNCE, SETUP). `onRouteChange` is
     /// called once, from a background thread, if the receiver goes away or another sender takes it over.
@@ -650,8 +652,26 @@ public final class StreamSession: @unchecked Sendable {
     }
 
     private func wakeQueueWaiters() {
-        let waiters = lock.withLock { queueWaiters }
+        let (waiters, notice) = lock.withLock { () -> (Int, (@Sendable () -> Void)?) in
+            guard let notice = drainNotice, ended || queue.count / 2 < notice.frames else { return (queueWaiters, nil) }
+            drainNotice = nil
+            return (queueWaiters, notice.handler)
+        }
         for _ in 0..<waiters { queueWake.signal() }
+        notice?()
+    }
+
+    /// Calls `handler` once as soon as fewer than `frames` are queued, or the session has ended: at once
+    /// when that is already so, else from the thread that takes the frames. A producer that must not
+    /// block in `enqueue` (it also watches for commands) waits on this instead of polling. A newer call
+    /// replaces one not yet answered.
+    public func whenQueued(below frames: Int, _ handler: @escaping @Sendable () -> Void) {
+        let now = lock.withLock { () -> Bool in
+            if ended || queue.count / 2 < frames { return true }
+            drainNotice = (frames, handler)
+            return false
+        }
+        if now { handler() }
     }
 
     /// Frames (48 kHz) queued and not yet sent.

@@ -1,4 +1,5 @@
 import Foundation
+import LyreClock
 import LyreReceiver
 import LyreWire
 import Testing
@@ -105,5 +106,27 @@ struct SplitMix: RandomNumberGenerator {
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
+    }
+}
+
+@Suite struct WakeupTests {
+    @Test func aSignalBeforeTheWaitIsKeptAndSeveralCoalesce() {
+        let wakeup = Wakeup()
+        wakeup.signal()
+        wakeup.signal()
+        #expect(wakeup.wait(until: HostClock.now() + 1_000_000_000))
+        // The two signals were one: the next wait runs to its deadline.
+        let start = HostClock.now()
+        #expect(!wakeup.wait(until: start + 20_000_000))
+        #expect(HostClock.now() >= start + 20_000_000)
+    }
+
+    @Test func aSignalFromAnotherThreadEndsTheWait() {
+        let wakeup = Wakeup()
+        let thread = Thread { wakeup.signal() }
+        let start = HostClock.now()
+        thread.start()
+        #expect(wakeup.wait(until: start + 10_000_000_000))
+        #expect(HostClock.now() < start + 10_000_000_000)
     }
 }
