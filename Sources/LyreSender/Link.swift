@@ -228,9 +228,44 @@ final class Link: Sendable {
     /// Sends one RTP packet (from the pacing thread): media, or an FEC packet (not counted in the sender
     /// report's counts, which are the media stream's).
     func send(_ packet: [UInt8], parity: Bool = false) {
+        let shared = ByteBuffer(bytes: packet)
+        rtp.eventLoop.execute {
+            self.write(packet, shared: shared, parity: parity)
+            self.rtp.flush()
+        }
+    }
+
+    /// Sends one frame's packet, and the FEC packet it completed if any (to the rooms that take FEC), to
+    /// every link, from the pacing thread. Each event loop is woken once for all of its links rather than
+    /// once per link, and links without SRTP share one buffer: what a room costs the sender is its sends.
+    static func send(_ packet: [UInt8], parity: [UInt8]?, to links: [Link]) {
+        let media = ByteBuffer(bytes: packet)
+        let fec = parity.map { ByteBuffer(bytes: $0) }
+        var byLoop: [ObjectIdentifier: (loop: any EventLoop, links: [Link])] = [:]
+        for link in links {
+            byLoop[ObjectIdentifier(link.rtp.eventLoop), default: (link.rtp.eventLoop, [])].links.append(link)
+        }
+        for (loop, group) in byLoop.values {
+            loop.execute {
+                for link in group {
+                    link.write(packet, shared: media, parity: false)
+                    if let parity, let fec, link.takesFEC { link.write(parity, shared: fec, parity: true) }
+                    link.rtp.flush()
+                }
+            }
+        }
+    }
+
+    /// Queues a packet on the RTP channel (on its event loop): `shared` is `packet` as a buffer, sent as is
+    /// unless the link protects its packets (SRTP), which differ from room to room.
+    private func write(_ packet: [UInt8], shared: ByteBuffer, parity: Bool) {
         if !parity, packet.count >= 12 { feedback.sent(sequence: UInt16(packet[2]) << 8 | UInt16(packet[3]), payloadBytes: packet.count - 12) }
-        guard let bytes = srtp.map({ $0.protect(packet) }) ?? packet else { return }
-        rtp.writeAndFlush(AddressedEnvelope(remoteAddress: destination, data: ByteBuffer(bytes: bytes)), promise: nil)
+        var buffer = shared
+        if let srtp {
+            guard let protected = srtp.protect(packet) else { return }
+            buffer = ByteBuffer(bytes: protected)
+        }
+        rtp.write(AddressedEnvelope(remoteAddress: destination, data: buffer), promise: nil)
     }
 
     /// Sends the reports now, after the stream's last packet: Lyre's sent report lets the receiver ask for

@@ -849,8 +849,7 @@ public final class StreamSession: @unchecked Sendable {
                 guard running, frame.index < framesSinceAnchor else { return }  // paused meanwhile: taken back
                 sentPackets.append((frame.index, frame.seq, bytes))
                 if sentPackets.count > history.count { sentPackets.removeFirst(sentPackets.count - history.count) }
-                for link in links { link.send(bytes) }
-                if let parity = fec?.add(packet) { for link in links where link.takesFEC { link.send(parity, parity: true) } }
+                Link.send(bytes, parity: fec?.add(packet), to: links)
             }
         }
     }
