@@ -24,6 +24,9 @@ public struct PlayoutStatistics: Sendable, Equatable {
     public var tuned = 0
     /// How far the drift correction runs the input faster (+) or slower (−) than the output, ppm.
     public var ratePPM: Double?
+    /// The skew the controller has learnt (its integral), ppm: the steady part of `ratePPM`, without the
+    /// moment's correction of the schedule error.
+    public var skewPPM: Double?
     public var depthMilliseconds = 0.0
     public var clockOffsetMicroseconds: Double?
     public var clockDelayMicroseconds: Double?
@@ -40,6 +43,7 @@ public struct PlayoutStatistics: Sendable, Equatable {
         if let clockDelayMicroseconds { parts.append("rtt-us=\(Int(clockDelayMicroseconds.rounded()))") }
         if let driftPPM { parts.append("drift-ppm=\((driftPPM * 100).rounded() / 100)") }
         if let ratePPM { parts.append("rate-ppm=\((ratePPM * 100).rounded() / 100)") }
+        if let skewPPM { parts.append("skew-ppm=\((skewPPM * 100).rounded() / 100)") }
         return parts.joined(separator: " ")
     }
 }
@@ -329,6 +333,7 @@ public struct Playout: ~Copyable {
             ratio = 1 + min(max(integral + error / Self.proportionalTime, -bound), bound)
         }
         statistics.ratePPM = (ratio - 1) * 1e6
+        statistics.skewPPM = integral * 1e6
         let record = PresentationRecord(
             rtpTime: UInt32(truncatingIfNeeded: Int64(position.rounded())),
             scheduled: scheduled(position, anchor, anchorExtended), presented: presentation)
