@@ -33,8 +33,8 @@ public struct TimingSocket: ~Copyable {
 
     deinit { Glibc.close(fd) }
 
-    /// The next datagram, or nil when none arrives within `timeoutMilliseconds` (or the read fails).
-    /// Datagrams longer than `maximumLength` are cut to it.
+    /// The next datagram, or nil when none arrives within `timeoutMilliseconds` (−1: no limit), the read
+    /// fails, or the socket was shut down. Datagrams longer than `maximumLength` are cut to it.
     public func receive(timeoutMilliseconds: Int, maximumLength: Int = 256) -> TimestampedDatagram? {
         var buffer = [UInt8](repeating: 0, count: maximumLength)
         var from = sockaddr_storage()
@@ -48,6 +48,10 @@ public struct TimingSocket: ~Copyable {
         return TimestampedDatagram(
             bytes: Array(buffer[0..<n]), host: source.host, port: source.port, arrival: arrival, kernelStamped: stamped != 0)
     }
+
+    /// Ends the socket's use: a `receive` waiting now or later returns nil at once (another thread may
+    /// call this while one waits).
+    public func shutdown() { _ = Glibc.shutdown(fd, Int32(SHUT_RDWR)) }
 
     /// Sends `bytes` to `host`:`port`; false when the send failed.
     @discardableResult

@@ -52,7 +52,9 @@ final class Link: Sendable {
     /// The receiver's volume (dB, RAOP scale) when the session was set up.
     let initialVolume: Double?
     private let client: RTSPClient
+    /// The playback's timing responder for this link's local address, and the link's admission to it.
     private let timing: TimingResponder
+    private let timingAdmission: TimingResponder.Admission
     private let rtp: Channel
     private let rtcp: Channel
     /// The receiver's RTP port.
@@ -74,8 +76,9 @@ final class Link: Sendable {
     /// GET_PARAMETER for the receiver's volume. `kept` finds a packet the timeline sent, by sequence number,
     /// to resend when the receiver asks. `onRequest` takes the receiver's own requests (session-end
     /// notices, remote commands); `onClose` is called once when the connection drops. Both run on the
-    /// connection's event queue, in order.
-    init(route: OutputRoute, configuration: StreamConfiguration, ssrc: UInt32, fec: FECHeader?,
+    /// connection's event queue, in order. The media sockets are on `mediaLoop`, the playback's for all rooms.
+    init(route: OutputRoute, configuration: StreamConfiguration, ssrc: UInt32, mediaLoop: any EventLoop,
+         timingResponder: (_ localHost: String) throws -> TimingResponder, fec: FECHeader?,
          kept: @escaping @Sendable (UInt16) -> [UInt8]?, rtpTime: @escaping @Sendable (UInt64) -> UInt32,
          onRequest: @escaping @Sendable (Link, RTSPMessage, @escaping RTSPClient.Reply) -> Void,
          onClose: @escaping @Sendable (Link) -> Void) throws {
@@ -97,21 +100,22 @@ final class Link: Sendable {
         // Over TLS, the timing exchange is authenticated too, under a key of the link's own (pairing.md §6.4).
         let timingKey = tls == nil ? nil : TimingAuthenticator.makeKey()
         do {
-            timing = try TimingResponder(host: local, peer: peer, authenticator: timingKey.flatMap(TimingAuthenticator.init(key:)))
+            timing = try timingResponder(local)
         } catch {
             client.close()
             throw error
         }
+        timingAdmission = timing.admit(peer: peer, authenticator: timingKey.flatMap(TimingAuthenticator.init(key:)))
         let feedback = LinkFeedback(ssrc: ssrc, bitrate: configuration.bitrate)
         self.feedback = feedback
         do {
             // Nothing is expected on the RTP socket; what comes is left to the pipeline's end, which drops it.
-            (rtp, rtcp) = try MediaPorts.bindPair(host: local, eventLoop: client.channel.eventLoop) { channel, rtcp in
+            (rtp, rtcp) = try MediaPorts.bindPair(host: local, eventLoop: mediaLoop) { channel, rtcp in
                 if rtcp { try channel.pipeline.syncOperations.addHandler(RTCPInput(feedback)) }
             }.wait()
         } catch {
             client.close()
-            timing.close()
+            timing.dismiss(timingAdmission)
             throw RTSPClient.Failure(description: "cannot open the media sockets: \(error)")
         }
         do {
@@ -191,7 +195,7 @@ final class Link: Sendable {
             initialVolume = volumeReply.status == 200 ? TextParameters(parsing: volumeReply.bodyText)["volume"].flatMap(Double.init) : nil
         } catch {
             client.close()
-            timing.close()
+            timing.dismiss(timingAdmission)
             rtp.close(promise: nil)
             rtcp.close(promise: nil)
             // A failed handshake shows as a closed connection: say why.
@@ -277,7 +281,7 @@ final class Link: Sendable {
         if teardown, !client.isClosed { _ = try? client.request("TEARDOWN", headers: [("Session", sessionID)], timeout: 1) }
         reportTask?.cancel()
         client.close()
-        timing.close()
+        timing.dismiss(timingAdmission)
         rtp.close(promise: nil)
         rtcp.close(promise: nil)
     }

@@ -4,6 +4,7 @@ import LyreClock
 import LyreCodec
 import LyreWire
 import NIOConcurrencyHelpers
+import NIOCore
 
 #if canImport(Glibc)
 import Glibc
@@ -188,6 +189,11 @@ public final class StreamSession: @unchecked Sendable {
     private var lastRequest = HostClock.now()
     /// Wakes the pacer: it waits on this while paused, instead of polling.
     private let pacerWake = DispatchSemaphore(value: 0)
+    /// Every room's media sockets are on this one event loop, so that each frame's sends wake one thread.
+    private let mediaLoop: any EventLoop = RTSPClient.eventLoopGroup.next()
+    /// The playback's timing responders, one per local address its rooms are reached from (one thread
+    /// for all rooms, not one each); closed when the playback ends.
+    private var timingResponders: [String: TimingResponder] = [:]
     /// Wakes a producer or `finish()` waiting for the queue to shrink; signalled when one waits.
     private let queueWake = DispatchSemaphore(value: 0)
     private var queueWaiters = 0
@@ -251,7 +257,8 @@ public final class StreamSession: @unchecked Sendable {
 
     private func connect(_ route: OutputRoute) throws -> Link {
         try Link(
-            route: route, configuration: configuration, ssrc: ssrc,
+            route: route, configuration: configuration, ssrc: ssrc, mediaLoop: mediaLoop,
+            timingResponder: { [unowned self] local in try self.timingResponder(for: local) },
             fec: configuration.fecRow.map { FECHeader(payloadType: Self.fecPayloadType, row: $0) },
             kept: { [weak self] sequence in self?.keptPacket(sequence) },
             rtpTime: { [weak self] now in self?.rtpTime(at: now) ?? 0 },
@@ -271,6 +278,26 @@ public final class StreamSession: @unchecked Sendable {
 
     /// The packet with RTP sequence number `sequence` among those sent and kept (the latency and the lead
     /// and a few frames more: everything a receiver can still play), for a receiver that asks for it again.
+    /// The responder for rooms reached from `local`, made on first use.
+    private func timingResponder(for local: String) throws -> TimingResponder {
+        try lock.withLock {
+            if ended { throw RTSPClient.Failure(description: "the playback has ended") }
+            if let responder = timingResponders[local] { return responder }
+            let responder = try TimingResponder(host: local)
+            timingResponders[local] = responder
+            return responder
+        }
+    }
+
+    /// Ends the timing responders' threads, once the playback has ended.
+    private func closeTimingResponders() {
+        let responders = lock.withLock { () -> [TimingResponder] in
+            defer { timingResponders.removeAll() }
+            return Array(timingResponders.values)
+        }
+        for responder in responders { responder.close() }
+    }
+
     private func keptPacket(_ sequence: UInt16) -> [UInt8]? {
         lock.withLock {
             // Sent packets have consecutive sequence numbers: the one wanted is found by its distance.
@@ -706,6 +733,7 @@ public final class StreamSession: @unchecked Sendable {
         pacerWake.signal()
         wakeQueueWaiters()
         _ = Self.concurrently(closing) { $0.close(teardown: true) }
+        closeTimingResponders()
     }
 
     private var latency: UInt64 { UInt64(configuration.latencyMilliseconds) * 1_000_000 }
@@ -775,6 +803,7 @@ public final class StreamSession: @unchecked Sendable {
         if remaining == 0 {
             pacerWake.signal()
             wakeQueueWaiters()
+            closeTimingResponders()
         }
         for handler in handlers { handler(reason) }
     }
