@@ -93,22 +93,7 @@ final class TestNetwork {
     func addHost(_ number: Int) async throws -> Host {
         precondition((2...254).contains(number))
         let host = Host(name: "h\(number)", ipv4: "10.77.0.\(number)", ipv6: "fd77::\(number)")
-        let made = try await shell("""
-            set -e
-            if ! ip link show lan0 >/dev/null 2>&1; then
-              ip link add lan0 type bridge mcast_snooping 0
-              ip link set lan0 up
-              ip addr add 10.77.0.1/24 dev lan0
-              ip -6 addr add fd77::1/64 dev lan0 nodad
-            fi
-            ip netns add \(host.name)
-            ip link add veth\(number) type veth peer name eth0 netns \(host.name)
-            ip link set veth\(number) master lan0 up
-            ip -n \(host.name) link set lo up
-            ip -n \(host.name) link set eth0 up
-            ip -n \(host.name) addr add \(host.ipv4)/24 dev eth0
-            ip -n \(host.name) -6 addr add \(host.ipv6)/64 dev eth0 nodad
-            """)
+        let made = try await shell("\(Self.tools)/lib/add-host.sh \(number)")
         guard made.status == 0 else { throw TestNetworkError("cannot add host \(host.name): \(made.stderr)") }
         return host
     }

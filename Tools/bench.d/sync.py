@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Tools/bench sync: how closely rooms play together, measured from their outputs (issue 9's figures).
 
-Runs inside Tools/netns. N lyreds (each its own WAV sink, paced like a sound card whose crystal runs
---skew ppm fast or slow, alternately: +S, -S, +S, ...) and one more at 0 ppm as the reference for audio
+Runs inside Tools/netns. Each lyred runs on a host of its own (a network namespace joined to the others by a
+veth pair and a bridge: Tools/lib/add-host.sh, as the integration tests do), so the timing exchange and the
+media cross a real, if virtual, link; --loopback puts them all on one loopback instead. N lyreds (each its
+own WAV sink, paced like a sound card whose crystal runs --skew ppm fast or slow, alternately: +S, -S, +S, ...) and one more at 0 ppm as the reference for audio
 quality; `lyre play` plays the same input to all of them at the default latency (one encode, unicast to
 each). The input is music-like material (audio.py sweep --signal music: chords, kick and hi-hat): a sine sweep's
 high end is nearly periodic within a window, and the match can land a whole period away (-300 us at 3 kHz),
@@ -22,7 +24,7 @@ Printed per case (N rooms, idle or with two busy loops on the 2 cores):
 Snapcast cannot be run beside it for this figure: snapclient logs no presentation times, so its outputs
 cannot be put on one clock here. Its documented figure is quoted instead.
 
-Usage: Tools/bench sync [--seconds S] [--rooms 2,8] [--skew PPM] [--load both|idle|busy]
+Usage: Tools/bench sync [--seconds S] [--rooms 2,8] [--skew PPM] [--load both|idle|busy] [--loopback]
 """
 import argparse
 import json
@@ -59,16 +61,36 @@ def audio(*arguments):
     return json.loads(done.stdout)
 
 
-def run(work, sweep, seconds, skews, tag, busy):
+HOSTS = set()
+
+
+def host(number):
+    """Host `number` of the test network (10.77.0.N), made on first use."""
+    if number not in HOSTS:
+        done = subprocess.run([os.path.join(TOOLS, "lib", "add-host.sh"), str(number)], capture_output=True, text=True)
+        if done.returncode != 0:
+            sys.exit(f"bench: cannot add host {number}: {done.stderr.strip()}")
+        HOSTS.add(number)
+    return f"h{number}", f"10.77.0.{number}"
+
+
+def run(work, sweep, seconds, skews, tag, busy, loopback):
     """Plays `sweep` to one lyred per skew; returns each room's files, skew and CPU, and the sender's CPU."""
     rooms = []
+    addresses = []
     loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2 if busy else 0)]
     try:
         for i, skew in enumerate(skews):
             base = os.path.join(work, f"{tag}-room{i}")
             log = base + ".log"
+            if loopback:
+                prefix, mdns, address = [], [], "127.0.0.1"
+            else:
+                name, address = host(2 + i)
+                prefix, mdns = ["ip", "netns", "exec", name], ["--mdns", "embedded", "--interface", "eth0"]
+            addresses.append(f"{address}:{7800 + i}")
             process = subprocess.Popen(
-                [os.path.join(BIN, "lyred"), "--access", "open", "--name", f"Room{i}", "--port", str(7800 + i), "--state-dir", base + ".state",
+                prefix + [os.path.join(BIN, "lyred"), *mdns, "--access", "open", "--name", f"Room{i}", "--port", str(7800 + i), "--state-dir", base + ".state",
                  "--output", f"wav:{base}.wav", f"--output-skew-ppm={skew:g}", "--presentation-log", base + ".csv",
                  "--control-socket", "off", "--mpris", "off", "--log-level", "info"],
                 stdout=subprocess.DEVNULL, stderr=open(log, "w"))
@@ -76,7 +98,7 @@ def run(work, sweep, seconds, skews, tag, busy):
         for room in rooms:
             if not wait_for(room["log"], "advertised as", timeout=15):
                 sys.exit(f"bench: lyred did not start; see {room['log']}")
-        hosts = sum((["--host", f"127.0.0.1:{7800 + i}"] for i in range(len(rooms))), [])
+        hosts = sum((["--host", address] for address in addresses), [])
         started = time.monotonic()
         play = subprocess.Popen([os.path.join(BIN, "lyre"), "play", sweep, "--group-socket", "off"] + hosts,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -95,7 +117,7 @@ def run(work, sweep, seconds, skews, tag, busy):
         for loop in loops:
             loop.kill()
             loop.wait()
-    return rooms, 100 * (usage.ru_utime + usage.ru_stime) / max(wall, 1e-9)
+    return rooms, (100 * (usage.ru_utime + usage.ru_stime) / max(wall, 1e-9), 100 * usage.ru_utime / max(wall, 1e-9))
 
 
 def main():
@@ -103,6 +125,7 @@ def main():
     ap.add_argument("--seconds", type=float, default=60, help="length of the sweep (the issue's figure: 600)")
     ap.add_argument("--rooms", default="2,8")
     ap.add_argument("--skew", type=float, default=200)
+    ap.add_argument("--loopback", action="store_true", help="every room on the one loopback, not on hosts of its own")
     ap.add_argument("--load", choices=["both", "idle", "busy"], default="both")
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="lyre-bench-sync-")
@@ -110,16 +133,16 @@ def main():
     subprocess.run([sys.executable, AUDIO, "sweep", sweep, "--seconds", str(a.seconds), "--signal", "music"], check=True)
     loads = {"both": [False, True], "idle": [False], "busy": [True]}[a.load]
 
-    print(f"lyre play -> N lyreds over loopback, default latency, {a.seconds:g} s of music-like input; WAV sinks at "
+    print(f"lyre play -> N lyreds {'over loopback' if a.loopback else 'on hosts of their own (veth, bridge)'}, default latency, {a.seconds:g} s of music-like input; WAV sinks at "
           f"+-{a.skew:g} ppm (alternately), plus one at 0 ppm for the audio-quality reference")
     # One room alone: the sender's CPU that N rooms are held against.
-    single, single_cpu = run(work, sweep, a.seconds, [a.skew], "single", False)
-    print(f"  sender CPU, one room: {single_cpu:.2f} %")
+    single, (single_cpu, single_user) = run(work, sweep, a.seconds, [a.skew], "single", False, a.loopback)
+    print(f"  sender CPU, one room: {single_cpu:.2f} % (user {single_user:.2f} %)")
     for busy in loads:
         for count in [int(x) for x in a.rooms.split(",")]:
             skews = [a.skew if i % 2 == 0 else -a.skew for i in range(count)] + [0]
             tag = f"{count}-{'busy' if busy else 'idle'}"
-            rooms, sender_cpu = run(work, sweep, a.seconds, skews, tag, busy)
+            rooms, (sender_cpu, sender_user) = run(work, sweep, a.seconds, skews, tag, busy, a.loopback)
             skewed, reference = rooms[:-1], rooms[-1]
             offsets, pairs = [], []
             first = skewed[0]
@@ -145,8 +168,14 @@ def main():
                   f"(worst difference {snr_ref - min(snrs):+.1f} dB; target within 1 dB)")
             print(f"  CPU  lyre play {sender_cpu:.2f} % ({sender_cpu / single_cpu if single_cpu else float('nan'):.2f}x one room; "
                   f"target <= 1.3x)   lyred mean {lyred_cpu:.2f} %")
+            # One kernel runs every host here: each datagram's delivery into the receiving lyred (its UDP
+            # receive path and the wake-up of its thread) runs in the sender's send call and is counted as
+            # the sender's system time, which a real network puts on the receivers' own machines.
+            print(f"       user time only {sender_user:.2f} % ({sender_user / single_user if single_user else float('nan'):.2f}x one room's "
+                  f"{single_user:.2f} %); system time holds the kernel's delivery to every receiver (one kernel here)")
     print("\nSnapcast (not run: snapclient logs no presentation times): documents 'typically below 0.2 ms' between clients")
-    print(f"reproduce: Tools/bench sync --seconds {a.seconds:g} --rooms {a.rooms} --skew {a.skew:g} --load {a.load}")
+    print(f"reproduce: Tools/bench sync --seconds {a.seconds:g} --rooms {a.rooms} --skew {a.skew:g} --load {a.load}"
+          + (" --loopback" if a.loopback else ""))
 
 
 if __name__ == "__main__":
