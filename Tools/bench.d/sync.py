@@ -19,12 +19,14 @@ Printed per case (N rooms, idle or with two busy loops on the 2 cores):
   (over a short run the first seconds weigh more than over the issue's 10 minutes);
 - SNR of each skewed room against the input, beside the 0 ppm room's (target: within 1 dB: resampling, not
   sample slips);
-- CPU: lyre play for N rooms against one room (target <= 1.3x: one encode), and the mean lyred.
+- CPU: lyre play for N rooms against one room (target <= 1.3x: one encode), over --cpu-pairs pairs of
+  --cpu-seconds runs (one room, then N rooms), and the mean lyred.
 
 Snapcast cannot be run beside it for this figure: snapclient logs no presentation times, so its outputs
 cannot be put on one clock here. Its documented figure is quoted instead.
 
 Usage: Tools/bench sync [--seconds S] [--rooms 2,8] [--skew PPM] [--load both|idle|busy] [--loopback]
+                        [--cpu-pairs K] [--cpu-seconds S]
 """
 import argparse
 import json
@@ -127,6 +129,8 @@ def main():
     ap.add_argument("--skew", type=float, default=200)
     ap.add_argument("--loopback", action="store_true", help="every room on the one loopback, not on hosts of its own")
     ap.add_argument("--load", choices=["both", "idle", "busy"], default="both")
+    ap.add_argument("--cpu-pairs", type=int, default=3, help="pairs of runs (one room, N rooms) for the CPU ratio")
+    ap.add_argument("--cpu-seconds", type=float, default=30)
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="lyre-bench-sync-")
     sweep = os.path.join(work, "sweep.wav")
@@ -135,9 +139,6 @@ def main():
 
     print(f"lyre play -> N lyreds {'over loopback' if a.loopback else 'on hosts of their own (veth, bridge)'}, default latency, {a.seconds:g} s of music-like input; WAV sinks at "
           f"+-{a.skew:g} ppm (alternately), plus one at 0 ppm for the audio-quality reference")
-    # One room alone: the sender's CPU that N rooms are held against.
-    single, (single_cpu, single_user) = run(work, sweep, a.seconds, [a.skew], "single", False, a.loopback)
-    print(f"  sender CPU, one room: {single_cpu:.2f} % (user {single_user:.2f} %)")
     for busy in loads:
         for count in [int(x) for x in a.rooms.split(",")]:
             skews = [a.skew if i % 2 == 0 else -a.skew for i in range(count)] + [0]
@@ -166,15 +167,30 @@ def main():
             print(f"    from 5 s on (settled)                  p99 {settled_p99:7.1f} us   max {settled_max:7.1f} us")
             print(f"  SNR against the input  skewed rooms {min(snrs):.1f}..{max(snrs):.1f} dB, 0 ppm room {snr_ref:.1f} dB "
                   f"(worst difference {snr_ref - min(snrs):+.1f} dB; target within 1 dB)")
-            print(f"  CPU  lyre play {sender_cpu:.2f} % ({sender_cpu / single_cpu if single_cpu else float('nan'):.2f}x one room; "
-                  f"target <= 1.3x)   lyred mean {lyred_cpu:.2f} %")
-            # One kernel runs every host here: each datagram's delivery into the receiving lyred (its UDP
-            # receive path and the wake-up of its thread) runs in the sender's send call and is counted as
-            # the sender's system time, which a real network puts on the receivers' own machines.
-            print(f"       user time only {sender_user:.2f} % ({sender_user / single_user if single_user else float('nan'):.2f}x one room's "
-                  f"{single_user:.2f} %); system time holds the kernel's delivery to every receiver (one kernel here)")
+            print(f"  CPU  lyre play {sender_cpu:.2f} % (user {sender_user:.2f} %)   lyred mean {lyred_cpu:.2f} %")
+    # The sender's CPU for N rooms against one room: pairs of runs, one room then N, on a shorter input,
+    # so that the machine's drift between runs weighs on each pair alike; medians over the pairs.
+    cpu_input = os.path.join(work, "cpu.wav")
+    subprocess.run([sys.executable, AUDIO, "sweep", cpu_input, "--seconds", str(a.cpu_seconds), "--signal", "music"], check=True)
+    for count in [int(x) for x in a.rooms.split(",")]:
+        ones, ns = [], []
+        for k in range(a.cpu_pairs):
+            ones.append(run(work, cpu_input, a.cpu_seconds, [a.skew], f"cpu1-{k}", False, a.loopback)[1])
+            skews = [a.skew if i % 2 == 0 else -a.skew for i in range(count)]
+            ns.append(run(work, cpu_input, a.cpu_seconds, skews, f"cpu{count}-{k}", False, a.loopback)[1])
+        total = statistics.median(n[0] / o[0] for o, n in zip(ones, ns))
+        user = statistics.median(n[1] / o[1] for o, n in zip(ones, ns))
+        print(f"\nsender CPU, {count} rooms against one ({a.cpu_pairs} pairs of {a.cpu_seconds:g} s runs, idle, medians):")
+        print(f"  lyre play  one room {statistics.median(o[0] for o in ones):.2f} %   {count} rooms {statistics.median(n[0] for n in ns):.2f} %   "
+              f"ratio {total:.2f}x (pairs {', '.join(f'{n[0] / o[0]:.2f}' for o, n in zip(ones, ns))}; target <= 1.3x)")
+        # One kernel runs every host here: each datagram's delivery into the receiving lyred (its UDP receive
+        # path and the wake-up of its thread) runs in the sender's send call and counts as the sender's system
+        # time, which a real network puts on the receivers' own machines. User time is the sender's own work.
+        print(f"  user time  one room {statistics.median(o[1] for o in ones):.2f} %   {count} rooms {statistics.median(n[1] for n in ns):.2f} %   "
+              f"ratio {user:.2f}x (system time holds the kernel's delivery into every receiver: one kernel here)")
     print("\nSnapcast (not run: snapclient logs no presentation times): documents 'typically below 0.2 ms' between clients")
-    print(f"reproduce: Tools/bench sync --seconds {a.seconds:g} --rooms {a.rooms} --skew {a.skew:g} --load {a.load}"
+    print(f"reproduce: Tools/bench sync --seconds {a.seconds:g} --rooms {a.rooms} --skew {a.skew:g} --load {a.load} "
+          f"--cpu-pairs {a.cpu_pairs} --cpu-seconds {a.cpu_seconds:g}"
           + (" --loopback" if a.loopback else ""))
 
 
