@@ -1,10 +1,15 @@
 #!/usr/bin/env python3
 """Tools/bench streaming: lyre play -> lyred, beside Snapcast (Debian snapserver + snapclient, Opus).
 
-Runs inside Tools/netns. Each run plays the same 48 kHz stereo sweep with --latency 20 into lyred's WAV
-sink (and once more into ALSA's null plugin), reads lyred's presentation log, and measures CPU and peak RSS
-of lyred and of `lyre play`; once more at the default latency (250 ms), where lyred renders 50 ms blocks as
-snapclient's file player does; then Snapcast streams the same file for the same time. Medians over --runs.
+Runs inside Tools/netns. Each run plays the same 48 kHz stereo input (music-like: chords, kick and hi-hat;
+--signal sweep for a full-band sweep) with --latency 20 into lyred's WAV sink (and once more into ALSA's null
+plugin), reads lyred's presentation log, and measures CPU and peak RSS of lyred and of `lyre play`; once more
+at the default latency (250 ms), where lyred renders 50 ms blocks as snapclient's file player does; then
+Snapcast streams the same file for the same time. Both encode Opus at --bitrate kbit/s. Medians over --runs.
+
+CPU is measured as the peer's is: over a steady window (from 2 s after `lyre play` starts to 1 s before its
+input ends), the same window length for Snapcast. The whole run of `lyre play` (process start, decoder and
+connection set-up, the last second's drain) is printed beside it.
 
 - first sample: `lyre play` started -> the first stream sample leaves the receiver's output; with --host, and
   with --to NAME for a receiver never seen (found by browsing mDNS) and for a known one (its address
@@ -46,7 +51,15 @@ def peak_rss_kib(pid):
     return 0
 
 
-def run_lyre(work, sweep, latency, output, tag, env=None, target=("--host", "127.0.0.1:7790"), sender_state=None):
+WARMUP = 2.0
+
+
+def window(seconds):
+    """The steady CPU window's length: from WARMUP after start to a second before the input ends."""
+    return max(1.0, seconds - WARMUP - 1.0)
+
+
+def run_lyre(work, sweep, latency, output, tag, seconds, bitrate, env=None, target=("--host", "127.0.0.1:7790"), sender_state=None):
     log = os.path.join(work, f"lyred-{tag}.log")
     pres = os.path.join(work, f"pres-{tag}.csv")
     lyred = subprocess.Popen(
@@ -60,8 +73,17 @@ def run_lyre(work, sweep, latency, output, tag, env=None, target=("--host", "127
         wall0 = time.monotonic()
         started_ns = time.monotonic_ns()
         play_env = dict(os.environ, XDG_STATE_HOME=sender_state, XDG_CONFIG_HOME=sender_state) if sender_state else None
-        play = subprocess.Popen([os.path.join(BIN, "lyre"), "play", sweep, *target,
+        play = subprocess.Popen([os.path.join(BIN, "lyre"), "play", sweep, *target, "--bitrate", str(bitrate),
                                  "--latency", str(latency)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=play_env)
+        steady = None
+        time.sleep(WARMUP)
+        try:
+            p0, l0, t0 = cpu_seconds(play.pid), cpu_seconds(lyred.pid), time.monotonic()
+            time.sleep(window(seconds))
+            p1, l1, t1 = cpu_seconds(play.pid), cpu_seconds(lyred.pid), time.monotonic()
+            steady = (100 * (p1 - p0) / (t1 - t0), 100 * (l1 - l0) / (t1 - t0))
+        except (FileNotFoundError, ProcessLookupError):
+            pass  # `lyre play` ended early: its status says why, below
         _, status, usage = os.wait4(play.pid, 0)
         play.returncode = status
         wall = time.monotonic() - wall0
@@ -86,6 +108,8 @@ def run_lyre(work, sweep, latency, output, tag, env=None, target=("--host", "127
         "lyred_cpu_pct": 100 * lyred_cpu / wall,
         "lyred_rss_kib": lyred_rss,
         "sender_cpu_pct": 100 * (usage.ru_utime + usage.ru_stime) / wall,
+        "sender_cpu_steady": steady[0] if steady else float("nan"),
+        "lyred_cpu_steady": steady[1] if steady else float("nan"),
         "sender_rss_kib": usage.ru_maxrss,
     }
 
@@ -93,27 +117,31 @@ def run_lyre(work, sweep, latency, output, tag, env=None, target=("--host", "127
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--seconds", type=float, default=10)
+    ap.add_argument("--seconds", type=float, default=30)
+    ap.add_argument("--bitrate", type=int, default=192, help="Opus kbit/s, both")
+    ap.add_argument("--signal", choices=["music", "full"], default="music", help="music-like, or a full-band sweep")
     ap.add_argument("--latency", type=int, default=20)
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="lyre-bench-")
     sweep = os.path.join(work, "sweep.wav")
-    subprocess.run([sys.executable, os.path.join(TOOLS, "peers", "audio.py"), "sweep", sweep, "--seconds", str(a.seconds)],
+    subprocess.run([sys.executable, os.path.join(TOOLS, "peers", "audio.py"), "sweep", sweep, "--seconds", str(a.seconds),
+                    "--signal", a.signal],
                    check=True)
     alsa_conf = "/run/lyre-netns/asound-null.conf"  # written by Tools/netns: default PCM is ALSA's null plugin
     lyre_runs, alsa_runs, default_runs, snap_runs, unseen_runs, known_runs = [], [], [], [], [], []
     for i in range(a.runs):
         print(f"run {i + 1}/{a.runs}", file=sys.stderr)
-        lyre_runs.append(run_lyre(work, sweep, a.latency, "wav:" + os.path.join(work, "out.wav"), f"wav{i}"))
-        alsa_runs.append(run_lyre(work, sweep, a.latency, "default", f"alsa{i}", env=dict(os.environ, ALSA_CONFIG_PATH=alsa_conf)))
-        default_runs.append(run_lyre(work, sweep, 250, "wav:" + os.path.join(work, "out.wav"), f"default{i}"))
+        lyre_runs.append(run_lyre(work, sweep, a.latency, "wav:" + os.path.join(work, "out.wav"), f"wav{i}", a.seconds, a.bitrate))
+        alsa_runs.append(run_lyre(work, sweep, a.latency, "default", f"alsa{i}", a.seconds, a.bitrate, env=dict(os.environ, ALSA_CONFIG_PATH=alsa_conf)))
+        default_runs.append(run_lyre(work, sweep, 250, "wav:" + os.path.join(work, "out.wav"), f"default{i}", a.seconds, a.bitrate))
         # By name: first with nothing remembered (browsing), then again with the address that run remembered.
         sender_state = tempfile.mkdtemp(prefix=f"sender{i}-", dir=work)
-        unseen_runs.append(run_lyre(work, sweep, a.latency, "wav:" + os.path.join(work, "out.wav"), f"unseen{i}",
+        unseen_runs.append(run_lyre(work, sweep, a.latency, "wav:" + os.path.join(work, "out.wav"), f"unseen{i}", a.seconds, a.bitrate,
                                     target=("--to", "Bench"), sender_state=sender_state))
-        known_runs.append(run_lyre(work, sweep, a.latency, "wav:" + os.path.join(work, "out.wav"), f"known{i}",
+        known_runs.append(run_lyre(work, sweep, a.latency, "wav:" + os.path.join(work, "out.wav"), f"known{i}", a.seconds, a.bitrate,
                                    target=("--to", "Bench"), sender_state=sender_state))
-        out = subprocess.run([sys.executable, os.path.join(HERE, "snapcast.py"), "--input", sweep, "--seconds", str(a.seconds)],
+        out = subprocess.run([sys.executable, os.path.join(HERE, "snapcast.py"), "--input", sweep, "--seconds", str(window(a.seconds)),
+                              "--bitrate-kbps", str(a.bitrate), "--warmup", str(WARMUP)],
                              capture_output=True, text=True)
         if out.returncode != 0:
             sys.exit(f"bench: snapcast.py failed: {out.stderr.strip()}")
@@ -122,7 +150,7 @@ def main():
     def med(runs, key):
         return statistics.median(r[key] for r in runs)
 
-    print(f"\nlyre play -> lyred, --latency {a.latency}, {a.seconds:g} s sweep, median of {a.runs} runs")
+    print(f"\nlyre play -> lyred, --latency {a.latency}, {a.seconds:g} s {a.signal} input at {a.bitrate} kbit/s, median of {a.runs} runs")
     print(f"  first sample out (WAV sink)         {med(lyre_runs, 'first_sample_ms'):8.1f} ms   (--host HOST:PORT)")
     print(f"    --to a known receiver             {med(known_runs, 'first_sample_ms'):8.1f} ms   (target <= 150; address remembered)")
     print(f"    --to a receiver never seen        {med(unseen_runs, 'first_sample_ms'):8.1f} ms   (target <= 1200; browses mDNS)")
@@ -131,14 +159,16 @@ def main():
     print(f"  presentation error ALSA p50 / p99   {med(alsa_runs, 'p50_us'):8.1f} / {med(alsa_runs, 'p99_us'):.1f} us   (null plugin, self-paced)")
     peer = snap_runs[0]["peer"]
     rows = [
-        ("receiver CPU % (250 ms)", med(default_runs, "lyred_cpu_pct"), "snapclient", med(snap_runs, "client_cpu_percent")),
-        ("sender CPU % (250 ms)", med(default_runs, "sender_cpu_pct"), "snapserver", med(snap_runs, "server_cpu_percent")),
-        (f"receiver CPU % ({a.latency} ms)", med(lyre_runs, "lyred_cpu_pct"), "snapclient", med(snap_runs, "client_cpu_percent")),
-        (f"sender CPU % ({a.latency} ms)", med(lyre_runs, "sender_cpu_pct"), "snapserver", med(snap_runs, "server_cpu_percent")),
+        ("receiver CPU % (250 ms)", med(default_runs, "lyred_cpu_steady"), "snapclient", med(snap_runs, "client_cpu_percent")),
+        ("sender CPU % (250 ms)", med(default_runs, "sender_cpu_steady"), "snapserver", med(snap_runs, "server_cpu_percent")),
+        ("  whole run", med(default_runs, "sender_cpu_pct"), "snapserver", med(snap_runs, "server_cpu_percent")),
+        (f"receiver CPU % ({a.latency} ms)", med(lyre_runs, "lyred_cpu_steady"), "snapclient", med(snap_runs, "client_cpu_percent")),
+        (f"sender CPU % ({a.latency} ms)", med(lyre_runs, "sender_cpu_steady"), "snapserver", med(snap_runs, "server_cpu_percent")),
         ("receiver peak RSS KiB", med(lyre_runs, "lyred_rss_kib"), "snapclient", med(snap_runs, "client_rss_kib")),
         ("sender peak RSS KiB", med(lyre_runs, "sender_rss_kib"), "snapserver", med(snap_runs, "server_rss_kib")),
     ]
-    print(f"\nside by side with {peer}, same file, Opus both (Snapcast: 1000 ms buffer, file player writing 50 ms blocks)")
+    print(f"\nside by side with {peer}, same file, Opus at {a.bitrate} kbit/s both (Snapcast: 1000 ms buffer, file player "
+          f"writing 50 ms blocks); CPU over the same {window(a.seconds):g} s steady window")
     print(f"  {'':24} {'lyre':>10} {'peer':>10}  ratio lyre/peer")
     for name, ours, who, theirs in rows:
         ratio = ours / theirs if theirs else float("nan")

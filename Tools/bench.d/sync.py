@@ -129,7 +129,7 @@ def main():
     ap.add_argument("--skew", type=float, default=200)
     ap.add_argument("--loopback", action="store_true", help="every room on the one loopback, not on hosts of its own")
     ap.add_argument("--load", choices=["both", "idle", "busy"], default="both")
-    ap.add_argument("--cpu-pairs", type=int, default=3, help="pairs of runs (one room, N rooms) for the CPU ratio")
+    ap.add_argument("--cpu-pairs", type=int, default=3, help="pairs of runs (one room, N rooms) for the CPU ratio; 0: none")
     ap.add_argument("--cpu-seconds", type=float, default=30)
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="lyre-bench-sync-")
@@ -171,8 +171,9 @@ def main():
     # The sender's CPU for N rooms against one room: pairs of runs, one room then N, on a shorter input,
     # so that the machine's drift between runs weighs on each pair alike; medians over the pairs.
     cpu_input = os.path.join(work, "cpu.wav")
-    subprocess.run([sys.executable, AUDIO, "sweep", cpu_input, "--seconds", str(a.cpu_seconds), "--signal", "music"], check=True)
-    for count in [int(x) for x in a.rooms.split(",")]:
+    if a.cpu_pairs > 0:
+        subprocess.run([sys.executable, AUDIO, "sweep", cpu_input, "--seconds", str(a.cpu_seconds), "--signal", "music"], check=True)
+    for count in [int(x) for x in a.rooms.split(",")] if a.cpu_pairs > 0 else []:
         ones, ns = [], []
         for k in range(a.cpu_pairs):
             ones.append(run(work, cpu_input, a.cpu_seconds, [a.skew], f"cpu1-{k}", False, a.loopback)[1])
