@@ -179,8 +179,9 @@ final class OutputEngine: @unchecked Sendable {
                     wasPlaying = false
                     if let presentationLog { fflush(presentationLog) }
                 }
-                // Idle: sleep until a session starts (no wake-ups while nothing plays).
-                _ = wake.wait(timeout: .now() + .seconds(1))
+                // Idle: sleep until a session starts, the volume changes or the engine stops (each signals
+                // `wake`): no wake-ups while nothing plays.
+                wake.wait()
                 continue
             }
             wasPlaying = true

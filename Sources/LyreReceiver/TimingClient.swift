@@ -10,8 +10,8 @@ import NIOConcurrencyHelpers
 /// busy: a `t4` read late on a loaded machine once moved the offset by a millisecond and more, and the
 /// playout then slewed its way through the first seconds of audio.
 ///
-/// `@unchecked Sendable`: the socket and the exchange's state are used by the client's thread only;
-/// `stopped` is locked.
+/// `@unchecked Sendable`: the socket and the exchange's state are used by the client's thread only (`close`
+/// only shuts the socket down); `stopped` is locked.
 final class TimingClient: @unchecked Sendable {
     /// One answered exchange: when it completed (local clock), sender-minus-local offset and round trip, ns.
     typealias Sample = (localTime: UInt64, offset: Int64, delay: Int64)
@@ -39,8 +39,11 @@ final class TimingClient: @unchecked Sendable {
         thread.start()
     }
 
-    /// Stops the thread within 200 ms; the socket closes with the client.
-    func close() { stopped.withLockedValue { $0 = true } }
+    /// Stops the thread at once (its wait ends with the socket's shutdown); the socket closes with the client.
+    func close() {
+        stopped.withLockedValue { $0 = true }
+        socket.shutdown()
+    }
 
     private func loop() {
         var sequence: UInt32 = 0
@@ -56,7 +59,8 @@ final class TimingClient: @unchecked Sendable {
                 socket.send(authenticator?.seal(request) ?? request, to: peer, port: peerPort)
                 next = t1 + (sequence < 5 ? 20_000_000 : 1_000_000_000)
             }
-            let wait = Int(min(200, max(1, (Int64(bitPattern: next) - Int64(bitPattern: HostClock.now())) / 1_000_000)))
+            // Until the next request is due: `close()` ends the wait sooner.
+            let wait = Int(max(1, (Int64(bitPattern: next) - Int64(bitPattern: HostClock.now())) / 1_000_000))
             guard let datagram = socket.receive(timeoutMilliseconds: wait) else { continue }
             let bytes = authenticator.map { $0.open(datagram.bytes) } ?? datagram.bytes
             guard datagram.host == peer, datagram.port == peerPort, let bytes, let packet = TimingPacket(parsing: bytes),
