@@ -69,6 +69,8 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     /// This end's SSRC in the RTCP it sends.
     private let receiverSSRC = UInt32.random(in: 1...UInt32.max)
     private var peerIP = ""
+    /// The sender's address, for the per-packet check of where media comes from (no formatting per packet).
+    private var peerAddress: SocketAddress?
     private var lastActivity = HostClock.now()
     private var timer: Scheduled<Void>?
     // Now playing and remote control (now-playing.md).
@@ -95,6 +97,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
         peerIP = context.remoteAddress?.ipAddress ?? ""
+        peerAddress = context.remoteAddress
         logger[metadataKey: "peer"] = "\(context.remoteAddress.map { "\($0)" } ?? "?")"
     }
 
@@ -717,8 +720,20 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     }
 
     /// A UDP datagram on the session's RTP or RTCP port.
+    /// True when `a` and `b` are the same IP address (whatever their ports).
+    static func sameHost(_ a: SocketAddress, _ b: SocketAddress?) -> Bool {
+        switch (a, b) {
+        case (.v4(let x), .v4(let y)?):
+            return x.address.sin_addr.s_addr == y.address.sin_addr.s_addr
+        case (.v6(let x), .v6(let y)?):
+            return withUnsafeBytes(of: x.address.sin6_addr) { p in withUnsafeBytes(of: y.address.sin6_addr) { q in p.elementsEqual(q) } }
+        default:
+            return false
+        }
+    }
+
     fileprivate func datagram(_ envelope: AddressedEnvelope<ByteBuffer>, rtcp: Bool) {
-        guard envelope.remoteAddress.ipAddress == peerIP else {
+        guard Self.sameHost(envelope.remoteAddress, peerAddress) else {
             dropMedia(.foreign)
             return
         }
