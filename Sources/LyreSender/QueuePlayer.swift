@@ -388,8 +388,9 @@ public final class QueuePlayer: @unchecked Sendable {
                 var deadline = nextReport
                 if let next = nextTransition() { deadline = min(deadline, next) }
                 if let at = doneAt() { deadline = min(deadline, at + 1_000_000) }
-                // At least a millisecond: a deadline that passed while `done` still lags it cannot spin.
-                wakeup.wait(until: max(deadline, HostClock.now() + 1_000_000))
+                // A deadline that passed while what it waits for still lags (a source that fell behind
+                // moves the schedule on) wakes it at most 100 times a second, never in a spin.
+                wakeup.wait(until: max(deadline, HostClock.now() + 10_000_000))
             }
         }
 
