@@ -124,10 +124,13 @@ struct MultiRoomTests {
         for (room, skew) in [("Fast", 150.0), ("Slow", -150.0)] {
             StreamingTests.expectSameAudio(try await rooms.compare(sweep, room, skew: skew))
             let log = rooms.lyred[room]!.stderr
-            // The skew the room learnt (its controller's integral); the rate at the last block also holds
-            // that block's correction of the schedule error, a few ppm under load.
-            let rate = log.components(separatedBy: "skew-ppm=").last.flatMap { Double($0.prefix { !$0.isWhitespace }) }
-            #expect(log.contains("corrections=0") && rate.map { abs($0 + skew) < 5 } == true, "\(room): \(log.suffix(400))")
+            // The skew the room learnt (its controller's integral), against its sender-clock estimate: within
+            // a few ppm of the DAC's, as that estimate's own drift wanders by a few ppm when the suite runs
+            // beside others. (The rate at the last block also holds that block's correction of the error.)
+            let stats = log.split(separator: "\n").last { $0.contains("skew-ppm=") }.map(String.init) ?? "no stats line: \(log.suffix(400))"
+            let learnt = stats.components(separatedBy: "skew-ppm=").last.flatMap { Double($0.prefix { !$0.isWhitespace }) }
+            #expect(stats.contains("corrections=0"), "\(room): \(stats)")
+            #expect(learnt.map { abs($0 + skew) < 10 } == true, "\(room): \(stats)")
         }
         // Within 100 µs from the first window (the controller takes a second or two to catch a 150 ppm
         // skew up), and much closer after.
