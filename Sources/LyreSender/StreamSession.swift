@@ -141,6 +141,8 @@ public final class StreamSession: @unchecked Sendable {
     /// they step that room.
     public let remoteCommands = RemoteCommandCenter()
     private let commandQueue = DispatchQueue(label: "lyre-remote-commands")
+    /// Set on `commandQueue`: `close()` from a command's handler does not wait for the queue it runs on.
+    private static let onCommandQueue = DispatchSpecificKey<Bool>()
     /// The room whose command `commandQueue` is running (the queue runs one at a time).
     private var commandOrigin: Link?
     // Content accounting: frames of queued audio, as opposed to silent slots, so that players can map a
@@ -232,6 +234,7 @@ public final class StreamSession: @unchecked Sendable {
         lock.withLock {
             for case .success(let link) in made { add(link) }
         }
+        commandQueue.setSpecific(key: Self.onCommandQueue, value: true)
         remoteCommands.addHandler(.volumeUp) { [weak self] _ in self?.stepVolume(up: true) ?? .commandFailed }
         remoteCommands.addHandler(.volumeDown) { [weak self] _ in self?.stepVolume(up: false) ?? .commandFailed }
         remoteCommands.onChange = { [weak self] enabled in self?.sendEnabledCommands(enabled) }
@@ -726,6 +729,9 @@ public final class StreamSession: @unchecked Sendable {
 
     /// TEARDOWN in every room and close now.
     public func close() {
+        // A command being handled (a room's remote `stop`, which ends the playback) is answered before the
+        // TEARDOWN: the receiver that relayed it would otherwise lose the answer with its session.
+        if DispatchQueue.getSpecific(key: Self.onCommandQueue) == nil { commandQueue.sync {} }
         let closing = lock.withLock { () -> [Link] in
             defer { ended = true; running = false; routeChangeSent = true; links.removeAll() }
             return ended ? [] : links
