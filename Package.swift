@@ -74,7 +74,7 @@ let package = Package(
         .target(
             name: "LyreRTSP",
             dependencies: [
-                "LyreWire", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                "LyreWire", "LyreClock", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"), .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]),
@@ -164,7 +164,7 @@ let package = Package(
         .testTarget(name: "LyrePairingTests", dependencies: ["LyrePairing", "LyreWire", "LyreSRTP", "LyreClock"]),
         .testTarget(
             name: "LyreRTSPTests",
-            dependencies: ["LyreRTSP", "LyreWire", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio")]),
+            dependencies: ["LyreRTSP", "LyreWire", "LyreClock", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio")]),
         .testTarget(name: "LyreAudioTests", dependencies: ["LyreAudio"]),
         .testTarget(name: "LyreSinkTests", dependencies: ["LyreSink", "LyreMPRIS", "LyreWire"]),
         .testTarget(name: "LyreReceiverTests", dependencies: ["LyreReceiver", "LyreWire", "LyreAudio"]),

@@ -120,12 +120,17 @@ enum StringList {
     }
 }
 
-/// `AvahiAddress` as text.
-func addressString(_ address: UnsafePointer<AvahiAddress>?) -> String? {
+/// `AvahiAddress` as text; a link-local IPv6 address (fe80::/10) with the zone of the interface it was
+/// found on (`fe80::1%eth0`), without which it cannot be reached.
+func addressString(_ address: UnsafePointer<AvahiAddress>?, interface: AvahiIfIndex) -> String? {
     guard let address else { return nil }
     var buffer = [CChar](repeating: 0, count: Int(AVAHI_ADDRESS_STR_MAX))
     guard avahi_address_snprint(&buffer, buffer.count, address) != nil else { return nil }
-    return String(nulTerminated: buffer)
+    let text = String(nulTerminated: buffer)
+    guard interface > 0, text.contains(":"), let first = text.split(separator: ":", maxSplits: 1).first,
+        let hextet = UInt16(first, radix: 16), hextet & 0xffc0 == 0xfe80
+    else { return text }
+    return text + "%" + InterfaceIndex.name(interface)
 }
 
 /// Fan-out of backend events to async code, with the bookkeeping both backends share: which resolvers

@@ -251,7 +251,7 @@ final class EmbeddedBackend: MDNSBackend, @unchecked Sendable {
             events.resolverFound(
                 key,
                 ResolvedService(
-                    host: String(cString: host), address: addressString(address), port: port,
+                    host: String(cString: host), address: addressString(address, interface: interface), port: port,
                     txt: StringList.bytes(txt)))
             watchTXT(key, interface: interface, proto: proto, name: name, domain: domain)
         } else {

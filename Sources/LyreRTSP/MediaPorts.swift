@@ -13,10 +13,16 @@ public enum MediaPorts {
     {
         let base = Int.random(in: 20000...30000) * 2
         @Sendable func open(_ port: Int, rtcp: Bool) -> EventLoopFuture<Channel> {
-            DatagramBootstrap(group: eventLoop)
+            let address: SocketAddress
+            do {
+                address = try SocketAddress.numeric(host, port: port)
+            } catch {
+                return eventLoop.makeFailedFuture(error)
+            }
+            return DatagramBootstrap(group: eventLoop)
                 .channelOption(.socketOption(.so_rcvbuf), value: 1 << 20)
                 .channelInitializer { channel in channel.eventLoop.makeCompletedFuture { try setUp(channel, rtcp) } }
-                .bind(host: host, port: port)
+                .bind(to: address)
         }
         return open(base, rtcp: false).flatMap { rtp in
             open(base + 1, rtcp: true).map { (rtp: rtp, rtcp: $0) }.flatMapError { error in

@@ -96,7 +96,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
-        peerIP = context.remoteAddress?.ipAddress ?? ""
+        peerIP = context.remoteAddress?.hostText ?? ""
         peerAddress = context.remoteAddress
         logger[metadataKey: "peer"] = "\(context.remoteAddress.map { "\($0)" } ?? "?")"
     }
@@ -319,11 +319,11 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             interleaved = channels
             reply = context.eventLoop.makeSucceededFuture(TransportSpec(lower: .tcp(channels: channels), ssrc: transport.ssrc))
         case .udp:
-            let local = context.localAddress?.ipAddress ?? "127.0.0.1"
+            let local = context.localAddress?.hostText ?? "127.0.0.1"
             // A sender that takes RTCP feedback (NACKs, reports) names its RTCP port: the second client port.
             let kinds = FeedbackHeader.kinds(request.headers[FeedbackHeader.name])
             if !kinds.isEmpty, case .udp(let client?, _) = transport.lower,
-                let target = try? SocketAddress(ipAddress: peerIP, port: Int(client.1))
+                let target = try? SocketAddress.numeric(peerIP, port: Int(client.1))
             {
                 (feedbackTarget, feedback) = (target, kinds)
             }
@@ -349,7 +349,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             do {
                 let registry = registry
                 timing = try TimingClient(
-                    host: context.localAddress?.ipAddress ?? "127.0.0.1", peer: peerIP, peerPort: timingPort,
+                    host: context.localAddress?.hostText ?? "127.0.0.1", peer: peerIP, peerPort: timingPort,
                     authenticator: timingAuthenticator,
                     onSample: { sample in
                         controller.withPlayout { $0.addTimingSample(localTime: sample.localTime, offset: sample.offset, delay: sample.delay) }
@@ -621,7 +621,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     }
 
     private var serverURI: String {
-        "rtsp://\(context?.localAddress.map { HostPort.text($0.ipAddress ?? "", $0.port ?? 0) } ?? "")/"
+        "rtsp://\(context?.localAddress.map { HostPort.uri($0.hostText ?? "", $0.port ?? 0) } ?? "")/"
     }
 
     // MARK: media

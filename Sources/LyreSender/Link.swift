@@ -96,7 +96,7 @@ final class Link: Sendable {
             },
             onClose: { if let link = box.withLockedValue({ $0 }) { onClose(link) } })
         let local = client.localHost
-        let peer = client.channel.remoteAddress?.ipAddress ?? route.host
+        let peer = client.channel.remoteAddress?.hostText ?? route.host
         // Over TLS, the timing exchange is authenticated too, under a key of the link's own (pairing.md §6.4).
         let timingKey = tls == nil ? nil : TimingAuthenticator.makeKey()
         do {
@@ -142,7 +142,7 @@ final class Link: Sendable {
                          (FeedbackHeader.name, FeedbackHeader.value(configuration.resend ? [.nack, .report] : [.report]))]
             if let fec { setup.append((FECHeader.name, fec.serialized)) }
             if let timingKey { setup.append(("Lyre-Timing-Key", Data(timingKey).base64EncodedString())) }
-            let reply = try Self.check(client.request("SETUP", uri: "rtsp://\(route.address)/streamid=0", headers: setup), "SETUP")
+            let reply = try Self.check(client.request("SETUP", uri: "rtsp://\(HostPort.uri(route.host, route.port))/streamid=0", headers: setup), "SETUP")
             guard let session = reply.headers["Session"]?.split(separator: ";").first.map(String.init),
                 let answer = reply.headers["Transport"].flatMap(TransportSpec.init(parsing:)),
                 case .udp(_, let server?) = answer.lower
@@ -158,11 +158,11 @@ final class Link: Sendable {
                 throw RTSPClient.Failure(description: "\(error)")
             }
             self.srtp = srtp
-            let destination = try SocketAddress(ipAddress: peer, port: Int(server.0))
+            let destination = try SocketAddress.numeric(peer, port: Int(server.0))
             self.destination = destination
             feedbackKinds = FeedbackHeader.kinds(reply.headers[FeedbackHeader.name])
             takesFEC = fec != nil && FECHeader(parsing: reply.headers[FECHeader.name]) == fec
-            let receiverRTCP = try SocketAddress(ipAddress: peer, port: Int(server.1))
+            let receiverRTCP = try SocketAddress.numeric(peer, port: Int(server.1))
             if !feedbackKinds.isEmpty {
                 let (rtp, rtcp, kinds) = (rtp, rtcp, feedbackKinds)
                 var unprotect: (@Sendable ([UInt8]) -> [UInt8]?)?

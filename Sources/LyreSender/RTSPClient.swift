@@ -46,7 +46,7 @@ final class RTSPClient: Sendable {
         events.setSpecific(key: Self.eventsKey, value: true)
         let mismatch = self.mismatch
         do {
-            channel = try ClientBootstrap(group: Self.eventLoopGroup)
+            let bootstrap = ClientBootstrap(group: Self.eventLoopGroup)
                 .channelOption(.socketOption(.tcp_nodelay), value: 1)
                 .connectTimeout(connectTimeout)
                 .channelInitializer { channel in
@@ -64,7 +64,12 @@ final class RTSPClient: Sendable {
                         try channel.pipeline.syncOperations.addHandler(ReceiverRequests(events: events, onRequest: onRequest, onClose: onClose))
                     }
                 }
-                .connect(host: host, port: Int(port)).wait()
+            // A numeric address as it is (with its zone, when link-local), a name through NIO's resolver.
+            if let address = try? SocketAddress.numeric(host, port: Int(port)) {
+                channel = try bootstrap.connect(to: address).wait()
+            } else {
+                channel = try bootstrap.connect(host: host, port: Int(port)).wait()
+            }
         } catch {
             throw Failure(description: "cannot connect to \(HostPort.text(host, port)): \(Self.describe(error))")
         }
@@ -79,13 +84,13 @@ final class RTSPClient: Sendable {
     var keyMismatch: Bool { mismatch.withLockedValue { $0 } }
 
     /// The local address the connection uses: the host media and timing sockets bind on.
-    var localHost: String { channel.localAddress?.ipAddress ?? "127.0.0.1" }
+    var localHost: String { channel.localAddress?.hostText ?? "127.0.0.1" }
 
     /// Sends a request and waits for its response (at most `timeout` seconds). Not on an event loop.
     func request(_ method: String, uri: String? = nil, headers: [(String, String)] = [], body: [UInt8] = [], timeout: Double = 5)
         throws(Failure) -> RTSPMessage
     {
-        let request = RTSPRequest(method, uri: uri ?? "rtsp://\(HostPort.text(host, port))/", headers: headers, body: body, timeout: timeout)
+        let request = RTSPRequest(method, uri: uri ?? "rtsp://\(HostPort.uri(host, port))/", headers: headers, body: body, timeout: timeout)
         do {
             return try channel.rtspRequest(request).wait()
         } catch RTSPPeerStateMachine<Int>.Failure.closed {

@@ -1,8 +1,14 @@
 /// HOST:PORT as users, logs and RTSP URLs write it: an IPv6 address in brackets (`[::1]:7700`, RFC 3986
-/// §3.2.2), anything else as it is (`192.0.2.7:7700`, `kitchen.local:7700`).
+/// §3.2.2), anything else as it is (`192.0.2.7:7700`, `kitchen.local:7700`). A link-local IPv6 address
+/// keeps its zone: `[fe80::1%eth0]:7700` for users and logs, `[fe80::1%25eth0]:7700` in URLs (RFC 6874).
 public enum HostPort {
     public static func text(_ host: String, _ port: some BinaryInteger) -> String {
         host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+    }
+
+    /// HOST:PORT inside a URL: as `text`, with a zone's `%` written `%25`.
+    public static func uri(_ host: String, _ port: some BinaryInteger) -> String {
+        text(host.split(separator: "%", omittingEmptySubsequences: false).joined(separator: "%25"), port)
     }
 
     /// `HOST:PORT` or `[IPV6]:PORT`; nil when it is neither (no port, a bare IPv6 address, an empty host).
@@ -19,6 +25,8 @@ public enum HostPort {
             (host, port) = (Substring(parts[0]), Substring(parts[1]))
         }
         guard !host.isEmpty, let number = UInt16(port) else { return nil }
-        return (String(host), number)
+        // A zone as a URL writes it (`%25eth0`) or as users do (`%eth0`).
+        guard let escaped = host.firstRange(of: "%25") else { return (String(host), number) }
+        return (host[..<escaped.lowerBound] + "%" + host[escaped.upperBound...], number)
     }
 }

@@ -116,6 +116,8 @@ public struct SessionDescription: Sendable, Equatable {
         if let crypto { attributes.append(Attribute(name: "crypto", value: crypto.serialized)) }
         media = [Media(kind: "audio", port: 0, proto: "RTP/AVP", formats: [String(format.payloadType)], attributes: attributes)]
         let family = address.contains(":") ? "IP6" : "IP4"
+        // SDP has no zone (RFC 6874 is for URLs): a link-local origin is written without its interface.
+        let address = address.split(separator: "%", maxSplits: 1).first.map(String.init) ?? address
         lines = [
             ("v", "0"), ("o", "- 0 0 IN \(family) \(address)"), ("s", sessionName), ("c", "IN \(family) \(address)"), ("t", "0 0"),
         ].map { (type: Character($0.0), value: $0.1) }

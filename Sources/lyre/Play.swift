@@ -350,7 +350,7 @@ struct RouteResolver: Sendable {
                 device = playable[0]
             }
             guard let address = device.streamAddress else {
-                throw CommandFailure("'\(device.name)' has no IPv4 address nor a routable IPv6 one; give its address with --host HOST:PORT")
+                throw CommandFailure("'\(device.name)' has no address; give it with --host HOST:PORT")
             }
             routes[index] = OutputRoute(host: address, port: device.port, name: device.name, id: device.id.rawValue,
                                         channels: spec?.channels ?? .stereo, keyFingerprint: device.receiver.keyFingerprint)
@@ -369,10 +369,11 @@ extension Device {
         id.rawValue == name.lowercased() || self.name.lowercased() == name.lowercased()
     }
 
-    /// The address Lyre streams to: its first IPv4 address, else its first IPv6 one that is not link-local
-    /// (an fe80:: address means nothing without its interface, which media sockets are not given).
+    /// The address Lyre streams to: its first IPv4 address, else its first IPv6 one that is not link-local,
+    /// else a link-local one with the zone of the interface it was found on (`fe80::1%eth0`).
     var streamAddress: String? {
-        addresses.first { !$0.contains(":") } ?? addresses.first { $0.contains(":") && !$0.lowercased().hasPrefix("fe80:") }
+        addresses.first { !$0.contains(":") } ?? addresses.first { $0.contains(":") && !$0.contains("%") }
+            ?? addresses.first { $0.contains("%") }
     }
 }
 

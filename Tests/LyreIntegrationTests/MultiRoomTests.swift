@@ -21,12 +21,13 @@ struct MultiRoomTests {
         var hosts: [String: TestNetwork.Host] = [:]
 
         /// `onHosts`: each room on a host of its own (TestNetwork.addHost: 10.77.0.2, .3, …), announcing itself
-        /// with the embedded mDNS responder on that host's eth0; no avahi-daemon anywhere.
-        init(_ rooms: [(name: String, extra: [String])], onHosts: Bool = false) async throws {
+        /// with the embedded mDNS responder on that host's eth0; no avahi-daemon anywhere. The rooms named in
+        /// `linkLocalOnly` are on hosts with no address but their link-local IPv6 one.
+        init(_ rooms: [(name: String, extra: [String])], onHosts: Bool = false, linkLocalOnly: Set<String> = []) async throws {
             network = try TestNetwork(avahi: !onHosts)
             for (index, room) in rooms.enumerated() {
                 let base = network.scratch.appendingPathComponent(room.name).path
-                let host = onHosts ? try await network.addHost(2 + index) : nil
+                let host = onHosts ? try await network.addHost(2 + index, linkLocalOnly: linkLocalOnly.contains(room.name)) : nil
                 hosts[room.name] = host
                 lyred[room.name] = try network.spawn(
                     ["lyred", "--name", room.name, "--port", String(7730 + index), "--state-dir", base + ".state",
@@ -135,6 +136,27 @@ struct MultiRoomTests {
         // Within 100 µs from the first window (the controller takes a second or two to catch a 150 ppm
         // skew up), and much closer after.
         Self.expectInSync(try await rooms.sync("Fast", "Slow", skews: (150, -150)), within: 100)
+    }
+
+    /// Receivers reached at link-local IPv6 addresses (fe80::, which mean nothing without their interface):
+    /// one on a host with no other address, found by mDNS (`--to`, its address then carrying the zone of the
+    /// interface it was found on), and one given by address with its zone (`--host [fe80::…%lan0]:PORT`).
+    /// Control, media and timing all run over link-local: both carry the input, in sync.
+    @Test func linkLocalReceiversArePlayed() async throws {
+        let rooms = try await Rooms([("Attic", []), ("Den", [])], onHosts: true, linkLocalOnly: ["Attic"])
+        defer { rooms.network.close() }
+        let sweep = try await rooms.sweep(seconds: 4)
+        let den = try await rooms.network.linkLocalAddress(of: #require(rooms.hosts["Den"]))
+        let play = try await rooms.network.run(["lyre", "play", sweep, "--to", "Attic", "--host", "[\(den)%lan0]:7731",
+                                                "--mdns", "embedded", "--interface", "lan0", "--group-socket", "off", "--log-level", "info"])
+        #expect(play.status == 0, "lyre play: \(play.stderr)")
+        try await rooms.stop()
+        for room in ["Attic", "Den"] {
+            let log = rooms.lyred[room]!.stderr
+            #expect(log.contains("peer=[IPv6]fe80:") && log.contains("session from"), "\(room): a session from a link-local address: \(log)")
+            StreamingTests.expectSameAudio(try await rooms.compare(sweep, room))
+        }
+        Self.expectInSync(try await rooms.sync("Attic", "Den"), within: 100)
     }
 
     /// `--to Left=left --to Right=right`: each receiver plays one channel of the stereo input, on both its

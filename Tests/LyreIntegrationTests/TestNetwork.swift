@@ -89,13 +89,21 @@ final class TestNetwork {
         let ipv6: String
     }
 
-    /// Adds host `number` (2…254) at 10.77.0.`number` and fd77::`number`, its interface `eth0`.
-    func addHost(_ number: Int) async throws -> Host {
+    /// Adds host `number` (2…254) at 10.77.0.`number` and fd77::`number`, its interface `eth0`; with
+    /// `linkLocalOnly`, it has no address but eth0's link-local one (`ipv4` and `ipv6` are then unused).
+    func addHost(_ number: Int, linkLocalOnly: Bool = false) async throws -> Host {
         precondition((2...254).contains(number))
         let host = Host(name: "h\(number)", ipv4: "10.77.0.\(number)", ipv6: "fd77::\(number)")
-        let made = try await shell("\(Self.tools)/lib/add-host.sh \(number)")
+        let made = try await shell("\(Self.tools)/lib/add-host.sh \(number)\(linkLocalOnly ? " --link-local" : "")")
         guard made.status == 0 else { throw TestNetworkError("cannot add host \(host.name): \(made.stderr)") }
         return host
+    }
+
+    /// The link-local IPv6 address (fe80::…, no zone) the kernel gave `host`'s eth0.
+    func linkLocalAddress(of host: Host) async throws -> String {
+        let shown = try await shell("ip -n \(host.name) -6 -o addr show dev eth0 scope link")
+        let address = shown.stdout.split(separator: " ").first { $0.hasPrefix("fe80:") }?.split(separator: "/").first
+        return try String(#require(address, "\(host.name) has no link-local address: \(shown.stdout) \(shown.stderr)"))
     }
 
     /// Starts `arguments` inside the network (on `host` when given); a bare `lyre`/`lyred` means the built

@@ -148,6 +148,19 @@ struct HostPortTests {
         }
     }
 
+    /// A link-local address keeps its zone: `%` for users and logs, `%25` in URLs (RFC 6874); both are read.
+    @Test func aZoneIsKeptAndEscapedInURLs() {
+        #expect(HostPort.text("fe80::1%eth0", 7700) == "[fe80::1%eth0]:7700")
+        #expect(HostPort.uri("fe80::1%eth0", 7700) == "[fe80::1%25eth0]:7700")
+        #expect(HostPort.uri("fd00::2", 7700) == "[fd00::2]:7700")
+        for text in ["[fe80::1%eth0]:7700", "[fe80::1%25eth0]:7700"] {
+            let parsed = HostPort.parse(text)
+            #expect(parsed?.host == "fe80::1%eth0" && parsed?.port == 7700, "\(text)")
+        }
+        let sdp = SessionDescription(audio: AudioFormat(encoding: .opus, payloadType: 96), origin: "fe80::1%eth0").serialized()
+        #expect(sdp.contains("c=IN IP6 fe80::1\r\n") && !sdp.contains("%"))
+    }
+
     @Test(arguments: ["::1", "::1:7700", "[::1]", "[::1]7700", "[]:7700", "host", ":7700", "host:", "host:70000", "a:b:c", "[::1]:x"])
     func malformedIsRefused(text: String) {
         #expect(HostPort.parse(text) == nil)
