@@ -127,10 +127,7 @@ func addressString(_ address: UnsafePointer<AvahiAddress>?, interface: AvahiIfIn
     var buffer = [CChar](repeating: 0, count: Int(AVAHI_ADDRESS_STR_MAX))
     guard avahi_address_snprint(&buffer, buffer.count, address) != nil else { return nil }
     let text = String(nulTerminated: buffer)
-    guard interface > 0, text.contains(":"), let first = text.split(separator: ":", maxSplits: 1).first,
-        let hextet = UInt16(first, radix: 16), hextet & 0xffc0 == 0xfe80
-    else { return text }
-    return text + "%" + InterfaceIndex.name(interface)
+    return interface > 0 && HostPort.isLinkLocal(text) ? text + "%" + InterfaceIndex.name(interface) : text
 }
 
 /// Fan-out of backend events to async code, with the bookkeeping both backends share: which resolvers

@@ -6,6 +6,12 @@ public enum HostPort {
         host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
     }
 
+    /// Whether `host` is a link-local IPv6 address (fe80::/10), with or without its zone.
+    public static func isLinkLocal(_ host: String) -> Bool {
+        guard host.contains(":"), let first = UInt16(host.prefix { $0 != ":" }, radix: 16) else { return false }
+        return first & 0xffc0 == 0xfe80
+    }
+
     /// HOST:PORT inside a URL: as `text`, with a zone's `%` written `%25`.
     public static func uri(_ host: String, _ port: some BinaryInteger) -> String {
         text(host.split(separator: "%", omittingEmptySubsequences: false).joined(separator: "%25"), port)

@@ -157,6 +157,9 @@ struct HostPortTests {
             let parsed = HostPort.parse(text)
             #expect(parsed?.host == "fe80::1%eth0" && parsed?.port == 7700, "\(text)")
         }
+        #expect(HostPort.isLinkLocal("fe80::1%eth0") && HostPort.isLinkLocal("FEBF::1") && HostPort.isLinkLocal("fe80::1"))
+        #expect(!HostPort.isLinkLocal("fec0::1") && !HostPort.isLinkLocal("fd77::1") && !HostPort.isLinkLocal("10.0.0.1")
+                && !HostPort.isLinkLocal("fe80.local"))
         let sdp = SessionDescription(audio: AudioFormat(encoding: .opus, payloadType: 96), origin: "fe80::1%eth0").serialized()
         #expect(sdp.contains("c=IN IP6 fe80::1\r\n") && !sdp.contains("%"))
     }

@@ -20,7 +20,10 @@ Printed per case (N rooms, idle or with two busy loops on the 2 cores):
 - SNR of each skewed room against the input, beside the 0 ppm room's (target: within 1 dB: resampling, not
   sample slips);
 - CPU: lyre play for N rooms against one room (target <= 1.3x: one encode), over --cpu-pairs pairs of
-  --cpu-seconds runs (one room, then N rooms), and the mean lyred.
+  --cpu-seconds runs (one room, then N rooms), and the mean lyred. One kernel runs every host here, so each
+  datagram's delivery into its receiver runs inside the sender's send call and counts as the sender's; one
+  more pair under `perf record -g` measures that share (samples under net_rx_action), and the ratio is
+  printed without it too.
 
 Snapcast cannot be run beside it for this figure: snapclient logs no presentation times, so its outputs
 cannot be put on one clock here. Its documented figure is quoted instead.
@@ -76,8 +79,23 @@ def host(number):
     return f"h{number}", f"10.77.0.{number}"
 
 
-def run(work, sweep, seconds, skews, tag, busy, loopback):
-    """Plays `sweep` to one lyred per skew; returns each room's files, skew and CPU, and the sender's CPU."""
+def delivery_share(profile):
+    """The share of `lyre play`'s CPU samples (perf record -g) spent delivering its datagrams into the
+    receivers: the kernel's receive path (net_rx_action, run as a softirq inside the sender's send call when
+    one kernel holds every host), which a real network runs on each receiver's own machine."""
+    done = subprocess.run(["perf", "script", "-i", profile, "-F", "comm,ip,sym"], capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"bench: perf script: {done.stderr.strip()[:300]}")
+    samples = [s for s in done.stdout.split("\n\n") if s.strip()]
+    if not samples:
+        sys.exit(f"bench: perf recorded no samples in {profile}")
+    return sum("net_rx_action" in s for s in samples) / len(samples)
+
+
+def run(work, sweep, seconds, skews, tag, busy, loopback, profile=None):
+    """Plays `sweep` to one lyred per skew; returns each room's files, skew and CPU, and the sender's CPU.
+    With `profile`, `lyre play` runs under perf record (call graphs into that file); its CPU then holds
+    perf's own work and is not used."""
     rooms = []
     addresses = []
     loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2 if busy else 0)]
@@ -102,7 +120,8 @@ def run(work, sweep, seconds, skews, tag, busy, loopback):
                 sys.exit(f"bench: lyred did not start; see {room['log']}")
         hosts = sum((["--host", address] for address in addresses), [])
         started = time.monotonic()
-        play = subprocess.Popen([os.path.join(BIN, "lyre"), "play", sweep, "--group-socket", "off"] + hosts,
+        perf = ["perf", "record", "-q", "-e", "cpu-clock", "-F", "1000", "-g", "-o", profile, "--"] if profile else []
+        play = subprocess.Popen(perf + [os.path.join(BIN, "lyre"), "play", sweep, "--group-socket", "off"] + hosts,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         _, status, usage = os.wait4(play.pid, 0)
         wall = time.monotonic() - started
@@ -189,6 +208,18 @@ def main():
         # time, which a real network puts on the receivers' own machines. User time is the sender's own work.
         print(f"  user time  one room {statistics.median(o[1] for o in ones):.2f} %   {count} rooms {statistics.median(n[1] for n in ns):.2f} %   "
               f"ratio {user:.2f}x (system time holds the kernel's delivery into every receiver: one kernel here)")
+        # How much of that system time is the receivers' delivery, measured: one more pair under perf.
+        shares = []
+        for skews in ([a.skew], [a.skew if i % 2 == 0 else -a.skew for i in range(count)]):
+            profile = os.path.join(work, f"perf{len(skews)}.data")
+            run(work, cpu_input, a.cpu_seconds, skews, f"perf{len(skews)}", False, a.loopback, profile=profile)
+            shares.append(delivery_share(profile))
+        own_one = statistics.median(o[0] for o in ones) * (1 - shares[0])
+        own_n = statistics.median(n[0] for n in ns) * (1 - shares[1])
+        print(f"  the kernel delivering into the receivers (perf record -g, samples under net_rx_action; one more pair): "
+              f"one room {100 * shares[0]:.1f} %, {count} rooms {100 * shares[1]:.1f} % of lyre play's CPU")
+        print(f"  without it     one room {own_one:.2f} %   {count} rooms {own_n:.2f} %   ratio {own_n / own_one:.2f}x "
+              f"(the sender's own work, as on a real network where each receiver's machine delivers its packets)")
     print("\nSnapcast (not run: snapclient logs no presentation times): documents 'typically below 0.2 ms' between clients")
     print(f"reproduce: Tools/bench sync --seconds {a.seconds:g} --rooms {a.rooms} --skew {a.skew:g} --load {a.load} "
           f"--cpu-pairs {a.cpu_pairs} --cpu-seconds {a.cpu_seconds:g}"
