@@ -52,6 +52,18 @@ final class Link: Sendable {
     /// The receiver's volume (dB, RAOP scale) when the session was set up.
     let initialVolume: Double?
     private let client: RTSPClient
+    /// What the playback's rooms reached from one local address share: its timing responder, and the socket
+    /// RTP leaves from for all of them (on the playback's media loop).
+    struct LocalEndpoints: @unchecked Sendable {
+        // Safe to share: both are thread-safe (a TimingResponder locks its state; a Channel is NIO's).
+        let timing: TimingResponder
+        let sender: any Channel
+    }
+
+    /// The socket this link's RTP leaves from: shared with the playback's other rooms reached from the same
+    /// local address, so that a frame's packets to all of them go out in one system call. The link's own RTP
+    /// port (named in SETUP) receives nothing.
+    private let sender: any Channel
     /// The playback's timing responder for this link's local address, and the link's admission to it.
     private let timing: TimingResponder
     private let timingAdmission: TimingResponder.Admission
@@ -78,7 +90,7 @@ final class Link: Sendable {
     /// notices, remote commands); `onClose` is called once when the connection drops. Both run on the
     /// connection's event queue, in order. The media sockets are on `mediaLoop`, the playback's for all rooms.
     init(route: OutputRoute, configuration: StreamConfiguration, ssrc: UInt32, mediaLoop: any EventLoop,
-         timingResponder: (_ localHost: String) throws -> TimingResponder, fec: FECHeader?,
+         endpoints: (_ localHost: String) throws -> LocalEndpoints, fec: FECHeader?,
          kept: @escaping @Sendable (UInt16) -> [UInt8]?, rtpTime: @escaping @Sendable (UInt64) -> UInt32,
          onRequest: @escaping @Sendable (Link, RTSPMessage, @escaping RTSPClient.Reply) -> Void,
          onClose: @escaping @Sendable (Link) -> Void) throws {
@@ -100,7 +112,8 @@ final class Link: Sendable {
         // Over TLS, the timing exchange is authenticated too, under a key of the link's own (pairing.md §6.4).
         let timingKey = tls == nil ? nil : TimingAuthenticator.makeKey()
         do {
-            timing = try timingResponder(local)
+            let shared = try endpoints(local)
+            (timing, sender) = (shared.timing, shared.sender)
         } catch {
             client.close()
             throw error
@@ -164,7 +177,7 @@ final class Link: Sendable {
             takesFEC = fec != nil && FECHeader(parsing: reply.headers[FECHeader.name]) == fec
             let receiverRTCP = try SocketAddress.numeric(peer, port: Int(server.1))
             if !feedbackKinds.isEmpty {
-                let (rtp, rtcp, kinds) = (rtp, rtcp, feedbackKinds)
+                let (rtcp, kinds) = (rtcp, feedbackKinds)
                 var unprotect: (@Sendable ([UInt8]) -> [UInt8]?)?
                 if let srtcp {
                     unprotect = { datagram in
@@ -172,9 +185,10 @@ final class Link: Sendable {
                         return plain
                     }
                 }
+                let sender = self.sender
                 feedback.start(receiver: receiverRTCP, lookup: kept, unprotect: unprotect) { packet in
                     guard let bytes = srtp.map({ $0.protect(packet) }) ?? packet else { return }
-                    rtp.writeAndFlush(AddressedEnvelope(remoteAddress: destination, data: ByteBuffer(bytes: bytes)), promise: nil)
+                    sender.writeAndFlush(AddressedEnvelope(remoteAddress: destination, data: ByteBuffer(bytes: bytes)), promise: nil)
                 }
                 let send: @Sendable () -> Void = {
                     let now = HostClock.now()
@@ -233,34 +247,34 @@ final class Link: Sendable {
     /// report's counts, which are the media stream's).
     func send(_ packet: [UInt8], parity: Bool = false) {
         let shared = ByteBuffer(bytes: packet)
-        rtp.eventLoop.execute {
+        sender.eventLoop.execute {
             self.write(packet, shared: shared, parity: parity)
-            self.rtp.flush()
+            self.sender.flush()
         }
     }
 
     /// Sends one frame's packet, and the FEC packet it completed if any (to the rooms that take FEC), to
-    /// every link, from the pacing thread. Each event loop is woken once for all of its links rather than
-    /// once per link, and links without SRTP share one buffer: what a room costs the sender is its sends.
+    /// every link, from the pacing thread. The media loop (every link's sender is on it) is woken once for
+    /// all links; links without SRTP share one buffer; and each send socket is flushed once, after all its
+    /// links' packets are queued, which NIO sends in one `sendmmsg`. What a room costs the sender is its
+    /// datagrams.
     static func send(_ packet: [UInt8], parity: [UInt8]?, to links: [Link]) {
+        guard let loop = links.first?.sender.eventLoop else { return }
         let media = ByteBuffer(bytes: packet)
         let fec = parity.map { ByteBuffer(bytes: $0) }
-        var byLoop: [ObjectIdentifier: (loop: any EventLoop, links: [Link])] = [:]
-        for link in links {
-            byLoop[ObjectIdentifier(link.rtp.eventLoop), default: (link.rtp.eventLoop, [])].links.append(link)
-        }
-        for (loop, group) in byLoop.values {
-            loop.execute {
-                for link in group {
-                    link.write(packet, shared: media, parity: false)
-                    if let parity, let fec, link.takesFEC { link.write(parity, shared: fec, parity: true) }
-                    link.rtp.flush()
-                }
+        loop.execute {
+            var senders: [ObjectIdentifier: any Channel] = [:]
+            for link in links {
+                assert(link.sender.eventLoop === loop, "every link's sender is on the playback's media loop")
+                link.write(packet, shared: media, parity: false)
+                if let parity, let fec, link.takesFEC { link.write(parity, shared: fec, parity: true) }
+                senders[ObjectIdentifier(link.sender)] = link.sender
             }
+            for sender in senders.values { sender.flush() }
         }
     }
 
-    /// Queues a packet on the RTP channel (on its event loop): `shared` is `packet` as a buffer, sent as is
+    /// Queues a packet on the send socket (on the media loop): `shared` is `packet` as a buffer, sent as is
     /// unless the link protects its packets (SRTP), which differ from room to room.
     private func write(_ packet: [UInt8], shared: ByteBuffer, parity: Bool) {
         if !parity, packet.count >= 12 { feedback.sent(sequence: UInt16(packet[2]) << 8 | UInt16(packet[3]), payloadBytes: packet.count - 12) }
@@ -269,7 +283,7 @@ final class Link: Sendable {
             guard let protected = srtp.protect(packet) else { return }
             buffer = ByteBuffer(bytes: protected)
         }
-        rtp.write(AddressedEnvelope(remoteAddress: destination, data: buffer), promise: nil)
+        sender.write(AddressedEnvelope(remoteAddress: destination, data: buffer), promise: nil)
     }
 
     /// Sends the reports now, after the stream's last packet: Lyre's sent report lets the receiver ask for

@@ -2,9 +2,11 @@ import Foundation
 import LyreAudio
 import LyreClock
 import LyreCodec
+import LyreRTSP
 import LyreWire
 import NIOConcurrencyHelpers
 import NIOCore
+import NIOPosix
 
 #if canImport(Glibc)
 import Glibc
@@ -193,9 +195,10 @@ public final class StreamSession: @unchecked Sendable {
     private let pacerWake = DispatchSemaphore(value: 0)
     /// Every room's media sockets are on this one event loop, so that each frame's sends wake one thread.
     private let mediaLoop: any EventLoop = RTSPClient.eventLoopGroup.next()
-    /// The playback's timing responders, one per local address its rooms are reached from (one thread
-    /// for all rooms, not one each); closed when the playback ends.
-    private var timingResponders: [String: TimingResponder] = [:]
+    /// What the playback's rooms reached from one local address share, made on first use and closed when the
+    /// playback ends: the timing responder (one thread for all of them, not one each) and the socket RTP
+    /// leaves from (each frame's packets to all of them are written together and sent in one `sendmmsg`).
+    private var endpoints: [String: Link.LocalEndpoints] = [:]
     /// Wakes a producer or `finish()` waiting for the queue to shrink; signalled when one waits.
     private let queueWake = DispatchSemaphore(value: 0)
     private var queueWaiters = 0
@@ -261,7 +264,7 @@ public final class StreamSession: @unchecked Sendable {
     private func connect(_ route: OutputRoute) throws -> Link {
         try Link(
             route: route, configuration: configuration, ssrc: ssrc, mediaLoop: mediaLoop,
-            timingResponder: { [unowned self] local in try self.timingResponder(for: local) },
+            endpoints: { [unowned self] local in try self.endpoints(for: local) },
             fec: configuration.fecRow.map { FECHeader(payloadType: Self.fecPayloadType, row: $0) },
             kept: { [weak self] sequence in self?.keptPacket(sequence) },
             rtpTime: { [weak self] now in self?.rtpTime(at: now) ?? 0 },
@@ -281,24 +284,52 @@ public final class StreamSession: @unchecked Sendable {
 
     /// The packet with RTP sequence number `sequence` among those sent and kept (the latency and the lead
     /// and a few frames more: everything a receiver can still play), for a receiver that asks for it again.
-    /// The responder for rooms reached from `local`, made on first use.
-    private func timingResponder(for local: String) throws -> TimingResponder {
-        try lock.withLock {
+    /// The endpoints for rooms reached from `local`, made on first use. The send socket is bound outside the
+    /// lock (binding waits on the media loop, whose tasks may take it); of two rooms that make one at once,
+    /// the first kept wins and the other's is closed.
+    private func endpoints(for local: String) throws -> Link.LocalEndpoints {
+        if let made = try lock.withLock({ () throws -> Link.LocalEndpoints? in
             if ended { throw RTSPClient.Failure(description: "the playback has ended") }
-            if let responder = timingResponders[local] { return responder }
-            let responder = try TimingResponder(host: local)
-            timingResponders[local] = responder
-            return responder
+            return endpoints[local]
+        }) { return made }
+        let sender: any Channel
+        do {
+            sender = try DatagramBootstrap(group: mediaLoop).bind(to: SocketAddress.numeric(local, port: 0)).wait()
+        } catch {
+            throw RTSPClient.Failure(description: "cannot open the RTP socket on \(local): \(error)")
         }
+        let responder: TimingResponder
+        do {
+            responder = try TimingResponder(host: local)
+        } catch {
+            sender.close(promise: nil)
+            throw error
+        }
+        let made = Link.LocalEndpoints(timing: responder, sender: sender)
+        let kept = lock.withLock { () -> Link.LocalEndpoints? in
+            if ended { return nil }
+            if let earlier = endpoints[local] { return earlier }
+            endpoints[local] = made
+            return made
+        }
+        if kept?.sender !== sender {
+            responder.close()
+            sender.close(promise: nil)
+        }
+        guard let kept else { throw RTSPClient.Failure(description: "the playback has ended") }
+        return kept
     }
 
-    /// Ends the timing responders' threads, once the playback has ended.
-    private func closeTimingResponders() {
-        let responders = lock.withLock { () -> [TimingResponder] in
-            defer { timingResponders.removeAll() }
-            return Array(timingResponders.values)
+    /// Ends the timing responders' threads and closes the send sockets, once the playback has ended.
+    private func closeEndpoints() {
+        let all = lock.withLock { () -> [Link.LocalEndpoints] in
+            defer { endpoints.removeAll() }
+            return Array(endpoints.values)
         }
-        for responder in responders { responder.close() }
+        for endpoint in all {
+            endpoint.timing.close()
+            endpoint.sender.close(promise: nil)
+        }
     }
 
     private func keptPacket(_ sequence: UInt16) -> [UInt8]? {
@@ -739,7 +770,7 @@ public final class StreamSession: @unchecked Sendable {
         pacerWake.signal()
         wakeQueueWaiters()
         _ = Self.concurrently(closing) { $0.close(teardown: true) }
-        closeTimingResponders()
+        closeEndpoints()
     }
 
     private var latency: UInt64 { UInt64(configuration.latencyMilliseconds) * 1_000_000 }
@@ -809,7 +840,7 @@ public final class StreamSession: @unchecked Sendable {
         if remaining == 0 {
             pacerWake.signal()
             wakeQueueWaiters()
-            closeTimingResponders()
+            closeEndpoints()
         }
         for handler in handlers { handler(reason) }
     }
