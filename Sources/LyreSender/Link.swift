@@ -64,6 +64,11 @@ final class Link: Sendable {
     /// local address, so that a frame's packets to all of them go out in one system call. The link's own RTP
     /// port (named in SETUP) receives nothing.
     private let sender: any Channel
+    /// The socket to send on now: the shared one, or the link's own RTP socket once the shared one has been
+    /// closed. NIO closes a datagram socket on a send error other than an unreachable host or an oversized
+    /// datagram (a route that prohibits one receiver's address, say): one room's failing sends must not
+    /// silence the others, which each go on from their own socket. On the media loop.
+    private static func out(_ sender: any Channel, _ own: any Channel) -> any Channel { sender.isActive ? sender : own }
     /// The playback's timing responder for this link's local address, and the link's admission to it.
     private let timing: TimingResponder
     private let timingAdmission: TimingResponder.Admission
@@ -185,10 +190,10 @@ final class Link: Sendable {
                         return plain
                     }
                 }
-                let sender = self.sender
+                let (sender, own) = (self.sender, rtp)
                 feedback.start(receiver: receiverRTCP, lookup: kept, unprotect: unprotect) { packet in
                     guard let bytes = srtp.map({ $0.protect(packet) }) ?? packet else { return }
-                    sender.writeAndFlush(AddressedEnvelope(remoteAddress: destination, data: ByteBuffer(bytes: bytes)), promise: nil)
+                    Self.out(sender, own).writeAndFlush(AddressedEnvelope(remoteAddress: destination, data: ByteBuffer(bytes: bytes)), promise: nil)
                 }
                 let send: @Sendable () -> Void = {
                     let now = HostClock.now()
@@ -248,8 +253,7 @@ final class Link: Sendable {
     func send(_ packet: [UInt8], parity: Bool = false) {
         let shared = ByteBuffer(bytes: packet)
         sender.eventLoop.execute {
-            self.write(packet, shared: shared, parity: parity)
-            self.sender.flush()
+            self.write(packet, shared: shared, parity: parity)?.flush()
         }
     }
 
@@ -263,27 +267,32 @@ final class Link: Sendable {
         let media = ByteBuffer(bytes: packet)
         let fec = parity.map { ByteBuffer(bytes: $0) }
         loop.execute {
-            var senders: [ObjectIdentifier: any Channel] = [:]
+            var used: [ObjectIdentifier: any Channel] = [:]
             for link in links {
-                assert(link.sender.eventLoop === loop, "every link's sender is on the playback's media loop")
-                link.write(packet, shared: media, parity: false)
-                if let parity, let fec, link.takesFEC { link.write(parity, shared: fec, parity: true) }
-                senders[ObjectIdentifier(link.sender)] = link.sender
+                assert(link.sender.eventLoop === loop && link.rtp.eventLoop === loop, "every link's sockets are on the playback's media loop")
+                if let channel = link.write(packet, shared: media, parity: false) { used[ObjectIdentifier(channel)] = channel }
+                if let parity, let fec, link.takesFEC, let channel = link.write(parity, shared: fec, parity: true) {
+                    used[ObjectIdentifier(channel)] = channel
+                }
             }
-            for sender in senders.values { sender.flush() }
+            for channel in used.values { channel.flush() }
         }
     }
 
-    /// Queues a packet on the send socket (on the media loop): `shared` is `packet` as a buffer, sent as is
-    /// unless the link protects its packets (SRTP), which differ from room to room.
-    private func write(_ packet: [UInt8], shared: ByteBuffer, parity: Bool) {
+    /// Queues a packet on the socket to send on (on the media loop), and returns that socket to flush:
+    /// `shared` is `packet` as a buffer, sent as is unless the link protects its packets (SRTP), which differ
+    /// from room to room.
+    @discardableResult
+    private func write(_ packet: [UInt8], shared: ByteBuffer, parity: Bool) -> (any Channel)? {
         if !parity, packet.count >= 12 { feedback.sent(sequence: UInt16(packet[2]) << 8 | UInt16(packet[3]), payloadBytes: packet.count - 12) }
         var buffer = shared
         if let srtp {
-            guard let protected = srtp.protect(packet) else { return }
+            guard let protected = srtp.protect(packet) else { return nil }
             buffer = ByteBuffer(bytes: protected)
         }
-        sender.write(AddressedEnvelope(remoteAddress: destination, data: buffer), promise: nil)
+        let channel = Self.out(sender, rtp)
+        channel.write(AddressedEnvelope(remoteAddress: destination, data: buffer), promise: nil)
+        return channel
     }
 
     /// Sends the reports now, after the stream's last packet: Lyre's sent report lets the receiver ask for

@@ -234,6 +234,29 @@ struct MultiRoomTests {
         StreamingTests.expectSameAudio(try await rooms.compare(sweep, "Kitchen"))
     }
 
+    /// The rooms' RTP leaves from one socket; a send that fails for one room (a route that prohibits its
+    /// address: EACCES, which makes NIO close the socket) must not silence the others, which go on from their
+    /// own sockets. The prohibited room stops; the other plays to the end without a gap.
+    @Test func aRoomWhoseSendsFailLeavesTheOthersPlaying() async throws {
+        let rooms = try await Rooms([("Porch", []), ("Shed", [])], onHosts: true)
+        defer { rooms.network.close() }
+        let sweep = try await rooms.sweep(seconds: 6)
+        let (porch, shed) = try (#require(rooms.hosts["Porch"]), #require(rooms.hosts["Shed"]))
+        let play = try rooms.network.spawn(["lyre", "play", sweep, "--host", "\(porch.ipv4):7730", "--host", "\(shed.ipv4):7731",
+                                            "--group-socket", "off", "--log-level", "info"])
+        #expect(await eventually { rooms.lyred["Shed"]!.stderr.contains("now playing:") }, "\(rooms.lyred["Shed"]!.stderr)")
+        try await Task.sleep(for: .seconds(1.5))
+        let prohibit = try await rooms.network.shell("ip route add prohibit \(shed.ipv4)/32")
+        #expect(prohibit.status == 0, "\(prohibit.stderr)")
+        try await play.waitForExit(timeout: 30)
+        #expect(play.status == 0, "lyre play: \(play.stderr)")
+        try await rooms.stop()
+        StreamingTests.expectSameAudio(try await rooms.compare(sweep, "Porch"))
+        // The route did cut Shed off: it played only the part before it.
+        let cut = try await rooms.compare(sweep, "Shed")
+        #expect((cut["gaps"] as? Int ?? 0) > 0, "Shed played on after its address was prohibited: \(cut)")
+    }
+
     /// `--output-delay`, changed at run time through the control socket: that room plays exactly that much
     /// earlier than the other, so that what is plugged into it (an AV receiver) brings it back in sync.
     @Test func outputDelayMovesTheRoomByThatMuch() async throws {
