@@ -160,6 +160,12 @@ struct MultiRoomTests {
         // Without its zone, an fe80:: address is refused with what to write instead.
         let bare = try await rooms.network.run(["lyre", "play", sweep, "--host", "[\(den)]:7731", "--group-socket", "off"])
         #expect(bare.status != 0 && bare.stderr.contains("needs its interface, as in [\(den)%eth0]:7731"), "\(bare.stderr)")
+        // And so is lyred told to listen on one.
+        let listen = try rooms.network.spawn(["lyred", "--listen", den, "--port", "7740", "--state-dir", rooms.path("listen", "state"),
+                                              "--output", "wav:" + rooms.path("listen", "wav"), "--mpris", "off", "--control-socket", "off",
+                                              "--mdns", "embedded", "--interface", "eth0"], on: rooms.hosts["Den"])
+        try await listen.waitForExit(timeout: 15)
+        #expect(listen.status != 0 && listen.stderr.contains("needs its interface, as in --listen \(den)%eth0"), "\(listen.stderr)")
     }
 
     /// `--to Left=left --to Right=right`: each receiver plays one channel of the stereo input, on both its
