@@ -719,7 +719,6 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         }
     }
 
-    /// A UDP datagram on the session's RTP or RTCP port.
     /// True when `a` and `b` are the same IP address (whatever their ports).
     static func sameHost(_ a: SocketAddress, _ b: SocketAddress?) -> Bool {
         switch (a, b) {
@@ -732,6 +731,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         }
     }
 
+    /// A UDP datagram on the session's RTP or RTCP port.
     fileprivate func datagram(_ envelope: AddressedEnvelope<ByteBuffer>, rtcp: Bool) {
         guard Self.sameHost(envelope.remoteAddress, peerAddress) else {
             dropMedia(.foreign)

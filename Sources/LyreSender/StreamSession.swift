@@ -282,8 +282,6 @@ public final class StreamSession: @unchecked Sendable {
         }
     }
 
-    /// The packet with RTP sequence number `sequence` among those sent and kept (the latency and the lead
-    /// and a few frames more: everything a receiver can still play), for a receiver that asks for it again.
     /// The endpoints for rooms reached from `local`, made on first use. The send socket is bound outside the
     /// lock (binding waits on the media loop, whose tasks may take it); of two rooms that make one at once,
     /// the first kept wins and the other's is closed.
@@ -332,6 +330,8 @@ public final class StreamSession: @unchecked Sendable {
         }
     }
 
+    /// The packet with RTP sequence number `sequence` among those sent and kept (the latency and the lead
+    /// and a few frames more: everything a receiver can still play), for a receiver that asks for it again.
     private func keptPacket(_ sequence: UInt16) -> [UInt8]? {
         lock.withLock {
             // Sent packets have consecutive sequence numbers: the one wanted is found by its distance.
