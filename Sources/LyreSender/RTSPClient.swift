@@ -72,7 +72,7 @@ final class RTSPClient: Sendable {
             }
         } catch {
             // An fe80:: address needs its interface; the kernel only says "Invalid argument".
-            if HostPort.isLinkLocal(host), !host.contains("%") {
+            if HostPort.lacksZone(host) {
                 throw Failure(description: "cannot connect to \(HostPort.text(host, port)): a link-local address needs its interface, as in [\(host)%eth0]:\(port)")
             }
             throw Failure(description: "cannot connect to \(HostPort.text(host, port)): \(Self.describe(error))")

@@ -12,6 +12,10 @@ public enum HostPort {
         return first & 0xffc0 == 0xfe80
     }
 
+    /// Whether `host` is a link-local IPv6 address written without its zone, which no socket can reach: the
+    /// two places that take an address from users (`lyre play --host`, `lyred --listen`) say so.
+    public static func lacksZone(_ host: String) -> Bool { isLinkLocal(host) && !host.contains("%") }
+
     /// HOST:PORT inside a URL: as `text`, with a zone's `%` written `%25`.
     public static func uri(_ host: String, _ port: some BinaryInteger) -> String {
         text(host.split(separator: "%", omittingEmptySubsequences: false).joined(separator: "%25"), port)

@@ -137,7 +137,7 @@ struct Lyred: AsyncParsableCommand {
             throw CommandFailure("port \(port) is already in use; pick another with --port (0 picks a free one)")
         } catch {
             await streaming.stop()
-            if let listen, HostPort.isLinkLocal(listen), !listen.contains("%") {
+            if let listen, HostPort.lacksZone(listen) {
                 throw CommandFailure("cannot listen on \(listen): a link-local address needs its interface, as in --listen \(listen)%eth0")
             }
             throw CommandFailure("cannot listen on \(listen ?? "every address") port \(port): \(error); pass --listen ADDRESS")

@@ -158,6 +158,7 @@ struct HostPortTests {
             #expect(parsed?.host == "fe80::1%eth0" && parsed?.port == 7700, "\(text)")
         }
         #expect(HostPort.isLinkLocal("fe80::1%eth0") && HostPort.isLinkLocal("FEBF::1") && HostPort.isLinkLocal("fe80::1"))
+        #expect(HostPort.lacksZone("fe80::1") && !HostPort.lacksZone("fe80::1%eth0") && !HostPort.lacksZone("fd77::1"))
         #expect(!HostPort.isLinkLocal("fec0::1") && !HostPort.isLinkLocal("fd77::1") && !HostPort.isLinkLocal("10.0.0.1")
                 && !HostPort.isLinkLocal("fe80.local"))
         let sdp = SessionDescription(audio: AudioFormat(encoding: .opus, payloadType: 96), origin: "fe80::1%eth0").serialized()
