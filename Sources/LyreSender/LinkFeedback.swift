@@ -26,6 +26,8 @@ final class LinkFeedback: Sendable {
         var octetsSent: UInt32 = 0
         /// The highest sequence number sent to this room, for Lyre's sent report (§4.1).
         var highestSent: UInt16?
+        /// When the last datagram from the receiver was taken (or feedback started), sender clock.
+        var lastHeard: UInt64?
     }
 
     let ssrc: UInt32
@@ -40,9 +42,11 @@ final class LinkFeedback: Sendable {
     /// Starts taking feedback from `receiver`: resends from `lookup`, sent with `send`; with `unprotect`, the
     /// feedback is SRTCP and what does not verify is dropped.
     func start(receiver: SocketAddress, lookup: @escaping @Sendable (UInt16) -> [UInt8]?,
-               unprotect: (@Sendable ([UInt8]) -> [UInt8]?)? = nil, send: @escaping @Sendable ([UInt8]) -> Void) {
+               unprotect: (@Sendable ([UInt8]) -> [UInt8]?)? = nil, now: UInt64 = HostClock.now(),
+               send: @escaping @Sendable ([UInt8]) -> Void) {
         lock.withLockedValue {
             $0.expected = receiver
+            $0.lastHeard = now
             $0.lookup = lookup
             $0.unprotect = unprotect
             $0.send = send
@@ -50,6 +54,11 @@ final class LinkFeedback: Sendable {
     }
 
     var report: RetransmissionReport { lock.withLockedValue { $0.counters } }
+
+    /// How long nothing has come from the receiver, at `now`; nil before feedback started.
+    func silence(now: UInt64 = HostClock.now()) -> UInt64? {
+        lock.withLockedValue { state in state.lastHeard.map { now > $0 ? now - $0 : 0 } }
+    }
 
     /// The room's link quality from its last reception report; nil before the first.
     var quality: LinkQuality? { lock.withLockedValue { $0.quality } }
@@ -90,6 +99,7 @@ final class LinkFeedback: Sendable {
                 state.counters.dropped += 1
                 return ([], nil)
             }
+            state.lastHeard = now
             var packets: [[UInt8]] = []
             for packet in rtcp {
                 switch packet {

@@ -263,6 +263,30 @@ struct MultiRoomTests {
         #expect((cut["gaps"] as? Int ?? 0) > 0, "Shed played on after its address was prohibited: \(cut)")
     }
 
+    /// A room unplugged from the network (its interface down: nothing closes a connection, and the sender's
+    /// packets to it still leave without an error) is lost once its receiver reports have been missing for
+    /// 10 s; the other room plays on to the end without a gap.
+    @Test func anUnpluggedRoomIsLostAndTheOthersPlayOn() async throws {
+        let rooms = try await Rooms([("Attic", []), ("Cellar", [])], onHosts: true)
+        defer { rooms.network.close() }
+        let sweep = try await rooms.sweep(seconds: 16)
+        let (attic, cellar) = try (#require(rooms.hosts["Attic"]), #require(rooms.hosts["Cellar"]))
+        let play = try rooms.network.spawn(["lyre", "play", sweep, "--host", "\(attic.ipv4):7730", "--host", "\(cellar.ipv4):7731",
+                                            "--group-socket", "off"])
+        #expect(await eventually { rooms.lyred["Cellar"]!.stderr.contains("now playing:") }, "\(rooms.lyred["Cellar"]!.stderr)")
+        try await Task.sleep(for: .seconds(1.5))
+        let cut = try await rooms.network.shell("ip -n \(cellar.name) link set eth0 down")
+        #expect(cut.status == 0, "\(cut.stderr)")
+        let cutAt = Date()
+        #expect(await eventually(timeout: 15) { play.stderr.contains("is no longer available; playing on in") }, "lyre play: \(play.stderr)")
+        let after = Date().timeIntervalSince(cutAt)
+        #expect(after > 8, "the silent room was lost \(after) s after it went silent, before its reports were 10 s late")
+        try await play.waitForExit(timeout: 30)
+        #expect(play.status == 0, "lyre play: \(play.stderr)")
+        try await rooms.stop()
+        StreamingTests.expectSameAudio(try await rooms.compare(sweep, "Attic"))
+    }
+
     /// `--output-delay`, changed at run time through the control socket: that room plays exactly that much
     /// earlier than the other, so that what is plugged into it (an AV receiver) brings it back in sync.
     @Test func outputDelayMovesTheRoomByThatMuch() async throws {
