@@ -8,8 +8,8 @@ import NIOConcurrencyHelpers
 /// (the two ends' SSRCs differ, so their keystreams do). Keys are made by the sender per link and travel inside TLS
 /// (`a=crypto` in the ANNOUNCE SDP, Protocol/pairing.md §6).
 ///
-/// `@unchecked Sendable`: the libsrtp2 context is only touched under `lock` (a sender protects on its media
-/// loop and from other threads, a receiver unprotects on its event loop).
+/// `@unchecked Sendable`: the libsrtp2 context is only touched under `lock` (the sender's pacing thread and
+/// its event loop both send).
 public final class SRTPSession: @unchecked Sendable {
     public enum Direction: Sendable { case send, receive }
 

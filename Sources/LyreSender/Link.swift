@@ -255,8 +255,8 @@ final class Link: Sendable {
         try Self.check(client.request(method, headers: [("Session", sessionID)] + headers, body: body, timeout: timeout), what ?? method)
     }
 
-    /// Sends one RTP packet (a kept one, to a room that joins): media, or an FEC packet (not counted in the
-    /// sender report's counts, which are the media stream's).
+    /// Sends one RTP packet (from the pacing thread): media, or an FEC packet (not counted in the sender
+    /// report's counts, which are the media stream's).
     func send(_ packet: [UInt8], parity: Bool = false) {
         let shared = ByteBuffer(bytes: packet)
         sender.eventLoop.execute {
@@ -265,10 +265,10 @@ final class Link: Sendable {
     }
 
     /// Sends one frame's packet, and the FEC packet it completed if any (to the rooms that take FEC), to
-    /// every link, from the pacer. It runs on the media loop (every link's sender is on it), queued as a task
-    /// behind the kept packets a joining room is sent, so that none overtakes them. Links without SRTP share
-    /// one buffer, and each send socket is flushed once, after all its links' packets are queued, which NIO
-    /// sends in one `sendmmsg`. What a room costs the sender is its datagrams.
+    /// every link, from the pacing thread. The media loop (every link's sender is on it) is woken once for
+    /// all links; links without SRTP share one buffer; and each send socket is flushed once, after all its
+    /// links' packets are queued, which NIO sends in one `sendmmsg`. What a room costs the sender is its
+    /// datagrams.
     static func send(_ packet: [UInt8], parity: [UInt8]?, to links: [Link]) {
         guard let loop = links.first?.sender.eventLoop else { return }
         let media = ByteBuffer(bytes: packet)

@@ -952,7 +952,7 @@ private final class Pacer: @unchecked Sendable {
     }
 }
 
-/// The samples waiting to be sent. The pacer takes a frame from the front every 10–20 ms; taking
+/// The samples waiting to be sent. The pacing thread takes a frame from the front every 10–20 ms; taking
 /// moves a read index instead of shifting the whole queue, which is compacted now and then.
 private struct SampleQueue {
     private var storage: [Float] = []
