@@ -409,7 +409,6 @@ public final class QueuePlayer: @unchecked Sendable {
             }
             let item = items[target.index]
             var source = try StereoReader(item.source.open())
-            var refilling = true
             var position = target.position
             if position > 0, !source.seek(toSeconds: position) { position = 0 }
             let duration = source.duration
@@ -423,15 +422,11 @@ public final class QueuePlayer: @unchecked Sendable {
             while true {
                 if let jump = takeJump() { target = jump; continue queue }
                 if state.withLockedValue({ $0.stopped }) { break queue }
-                // Refilled in bursts: from half a second queued up to a second, so that the decoder wakes
-                // twice a second rather than at every frame the pacer takes.
-                let below = refilling ? Self.fullQueue : Self.fullQueue / 2
-                guard wait(until: { session.queuedFrames < below }, queueBelow: below) else { continue }
+                guard wait(until: { session.queuedFrames < 48000 }, queueBelow: 48000) else { continue }
                 let stereo = source.read()
                 if !stereo.isEmpty {
                     guard session.enqueue(stereo) else { break queue }
                 }
-                refilling = session.queuedFrames < Self.fullQueue
                 // Start once enough is queued that the first frames, sent `lead` early, do not outrun the
                 // decoder while the RECORD and now-playing requests are answered.
                 let queuedEnough = session.queuedFrames >= Self.startQueue || source.sourceEnded
@@ -459,8 +454,6 @@ public final class QueuePlayer: @unchecked Sendable {
 
     /// Frames queued before `start()`: 300 ms.
     static let startQueue = 14_400
-    /// Frames the decoder keeps queued: a second.
-    static let fullQueue = 48_000
 
     private func takeJump() -> Target? {
         state.withLockedValue { s in
