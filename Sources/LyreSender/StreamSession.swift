@@ -130,7 +130,7 @@ public struct RetransmissionReport: Sendable, Equatable, Codable {
 /// start in sync at once, or leave, without disturbing the others.
 ///
 /// Audio goes in as 48 kHz interleaved stereo float through `enqueue`, which blocks while more than a
-/// second is queued. The pacer, timers on the media loop, sends each frame `lead` ahead of the time it is due.
+/// second is queued. A pacing thread sends each frame `lead` ahead of the time it is due.
 ///
 /// `@unchecked Sendable`: mutable state is behind `lock`; control changes (start, pause, joins) are
 /// serialised by `control`.
@@ -191,9 +191,8 @@ public final class StreamSession: @unchecked Sendable {
     private var routeChangeSent = false
     private var lostRoute: OutputRouteChangeReason?
     private var lastRequest = HostClock.now()
-    /// The pacer's run: `start()` begins a new one, and a tick of an older run ends it.
-    private var pacerGeneration = 0
-    private let pacer: Pacer
+    /// Wakes the pacer: it waits on this while paused, instead of polling.
+    private let pacerWake = DispatchSemaphore(value: 0)
     /// Every room's media sockets are on this one event loop, so that each frame's sends wake one thread.
     private let mediaLoop: any EventLoop = RTSPClient.eventLoopGroup.next()
     /// What the playback's rooms reached from one local address share, made on first use and closed when the
@@ -226,10 +225,7 @@ public final class StreamSession: @unchecked Sendable {
         lead = UInt64(configuration.leadMilliseconds) * 1_000_000
         anchorRTP = UInt32.random(in: 0...UInt32.max)
         sequence = UInt16.random(in: 0...UInt16.max)
-        let ssrc = UInt32.random(in: 1...UInt32.max)
-        self.ssrc = ssrc
-        pacer = Pacer(encoder: try OpusEncoder(bitrate: configuration.bitrate),
-                      fec: configuration.fecRow.map { FECEncoder(row: $0, payloadType: Self.fecPayloadType, ssrc: ssrc ^ 0x5A5A_5A5A) })
+        ssrc = UInt32.random(in: 1...UInt32.max)
         if let onRouteChange { routeChangeHandlers.append(onRouteChange) }
 
         let made = Self.concurrently(routes) { route in Result { try self.connect(route) } }
@@ -246,7 +242,9 @@ public final class StreamSession: @unchecked Sendable {
         remoteCommands.addHandler(.volumeDown) { [weak self] _ in self?.stepVolume(up: false) ?? .commandFailed }
         remoteCommands.onChange = { [weak self] enabled in self?.sendEnabledCommands(enabled) }
         remoteCommands.publish()
-        keepAlive()
+        let thread = Thread { [self] in pace() }
+        thread.name = "lyre-pacer"
+        thread.start()
     }
 
     /// Runs `body` for every element at once (each may block on a round trip), in order of the input.
@@ -536,7 +534,7 @@ public final class StreamSession: @unchecked Sendable {
                            ("Lyre-Anchor", PlaybackAnchor(rtpTime: rtp, senderClock: anchor).serialized)]
             for (link, reply) in try broadcast("RECORD", { _ in (headers, []) }) { recordAnswered(link, reply) }
             lock.withLock { running = true }
-            startPacer()
+            pacerWake.signal()
         }
     }
 
@@ -769,6 +767,7 @@ public final class StreamSession: @unchecked Sendable {
             defer { ended = true; running = false; routeChangeSent = true; links.removeAll() }
             return ended ? [] : links
         }
+        pacerWake.signal()
         wakeQueueWaiters()
         _ = Self.concurrently(closing) { $0.close(teardown: true) }
         closeEndpoints()
@@ -839,6 +838,7 @@ public final class StreamSession: @unchecked Sendable {
         }
         notifyRoom(RoomChange(route: link.route, kind: .left(reason), remaining: remaining))
         if remaining == 0 {
+            pacerWake.signal()
             wakeQueueWaiters()
             closeEndpoints()
         }
@@ -847,108 +847,77 @@ public final class StreamSession: @unchecked Sendable {
 
     // MARK: pacing
 
-    /// Starts a new run of the pacer on the media loop (after `start()`); a run still scheduled from before
-    /// ends at its next tick.
-    private func startPacer() {
-        let generation = lock.withLock { () -> Int in
-            pacerGeneration += 1
-            return pacerGeneration
+    private func pace() {
+        do {
+            let encoder = try OpusEncoder(bitrate: configuration.bitrate)
+            pace(with: encoder)
+        } catch {
+            close()
         }
-        mediaLoop.execute { self.tick(generation) }
     }
 
-    /// One step of the pacer, on the media loop: when the next frame is due (`lead` ahead of its time), it is
-    /// taken, encoded and sent to every room, and the next step scheduled. The pacer is a chain of timers on
-    /// the loop the packets leave from, not a thread of its own: a frame costs one wake-up of one thread
-    /// (NIO's timer is a timerfd, to the nanosecond), and its packets are queued on the sockets at once.
-    private func tick(_ generation: Int) {
-        let due = lock.withLock { () -> UInt64? in
-            guard generation == pacerGeneration, running, !ended else { return nil }
-            return anchorClock + framesSinceAnchor * frameNanoseconds
-        }
-        guard let due else { return }  // paused, ended, or a newer run took over
-        let sendAt = due > lead ? due - lead : 0
-        let now = HostClock.now()
-        guard now >= sendAt else {
-            mediaLoop.scheduleTask(in: .nanoseconds(Int64(sendAt - now))) { self.tick(generation) }
-            return
-        }
-        sendFrame()
-        mediaLoop.execute { self.tick(generation) }
-    }
-
-    /// Takes the next frame from the queue (or lets its slot pass in silence), encodes it and sends it.
-    private func sendFrame() {
+    private func pace(with encoder: borrowing OpusEncoder) {
         let samplesPerFrame = frameSamples * 2
-        let frame = lock.withLock { () -> (pcm: ArraySlice<Float>?, index: UInt64, seq: UInt16, rtp: UInt32)? in
-            guard running else { return nil }
-            let index = framesSinceAnchor
-            let rtp = anchorRTP &+ UInt32(truncatingIfNeeded: index * UInt64(frameSamples))
-            framesSinceAnchor += 1
-            if queue.count >= samplesPerFrame || (finishing && !queue.isEmpty) {
-                var pcm = queue.take(samplesPerFrame)
-                contentSentSinceAnchor += UInt64(pcm.count / 2)
-                silenceSinceAnchor += pendingSilence
-                pendingSilence = 0
-                if pcm.count < samplesPerFrame { pcm.append(contentsOf: repeatElement(0, count: samplesPerFrame - pcm.count)) }
-                history.append((index, pcm))
-                let keep = Int((latency + lead) / frameNanoseconds) + 4
-                if history.count > keep { history.removeFirst(history.count - keep) }
-                defer { sequence &+= 1 }
-                return (pcm, index, sequence, rtp)
+        // One parity packet per row of media packets, to the rooms that take FEC (streaming.md §4.3).
+        var fec = configuration.fecRow.map { FECEncoder(row: $0, payloadType: Self.fecPayloadType, ssrc: ssrc ^ 0x5A5A_5A5A) }
+        var sentLastSlot = false
+        while true {
+            let step = lock.withLock { () -> (ended: Bool, running: Bool, due: UInt64) in
+                (ended, running, anchorClock + framesSinceAnchor * frameNanoseconds)
             }
-            pendingSilence += UInt64(frameSamples)
-            return (nil, index, sequence, rtp)  // nothing queued: the slot passes in silence
-        }
-        wakeQueueWaiters()
-        guard let frame, let pcm = frame.pcm else {
-            // The first slot with nothing to send after a packet (the stream's end, or the app's audio ran
-            // dry): the reports go at once, so that a receiver that lost the last packets asks for them (§4.1).
-            if frame != nil, pacer.sentLastSlot { for link in lock.withLock({ links }) { link.reportNow() } }
-            pacer.sentLastSlot = false
-            return
-        }
-        pacer.sentLastSlot = true
-        guard let payload = try? pcm.withUnsafeBufferPointer({ try pacer.encoder.encode($0, frames: frameSamples) }) else { return }
-        // One encode, the same packet to every room.
-        let packet = RTPPacket(marker: false, payloadType: 96, sequenceNumber: frame.seq, timestamp: frame.rtp, ssrc: ssrc, payload: payload)
-        let bytes = packet.serialized()
-        // Kept and sent under one lock: a room joining now gets this packet exactly once, either
-        // among the packets `add` sends it or from here.
-        lock.withLock {
-            guard running, frame.index < framesSinceAnchor else { return }  // paused meanwhile: taken back
-            sentPackets.append((frame.index, frame.seq, bytes))
-            if sentPackets.count > history.count { sentPackets.removeFirst(sentPackets.count - history.count) }
-            Link.send(bytes, parity: pacer.fec?.add(packet), to: links)
-        }
-    }
-
-    /// While paused (or not yet started), a request every 4 s keeps the rooms' sessions alive (streaming.md
-    /// §7). The request blocks on its answers, so it is made off the loop.
-    private func keepAlive() {
-        mediaLoop.scheduleRepeatedTask(initialDelay: .seconds(4), delay: .seconds(4)) { [weak self] task in
-            guard let self else { return task.cancel() }
-            let idle = lock.withLock { () -> Bool? in
-                if ended { return nil }
-                return !running && HostClock.now() - lastRequest > 4_000_000_000
+            if step.ended { break }
+            if !step.running {
+                // Paused: sleep until started or ended, and keep the sessions alive (streaming.md §7).
+                if pacerWake.wait(timeout: .now() + .seconds(4)) == .timedOut, !hasEnded,
+                    HostClock.now() - lock.withLock({ lastRequest }) > 4_000_000_000
+                {
+                    _ = try? broadcast("GET_PARAMETER") { _ in ([], []) }
+                }
+                continue
             }
-            guard let idle else { return task.cancel() }
-            if idle { DispatchQueue.global().async { _ = try? self.broadcast("GET_PARAMETER") { _ in ([], []) } } }
+            HostClock.sleep(until: step.due > lead ? step.due - lead : 0)
+            let frame = lock.withLock { () -> (pcm: ArraySlice<Float>?, index: UInt64, seq: UInt16, rtp: UInt32)? in
+                guard running else { return nil }
+                let index = framesSinceAnchor
+                let rtp = anchorRTP &+ UInt32(truncatingIfNeeded: index * UInt64(frameSamples))
+                framesSinceAnchor += 1
+                if queue.count >= samplesPerFrame || (finishing && !queue.isEmpty) {
+                    var pcm = queue.take(samplesPerFrame)
+                    contentSentSinceAnchor += UInt64(pcm.count / 2)
+                    silenceSinceAnchor += pendingSilence
+                    pendingSilence = 0
+                    if pcm.count < samplesPerFrame { pcm.append(contentsOf: repeatElement(0, count: samplesPerFrame - pcm.count)) }
+                    history.append((index, pcm))
+                    let keep = Int((latency + lead) / frameNanoseconds) + 4
+                    if history.count > keep { history.removeFirst(history.count - keep) }
+                    defer { sequence &+= 1 }
+                    return (pcm, index, sequence, rtp)
+                }
+                pendingSilence += UInt64(frameSamples)
+                return (nil, index, sequence, rtp)  // nothing queued: the slot passes in silence
+            }
+            wakeQueueWaiters()
+            guard let frame, let pcm = frame.pcm else {
+                // The first slot with nothing to send after a packet (the stream's end, or the app's audio ran
+                // dry): the reports go at once, so that a receiver that lost the last packets asks for them (§4.1).
+                if frame != nil, sentLastSlot { for link in lock.withLock({ links }) { link.reportNow() } }
+                sentLastSlot = false
+                continue
+            }
+            sentLastSlot = true
+            guard let payload = try? pcm.withUnsafeBufferPointer({ try encoder.encode($0, frames: frameSamples) }) else { continue }
+            // One encode, the same packet to every room.
+            let packet = RTPPacket(marker: false, payloadType: 96, sequenceNumber: frame.seq, timestamp: frame.rtp, ssrc: ssrc, payload: payload)
+            let bytes = packet.serialized()
+            // Kept and sent under one lock: a room joining now gets this packet exactly once, either
+            // among the packets `add` sends it or from here.
+            lock.withLock {
+                guard running, frame.index < framesSinceAnchor else { return }  // paused meanwhile: taken back
+                sentPackets.append((frame.index, frame.seq, bytes))
+                if sentPackets.count > history.count { sentPackets.removeFirst(sentPackets.count - history.count) }
+                Link.send(bytes, parity: fec?.add(packet), to: links)
+            }
         }
-    }
-}
-
-/// The pacer's own state: touched only on the media loop, one tick at a time.
-private final class Pacer: @unchecked Sendable {
-    let encoder: OpusEncoder
-    /// One parity packet per row of media packets, to the rooms that take FEC (streaming.md §4.3).
-    var fec: FECEncoder?
-    /// The last slot sent a packet (the next silent one sends the reports at once).
-    var sentLastSlot = false
-
-    init(encoder: consuming OpusEncoder, fec: FECEncoder?) {
-        self.encoder = encoder
-        self.fec = fec
     }
 }
 
