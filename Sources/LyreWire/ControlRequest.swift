@@ -22,7 +22,7 @@ public enum ControlRequest: Sendable, Equatable {
         + "seek-forward begin|end, seek-backward begin|end, repeat off|one|all, shuffle off|items|collection, now-playing, stats, "
         + "output-delay [MS], pairing, paired, unpair ID"
 
-    /// Parses `words` (the line split on spaces). The error is one line that says what to send instead.
+    /// Parses `words` (the line split by `LineWords`). The error is one line that says what to send instead.
     public init(words: [String]) throws(RemoteCommandError) {
         guard let verb = words.first?.lowercased() else { throw .malformed("empty request; send one of: \(Self.usage)") }
         let argument = words.count > 1 ? words[1] : nil
@@ -102,7 +102,11 @@ public enum ControlRequest: Sendable, Equatable {
         self = .command(event)
     }
 
+    /// Parses one request line: its words as `LineWords` writes them, so that a name with spaces or quotes
+    /// (`unpair "alice@my laptop"`) is one word.
     public init(line: String) throws(RemoteCommandError) {
-        try self.init(words: line.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init))
+        let words: [String]
+        do { words = try LineWords.split(line) } catch { throw .malformed("\(error)") }
+        try self.init(words: words)
     }
 }

@@ -13,7 +13,8 @@ struct Group: ParsableCommand {
             group volume (every room moves by the same dB); 'lyre group volume NAME DB' sets one room's.
             """)
 
-    @Argument(help: ArgumentHelp("Nothing (list), add NAME[=CHANNELS], remove NAME, or volume [NAME] DB.", valueName: "REQUEST"))
+    // Every word that is not an option is the request's, so that a negative volume (-10) is not read as one.
+    @Argument(parsing: .allUnrecognized, help: ArgumentHelp("Nothing (list), add NAME[=CHANNELS], remove NAME, or volume [NAME] DB.", valueName: "REQUEST"))
     var words: [String] = []
 
     @Option(help: ArgumentHelp("lyre play's group socket (default: \(GroupSocketPath.default)).", valueName: "PATH"))
@@ -30,8 +31,7 @@ struct Group: ParsableCommand {
     }
 
     func run() throws {
-        let request = words.isEmpty ? "list" : words.joined(separator: " ")
-        let answer = try Remote.exchange(request, path: socket ?? GroupSocketPath.default, peer: "lyre play")
+        let answer = try Remote.exchange(words.isEmpty ? ["list"] : words, path: socket ?? GroupSocketPath.default, peer: "lyre play")
         if answer == "ok" { return }
         guard answer.hasPrefix("ok ") else {
             throw CommandFailure(answer.hasPrefix("error ") ? String(answer.dropFirst(6)) : "unexpected answer from lyre play: \(answer)")
@@ -45,7 +45,7 @@ struct Group: ParsableCommand {
     static func table(_ json: String) -> String {
         guard let listing = try? JSONDecoder().decode(GroupListing.self, from: Data(json.utf8)) else { return json }
         func db(_ value: Double) -> String { value <= -144 ? "muted" : String(format: "%.1f dB", value) }
-        var rows = [["ROOM", "STATE", "CHANNELS", "VOLUME", "LATENCY", "DELAY", "RTT", "LOSS", "RECOVERED", "JITTER", "RESENT", "ADDRESS"]]
+        var rows = [["ROOM", "STATE", "CHANNELS", "VOLUME", "LATENCY", "DELAY", "RTT", "LOSS", "RECOVERED", "JITTER", "RESENT", "SECURITY", "ADDRESS"]]
         for room in listing.rooms {
             let rtt = room.quality?.roundTripMilliseconds.map { String(format: "%.1f ms", $0) } ?? room.link?["rtt-us"].map { "\($0) us" } ?? "-"
             let quality = room.quality
@@ -53,7 +53,7 @@ struct Group: ParsableCommand {
                          "\(room.outputDelayMs) ms", rtt, quality.map { String(format: "%.1f%%", $0.lossPercent) } ?? "-",
                          quality.map { "\($0.recovered + $0.recoveredByFEC)/\($0.missed)" } ?? "-",
                          quality.map { String(format: "%.1f ms", $0.jitterMilliseconds) } ?? "-",
-                         room.retransmission.map { "\($0.resent)" } ?? "-", room.address])
+                         room.retransmission.map { "\($0.resent)" } ?? "-", room.encrypted ? "tls+srtp" : "plain", room.address])
         }
         let widths = rows[0].indices.map { column in rows.map { $0[column].count }.max()! }
         let lines = rows.map { row in

@@ -7,7 +7,8 @@ import NIOCore
 import NIOPosix
 
 /// The group socket of a running `lyre play` (streaming.md §9.4): a `LineServer` that `lyre group` talks to.
-/// Requests are `list`, `add NAME|ID|HOST:PORT[=CHANNELS]`, `remove NAME`, `volume DB` (the group) and
+/// A request's words are written as `LineWords` says (a room name with spaces or quotes is quoted). Requests
+/// are `list`, `add NAME|ID|HOST:PORT[=CHANNELS]`, `remove NAME`, `volume DB` (the group) and
 /// `volume NAME DB` (one room); answers are `ok[ JSON]` or `error MESSAGE`. Session calls block on round
 /// trips, so they run on a thread pool, never on the event loop.
 final class GroupServer: Sendable {
@@ -55,7 +56,8 @@ final class GroupServer: Sendable {
 
     private static func respond(to line: String, session: StreamSession, pool: NIOThreadPool,
                                 resolve: @Sendable (RoomSpec) async throws -> OutputRoute) async -> String {
-        let words = line.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
+        let words: [String]
+        do { words = try LineWords.split(line) } catch { return "error \(error)" }
         /// Runs a blocking session call on the pool.
         func blocking(_ body: @escaping @Sendable () throws -> Void) async -> String {
             do {
@@ -108,6 +110,8 @@ struct GroupListing: Codable {
         var retransmission: RetransmissionReport?
         /// The room's link quality from its receiver's reports (loss, recovered, jitter, round trip).
         var quality: LinkQuality?
+        /// True when the room's session is paired (TLS and SRTP), false when it is plain, unencrypted.
+        var encrypted: Bool
     }
 
     var volume: Double
@@ -118,7 +122,7 @@ struct GroupListing: Codable {
         self.rooms = rooms.map {
             Room(name: $0.route.name, id: $0.route.id, address: $0.route.address, channels: $0.route.channels.rawValue,
                  state: $0.state, volume: $0.volume, outputLatencyMs: $0.outputLatencyMilliseconds, outputDelayMs: $0.outputDelayMilliseconds,
-                 link: $0.statistics, retransmission: $0.retransmission, quality: $0.quality)
+                 link: $0.statistics, retransmission: $0.retransmission, quality: $0.quality, encrypted: $0.encrypted)
         }
     }
 

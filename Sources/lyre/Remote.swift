@@ -36,7 +36,7 @@ struct Remote: ParsableCommand {
     func run() throws {
         let request = try ControlRequest(words: words)
         let path = socket ?? ControlSocketPath.default
-        let answer = try Self.exchange(words.joined(separator: " "), path: path, peer: "lyred")
+        let answer = try Self.exchange(words, path: path, peer: "lyred")
         if answer == "ok" { return }
         if answer.hasPrefix("ok ") {
             let payload = String(answer.dropFirst(3))
@@ -52,9 +52,14 @@ struct Remote: ParsableCommand {
         throw CommandFailure(message)
     }
 
-    /// Sends one line to a local control socket (lyred's, or lyre play's group socket) and reads the one-line
-    /// answer (at most 10 s).
-    static func exchange(_ line: String, path: String, peer: String) throws -> String {
+    /// Sends one request to a local control socket (lyred's, or lyre play's group socket), its words written
+    /// as `LineWords` says (a name with spaces or quotes stays one word), and reads the one-line answer (at most
+    /// 10 s).
+    static func exchange(_ words: [String], path: String, peer: String) throws -> String {
+        guard !words.contains(where: { $0.contains { $0.isNewline } }) else {
+            throw CommandFailure("a request cannot hold a line break; name the receiver or sender without one")
+        }
+        let line = LineWords.join(words)
         let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw CommandFailure("cannot make a socket: \(String(cString: strerror(errno)))") }
         defer { close(fd) }
