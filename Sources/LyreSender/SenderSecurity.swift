@@ -50,12 +50,16 @@ public struct SenderSecurity: Sendable {
     /// How to reach `route`: TLS pinned to the key it paired with, or plain when it is not paired. A receiver
     /// that advertises another key than the paired one is refused before anything is sent.
     func connection(to route: OutputRoute) throws(RTSPClient.Failure) -> RTSPClient.PinnedTLS? {
-        guard let id = route.id, let key = pairedKeys[id] else { return nil }
+        guard let key = pairedKey(of: route) else { return nil }
         if let advertised = route.keyFingerprint, advertised != DeviceKey.fingerprint(of: key) {
             throw Self.keyChanged(route)
         }
         return RTSPClient.PinnedTLS(context: context, key: key)
     }
+
+    /// The key `route`'s receiver paired with; nil when it is not paired, and its session runs in plain RTSP
+    /// and RTP, unencrypted.
+    public func pairedKey(of route: OutputRoute) -> [UInt8]? { route.id.flatMap { pairedKeys[$0] } }
 
     static func keyChanged(_ route: OutputRoute) -> RTSPClient.Failure {
         RTSPClient.Failure(description: "its key is not the one paired with (another device may have taken its name and id); "

@@ -109,6 +109,8 @@ public struct RoomReport: Sendable {
     /// The room's link as its receiver reports it (streaming.md §4.2); nil before its first report, or when
     /// it does not report.
     public var quality: LinkQuality?
+    /// True when the room's session is encrypted (paired: TLS and SRTP), false when it is plain.
+    public var encrypted: Bool
 }
 
 /// What a sender did with one room's retransmission requests (streaming.md §4.1).
@@ -360,6 +362,13 @@ public final class StreamSession: @unchecked Sendable {
     /// The rooms playing now, in the order they joined.
     public var routes: [OutputRoute] { lock.withLock { links.map(\.route) } }
 
+    /// True when `route`'s session is paired, so its control, metadata and artwork go over TLS and its audio
+    /// is SRTP; false when it runs in plain RTSP and RTP, which the user is told (pairing.md §6).
+    public func isEncrypted(_ route: OutputRoute) -> Bool { configuration.security?.pairedKey(of: route) != nil }
+
+    /// The rooms playing now whose sessions are not encrypted.
+    public var plainRoutes: [OutputRoute] { routes.filter { !isEncrypted($0) } }
+
     /// Observes each room's changes: joins, and rooms lost, taken over or removed. The playback goes on
     /// while any room is left.
     public func observeRoomChanges(_ handler: @escaping @Sendable (RoomChange) -> Void) {
@@ -448,7 +457,7 @@ public final class StreamSession: @unchecked Sendable {
                     volume: Self.effective(levels[id] ?? 0), outputLatencyMilliseconds: outputLatencies[id] ?? 0,
                     outputDelayMilliseconds: outputDelays[id] ?? 0, statistics: stats,
                     retransmission: link.feedbackKinds.contains(.nack) ? link.feedback.report : nil,
-                    quality: link.feedback.quality)
+                    quality: link.feedback.quality, encrypted: isEncrypted(link.route))
             }
         }
     }

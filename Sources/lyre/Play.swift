@@ -4,6 +4,7 @@ import Logging
 import LyreAudio
 import LyreCommandLine
 import LyreDiscovery
+import LyrePairing
 import LyreSender
 import LyreWire
 
@@ -152,12 +153,17 @@ struct Play: AsyncParsableCommand {
             let rest = change.remaining > 0 ? "; playing on in \(session.routes.map(\.description).joined(separator: ", "))" : ""
             let line: String
             switch change.kind {
-            case .joined: line = "\(change.route) joined"
+            case .joined: line = "\(change.route) joined\(session.isEncrypted(change.route) ? "" : " (\(Self.plainNote))")"
             case .left(nil): line = "\(change.route) removed\(rest)"
             case .left(.oldDeviceUnavailable?): line = "\(change.route) is no longer available\(rest)"
             case .left(.takenOver(let by)?): line = "\(by.map { "'\($0)'" } ?? "another sender") took over \(change.route)\(rest)"
             }
             FileHandle.standardError.write(Data("\(terminal ? "\r\u{1B}[K" : "")lyre: \(line)\n".utf8))
+        }
+        // A plain session is never silent about it: said once here, and on the status line while it plays.
+        let plain = session.plainRoutes
+        if !plain.isEmpty {
+            FileHandle.standardError.write(Data("lyre: \(plain.map(\.description).joined(separator: ", ")): \(Self.plainNote)\n".utf8))
         }
         let resolver = resolver
         let group = try await GroupServer.start(path: groupSocket, session: session, resolve: { spec in
@@ -190,8 +196,10 @@ struct Play: AsyncParsableCommand {
                         let by = progress.artist.map { " — \($0)" } ?? ""
                         let place = items.count > 1 ? "  [\(progress.index + 1)/\(items.count)]" : ""
                         let volume = session.volume <= -144 ? "  muted" : session.volume < 0 ? "  \(Int(session.volume.rounded())) dB" : ""
+                        let plain = session.plainRoutes
+                        let security = plain.isEmpty ? "" : "  unencrypted" + (session.routes.count > 1 ? ": \(plain.map(\.description).joined(separator: ", "))" : "")
                         FileHandle.standardError.write(Data(
-                            "\r\u{1B}[K\(progress.paused ? "⏸" : "▶") \(progress.title)\(by)  \(NowPlayingInfo.clockText(progress.elapsed))\(total)\(place)\(volume)\(link)".utf8))
+                            "\r\u{1B}[K\(progress.paused ? "⏸" : "▶") \(progress.title)\(by)  \(NowPlayingInfo.clockText(progress.elapsed))\(total)\(place)\(volume)\(security)\(link)".utf8))
                     }
                 })
             }
@@ -212,6 +220,9 @@ struct Play: AsyncParsableCommand {
             throw CommandFailure("\(error)")
         }
     }
+
+    /// What a room whose session is not paired is told.
+    static let plainNote = "not paired: audio, now playing and artwork go unencrypted (lyre pair NAME to encrypt)"
 
     private var fecMode: StreamConfiguration.FECMode? {
         switch fec.lowercased() {
@@ -289,11 +300,13 @@ struct RouteResolver: Sendable {
         guard let specs else {
             return PreferredOutput().load().flatMap(known.find).map { [OutputRoute(host: $0.host, port: $0.port, name: $0.name, id: $0.id)] }
         }
+        let pairings = Self.pairings()
         var routes: [OutputRoute] = []
         for spec in specs {
+            let paired = Self.pairedIDs(for: spec.name, in: pairings)
             if let route = spec.directRoute {
                 routes.append(route)
-            } else if let entry = known.find(spec.name) {
+            } else if let entry = paired.isEmpty ? known.find(spec.name) : paired.lazy.compactMap(known.find).first {
                 routes.append(OutputRoute(host: entry.host, port: entry.port, name: entry.name, id: entry.id, channels: spec.channels))
             } else {
                 return nil
@@ -322,16 +335,24 @@ struct RouteResolver: Sendable {
             zip(specs, routes).compactMap { spec, route in route == nil ? spec.name : nil }
         } ?? preferred.map { [$0] }
         let unresolved = routes.filter { $0 == nil }.count
+        let pairings = Self.pairings()
         let devices: [Device]
         do {
             devices = try await browser.currentDevices(timeout: .seconds(timeout)) { devices in
                 guard let wanted, wanted.count == unresolved else { return false }
                 let ready = Self.playable(devices).filter { $0.streamAddress != nil }
-                return wanted.allSatisfy { name in ready.contains { $0.matches(name) } }
+                return wanted.allSatisfy { name in
+                    let paired = Self.pairedIDs(for: name, in: pairings)
+                    return ready.contains { paired.isEmpty ? $0.matches(name) : paired.contains($0.id.rawValue) }
+                }
             }
         } catch { throw CommandFailure("\(error)") }
         let playable = Self.playable(devices)
         guard !playable.isEmpty else {
+            // A paired name says that its receiver is not there, rather than that none is.
+            if let name = wanted?.first(where: { !Self.pairedIDs(for: $0, in: pairings).isEmpty }) {
+                _ = try Self.device(named: name, among: [], pairings: pairings, names: "")
+            }
             throw CommandFailure("no Lyre receivers found; start 'lyred' on a machine on this network, or use --host HOST:PORT")
         }
         let names = playable.map { "'\($0.name)'" }.joined(separator: ", ")
@@ -339,10 +360,7 @@ struct RouteResolver: Sendable {
             let spec = specs?[index]
             let device: Device
             if let wanted = spec?.name ?? preferred {
-                guard let match = playable.first(where: { $0.id.rawValue == wanted.lowercased() })
-                    ?? playable.first(where: { $0.matches(wanted) })
-                else { throw CommandFailure("no receiver called '\(wanted)'; found \(names)") }
-                device = match
+                device = try Self.device(named: wanted, among: playable, pairings: pairings, names: names)
             } else {
                 guard playable.count == 1 else {
                     throw CommandFailure("\(playable.count) receivers found (\(names)); choose one with --to NAME")
@@ -356,6 +374,41 @@ struct RouteResolver: Sendable {
                                         channels: spec?.channels ?? .stereo, keyFingerprint: device.receiver.keyFingerprint)
         }
         return routes.compactMap { $0 }
+    }
+
+    /// The device `wanted` names among `playable`. A name the user paired with means that receiver, by its id,
+    /// whatever it is called now (`Kitchen (2)` when another device took its name), and never another device
+    /// that holds the name: that one is refused with a line naming both, and a paired receiver that is not
+    /// there is said so (pairing.md §6).
+    static func device(named wanted: String, among playable: [Device], pairings: [PairedDevices.Entry], names: String) throws -> Device {
+        let paired = pairedIDs(for: wanted, in: pairings)
+        if paired.isEmpty {
+            guard let match = playable.first(where: { $0.id.rawValue == wanted.lowercased() }) ?? playable.first(where: { $0.matches(wanted) })
+            else {
+                let channels = wanted.contains("=") ? " (the channels after '=' are one of \(ChannelMap.choices))" : ""
+                throw CommandFailure("no receiver called '\(wanted)'\(channels); found \(names)")
+            }
+            return match
+        }
+        if let match = playable.first(where: { paired.contains($0.id.rawValue) }) { return match }
+        let entry = pairings.first { $0.id == paired[0] }!
+        let pairedText = "the '\(entry.name)' paired with (\(entry.id), key \(DeviceKey.fingerprint(of: entry.publicKeyBytes)))"
+        if let other = playable.first(where: { $0.matches(wanted) }) {
+            let key = other.receiver.keyFingerprint.map { ", key \($0)" } ?? ""
+            throw CommandFailure("'\(other.name)' on the network (\(other.id.rawValue)\(key)) is not \(pairedText), which is not there; "
+                + "nothing was sent. If it is the same receiver made anew: lyre pair --forget '\(entry.name)', then lyre pair \(other.id.rawValue)")
+        }
+        throw CommandFailure("\(pairedText) is not on the network; nothing was sent" + (names.isEmpty ? "" : "; found \(names)"))
+    }
+
+    /// The receivers this user paired with; none when the file cannot be read (playing then says why).
+    static func pairings() -> [PairedDevices.Entry] { (try? SenderState.pairedReceivers.load()) ?? [] }
+
+    /// The ids of the paired receivers that `name` names by the name they were paired under (any case); none
+    /// when `name` is an id, or names no paired receiver.
+    static func pairedIDs(for name: String, in pairings: [PairedDevices.Entry]) -> [String] {
+        guard !pairings.contains(where: { $0.id == name.lowercased() }) else { return [] }
+        return pairings.filter { $0.name.lowercased() == name.lowercased() }.map(\.id)
     }
 
     static func playable(_ devices: [Device]) -> [Device] {
@@ -412,16 +465,20 @@ struct RoomSpec: Sendable {
     /// The route when the room is HOST:PORT, found without discovery.
     var directRoute: OutputRoute? { hostPort.map { OutputRoute(host: $0.0, port: $0.1, channels: channels) } }
 
+    /// A name is the user's and may hold `=` itself: the text after the last `=` is the channels only when it
+    /// is one of `ChannelMap.choices`, and a trailing `=` alone ends a name that itself ends in `=stereo` or the
+    /// like (`Den=mono=` is the room `Den=mono`, in stereo).
     init(_ text: String) throws {
         var name = text
         channels = .stereo
         if let equals = text.lastIndex(of: "=") {
             let suffix = text[text.index(after: equals)...]
-            guard let map = ChannelMap(parsing: suffix) else {
-                throw ValidationError("'\(text)': channels must be one of \(ChannelMap.choices)")
+            if let map = ChannelMap(parsing: suffix) {
+                channels = map
+                name = String(text[..<equals])
+            } else if suffix.isEmpty {
+                name = String(text[..<equals])
             }
-            channels = map
-            name = String(text[..<equals])
         }
         guard !name.isEmpty else { throw ValidationError("'\(text)' names no receiver") }
         self.name = name

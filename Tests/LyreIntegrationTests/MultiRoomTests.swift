@@ -223,6 +223,46 @@ struct MultiRoomTests {
         #expect(firstAudio > asked && firstAudio - asked < 1_000_000_000, "Bedroom's first audio \(Double(firstAudio) / 1e9 - Double(asked) / 1e9) s after the request")
     }
 
+    /// A room's name is the user's text: one with a space, quotes and `=` joins, takes a volume and leaves a
+    /// running playback through `lyre group` (each word crosses the group socket whole, streaming.md §9.4).
+    @Test func roomNamesWithSpacesQuotesAndEqualsSignsWorkInAGroup() async throws {
+        let odd = "Bed \"Room\" = 2"
+        let rooms = try await Rooms([("Kitchen", []), (odd, [])])
+        defer { rooms.network.close() }
+        let sweep = try await rooms.sweep(seconds: 8)
+        let play = try rooms.network.spawn(["lyre", "play", sweep, "--to", "Kitchen", "--group-socket", rooms.groupSocket])
+        #expect(await eventually { rooms.lyred["Kitchen"]!.stderr.contains("now playing:") }, "\(rooms.lyred["Kitchen"]!.stderr)")
+        func listing() async throws -> [[String: Any]] {
+            let list = try await rooms.network.run(["lyre", "group", "--json", "--socket", rooms.groupSocket])
+            let object = try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [String: Any]
+            return try #require(object?["rooms"] as? [[String: Any]], "lyre group: \(list.stdout) \(list.stderr)")
+        }
+        let add = try await rooms.network.run(["lyre", "group", "add", odd, "--socket", rooms.groupSocket])
+        #expect(add.status == 0, "lyre group add: \(add.stderr)")
+        #expect(try await listing().compactMap { $0["name"] as? String } == ["Kitchen", odd])
+        let volume = try await rooms.network.run(["lyre", "group", "volume", odd, "-10", "--socket", rooms.groupSocket])
+        #expect(volume.status == 0, "lyre group volume: \(volume.stderr)")
+        let level = try await listing().first { $0["name"] as? String == odd }?["volume"] as? Double
+        #expect(level == -10, "\(String(describing: level))")
+        // The group's volume, a negative number alone, is a request word too, not an option.
+        let groupVolume = try await rooms.network.run(["lyre", "group", "volume", "-3", "--socket", rooms.groupSocket])
+        #expect(groupVolume.status == 0, "lyre group volume -3: \(groupVolume.stderr)")
+        let table = try await rooms.network.run(["lyre", "group", "--socket", rooms.groupSocket])
+        #expect(table.stdout.hasPrefix("group volume -3.0 dB") && table.stdout.contains(odd), "\(table.stdout)")
+        let remove = try await rooms.network.run(["lyre", "group", "remove", odd, "--socket", rooms.groupSocket])
+        #expect(remove.status == 0, "lyre group remove: \(remove.stderr)")
+        #expect(try await listing().compactMap { $0["name"] as? String } == ["Kitchen"])
+        // A quote left open is refused with a line that says how to write one.
+        let open = try await rooms.network.run(["python3", "-c", """
+            import socket, sys; s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b'remove "Bed\\n')
+            print(s.makefile().readline().strip())
+            """, rooms.groupSocket])
+        #expect(open.stdout.hasPrefix("error") && open.stdout.contains("quoted word is not closed"), "\(open.stdout) \(open.stderr)")
+        try await play.waitForExit(timeout: 30)
+        #expect(play.status == 0, "lyre play: \(play.stderr)")
+        #expect(play.stderr.contains("'\(odd)' joined") && play.stderr.contains("'\(odd)' removed"), "\(play.stderr)")
+    }
+
     /// One room killed while the song plays: it leaves the playback alone, and the other plays on to the
     /// end without a gap.
     @Test func roomLostLeavesTheOthersPlaying() async throws {

@@ -57,9 +57,20 @@ struct PairingTests {
         }
     }
 
+    /// The ids of the receivers `lyre devices` finds now.
+    static func advertised(_ network: TestNetwork) async throws -> [String] {
+        let devices = try await network.run(["lyre", "devices", "--json", "--timeout", "1"])
+        let found = try JSONSerialization.jsonObject(with: Data(devices.stdout.utf8)) as? [[String: Any]] ?? []
+        return found.compactMap { $0["id"] as? String }
+    }
+
+    /// The name the sender pairs under: the user's text, with a space, quotes and `=`, which the control
+    /// socket's requests must carry whole (`LineWords`).
+    static let senderName = "Test \"sender\" = 1"
+
     /// Runs `lyre pair Kitchen`, typing what `typed` makes of the PIN the receiver shows.
     static func pair(_ receiver: Receiver, typed: (String) -> String = { $0 }) async throws -> Spawned {
-        let pair = try receiver.network.spawn(["lyre", "pair", "Kitchen", "--name", "Test sender"], input: true)
+        let pair = try receiver.network.spawn(["lyre", "pair", "Kitchen", "--name", senderName], input: true)
         var pin: String?
         _ = try await eventually(timeout: 15) {
             pin = try await receiver.pin()
@@ -126,7 +137,7 @@ struct PairingTests {
         let paired = try await receiver.remote(["paired", "--json"])
         let entries = try #require(try JSONSerialization.jsonObject(with: Data(paired.stdout.utf8)) as? [[String: Any]], "\(paired.stdout)")
         #expect(entries.count == 1)
-        #expect(entries.first?["name"] as? String == "Test sender")
+        #expect(entries.first?["name"] as? String == Self.senderName)
         let senderID = try #require(entries.first?["id"] as? String)
         let senderIDFile = network.scratch.appendingPathComponent("state/lyre/device-id").path
         #expect(try String(contentsOfFile: senderIDFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines) == senderID)
@@ -137,8 +148,9 @@ struct PairingTests {
         listed = try await network.run(["lyre", "pair", "--list"])
         #expect(listed.stdout.contains(id))
 
-        // Forgetting, on each side.
-        #expect(try await receiver.remote(["unpair", senderID]).status == 0)
+        // Forgetting, on each side: at the receiver by the sender's name, which has a space, quotes and `=`.
+        let unpaired = try await receiver.remote(["unpair", Self.senderName])
+        #expect(unpaired.status == 0 && unpaired.stdout.contains(senderID), "\(unpaired.stdout) \(unpaired.stderr)")
         #expect(try await receiver.remote(["paired"]).stdout.contains("no paired senders"))
         let forgot = try await network.run(["lyre", "pair", "--forget", "kitchen"])
         #expect(forgot.status == 0, "\(forgot.stderr)")
@@ -223,6 +235,63 @@ struct PairingTests {
                     "\(target): \(fooled.stderr)")
         }
         #expect(!receiver.process.stderr.contains("session from"), "the impostor got a session: \(receiver.process.stderr)")
+    }
+
+    /// A name the user paired reaches only the paired key (pairing.md §6). Paired with Kitchen, then another
+    /// receiver advertises Kitchen with --access open: while the real one is away, `lyre play --to Kitchen`
+    /// refuses it with one line naming both and sends it nothing; with the real one back as `Kitchen (2)`, the
+    /// name plays on the real one, encrypted; with neither there, it says the paired one is not on the network.
+    /// A plain session asked for by the other's id plays, and says so in its log line and in `lyre group`.
+    @Test func aPairedNamePlaysOnlyOnThePairedReceiver() async throws {
+        let network = try TestNetwork()
+        defer { network.close() }
+        var receiver = try await Receiver(network: network)
+        await receiver.waitUntilAdvertised()
+        #expect(try await Self.pair(receiver).status == 0)
+        let pairedID = try String(contentsOfFile: receiver.state + "/device-id", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let song = network.scratch.appendingPathComponent("song.wav").path
+        #expect(try await network.run(["python3", MultiRoomTests.audioTool, "sweep", song, "--rate", "44100", "--seconds", "3"]).status == 0)
+
+        // The real Kitchen goes away; another device takes its name, open to anyone.
+        receiver.process.signal(SIGTERM)
+        try await receiver.process.waitForExit(timeout: 10)
+        let otherState = network.scratch.appendingPathComponent("other.state").path
+        let other = try network.spawn(["lyred", "--access", "open", "--name", "Kitchen", "--port", "7751", "--state-dir", otherState,
+                                       "--output", "null", "--control-socket", network.scratch.appendingPathComponent("other.sock").path,
+                                       "--mpris", "off", "--log-level", "info"], name: "lyred-other")
+        #expect(await eventually { other.stderr.contains("advertised as 'Kitchen'") }, "\(other.stderr)")
+        let otherID = try String(contentsOfFile: otherState + "/device-id", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        // mDNS keeps a withdrawn record for a second (RFC 6762 §10.1): wait until the network shows only the other.
+        #expect(try await eventually { try await Self.advertised(network) == [otherID] }, "the other device alone is not seen")
+        let refused = try await network.run(["lyre", "play", song, "--to", "Kitchen", "--group-socket", "off"])
+        #expect(refused.status != 0)
+        #expect(refused.stderr.split(separator: "\n").count == 1 && refused.stderr.contains(otherID) && refused.stderr.contains(pairedID)
+                && refused.stderr.contains("is not the 'Kitchen' paired with"), "\(refused.stderr)")
+
+        // The real one comes back, as Kitchen (2): the name the user paired plays there, encrypted.
+        receiver.process = try Receiver.start(network, name: "Kitchen", state: receiver.state, socket: receiver.socket, access: "paired")
+        #expect(await eventually { receiver.process.stderr.contains("advertised as 'Kitchen (2)'") }, "\(receiver.process.stderr)")
+        let played = try await network.run(["lyre", "play", song, "--to", "Kitchen", "--group-socket", "off"])
+        #expect(played.status == 0, "\(played.stderr)")
+        #expect(!played.stderr.contains("unencrypted"), "\(played.stderr)")
+        #expect(receiver.process.stderr.contains("TLS and SRTP"), "\(receiver.process.stderr)")
+        #expect(!other.stderr.contains("session from"), "the other device got a session: \(other.stderr)")
+
+        // Asked for by its own id, the other device plays in plain: said at the start, and in lyre group.
+        let groupSocket = network.scratch.appendingPathComponent("group.sock").path
+        let plain = try network.spawn(["lyre", "play", song, "--to", otherID, "--group-socket", groupSocket])
+        #expect(await eventually { other.stderr.contains("session from") }, "\(other.stderr)")
+        let group = try await network.run(["lyre", "group", "--socket", groupSocket])
+        #expect(group.stdout.contains("SECURITY") && group.stdout.contains("plain"), "\(group.stdout) \(group.stderr)")
+        try await plain.waitForExit(timeout: 20)
+        #expect(plain.status == 0 && plain.stderr.contains("not paired: audio, now playing and artwork go unencrypted"), "\(plain.stderr)")
+
+        // Neither there: the paired one is said to be missing, and nothing plays.
+        for process in [receiver.process, other] { process.signal(SIGTERM) }
+        for process in [receiver.process, other] { try await process.waitForExit(timeout: 10) }
+        #expect(try await eventually { try await Self.advertised(network).isEmpty })
+        let missing = try await network.run(["lyre", "play", song, "--to", "Kitchen", "--group-socket", "off", "--timeout", "2"])
+        #expect(missing.status != 0 && missing.stderr.contains("is not on the network") && missing.stderr.contains(pairedID), "\(missing.stderr)")
     }
 
     /// A third host that sees the timing requests forges replies from the sender's address and port, claiming
