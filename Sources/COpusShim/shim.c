@@ -23,3 +23,7 @@ int lyre_opus_encoder_set_vbr_constraint(OpusEncoder *encoder, int constrained) 
 int lyre_opus_encoder_get_lookahead(OpusEncoder *encoder, int *samples) {
     return opus_encoder_ctl(encoder, OPUS_GET_LOOKAHEAD(samples));
 }
+
+int lyre_opus_encoder_reset(OpusEncoder *encoder) {
+    return opus_encoder_ctl(encoder, OPUS_RESET_STATE);
+}

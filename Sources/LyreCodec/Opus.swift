@@ -59,6 +59,13 @@ public struct OpusEncoder: ~Copyable {
         return Int(samples)
     }
 
+    /// Forgets the audio before (`OPUS_RESET_STATE`): the next packet decodes as a stream's first, whose first
+    /// `lookahead` samples are silence before what is encoded next. The sender does it where its audio does not
+    /// go on from what it last encoded (a resume from pause, streaming.md §3).
+    public func reset() throws(OpusError) {
+        _ = try OpusError.check(lyre_opus_encoder_reset(handle), "OPUS_RESET_STATE")
+    }
+
     /// Encodes one frame of interleaved stereo float samples (`frames` per channel: 120…5760).
     public func encode(_ pcm: UnsafeBufferPointer<Float>, frames: Int) throws(OpusError) -> [UInt8] {
         precondition(pcm.count >= frames * 2, "one frame of interleaved stereo samples")

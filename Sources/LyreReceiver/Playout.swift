@@ -146,7 +146,12 @@ public struct Playout: ~Copyable {
         if let anchor { self.anchor = (anchor.rtpTime, anchor.senderClock) }
     }
 
-    public mutating func flush(nextSequence: UInt16?) {
+    /// Stops at once: what is staged and not yet put out is dropped. Returns the RTP position of the first
+    /// input sample not put out, when audio was playing (`Lyre-Stopped-At`, streaming.md §3), so that the
+    /// sender resumes from exactly there.
+    @discardableResult
+    public mutating func flush(nextSequence: UInt16?) -> UInt32? {
+        let stopped = audible ? UInt32(truncatingIfNeeded: Int64(position.rounded(.up))) : nil
         buffer.flush(nextSequence: nextSequence)
         requests.reset(next: buffer.nextDue)
         reception.restart(next: buffer.nextDue)
@@ -159,6 +164,7 @@ public struct Playout: ~Copyable {
         inTune = false
         anchor = nil
         recording = false
+        return stopped
     }
 
     public mutating func addTimingSample(localTime: UInt64, offset: Int64, delay: Int64) {

@@ -411,9 +411,9 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             return
         }
         let info = request.headers["RTP-Info"].map(RTPInfo.init(parsing:))
-        controller.withPlayout { $0.flush(nextSequence: info?.sequence) }
+        let stopped = controller.withPlayout { $0.flush(nextSequence: info?.sequence) }
         state = .ready
-        send(.response(200, cseq: cseq, headers: [("Session", sessionID!)]))
+        send(.response(200, cseq: cseq, headers: [("Session", sessionID!)] + (stopped.map { [("Lyre-Stopped-At", String($0))] } ?? [])))
     }
 
     /// Only on a connection with a session (`handle` refuses the rest), so every parameter is that session's.

@@ -183,8 +183,18 @@ public final class StreamSession: @unchecked Sendable {
     private var framesSinceAnchor: UInt64 = 0
     private var sequence: UInt16
     private let ssrc: UInt32
-    /// Recently sent frames, by index since the anchor, to take back on pause.
-    private var history: [(index: UInt64, pcm: ArraySlice<Float>)] = []
+    /// Recently sent frames, by index since the anchor, to take back on pause: the app's audio (`content`), or
+    /// the frame of silence that carries the encoder's look-ahead out after it.
+    private var history: [(index: UInt64, pcm: ArraySlice<Float>, content: Bool)] = []
+    /// The Opus encoder's delay, samples (`OpusEncoder.lookahead`; 312 at 48 kHz): a packet decodes to the last
+    /// `encoderDelay` samples of the frame before it, then its own frame less as many. Set by the pacer.
+    private var encoderDelay = 0
+    /// True while the encoder holds audio that no packet has carried out yet (the tail of the last frame sent):
+    /// the next slot with nothing queued sends a frame of silence that carries it (the stream's end, or the app's
+    /// audio running dry), so that every sample enqueued is played.
+    private var tailUnflushed = false
+    /// Set on pause: the audio resumed does not go on from what the encoder last saw, so it starts afresh.
+    private var resetEncoder = false
     /// The same frames as sent (RTP packets), for a room that joins: it gets those not yet due at once.
     private var sentPackets: [(index: UInt64, sequence: UInt16, bytes: [UInt8])] = []
     private var routeChangeHandlers: [@Sendable (OutputRouteChangeReason) -> Void] = []
@@ -547,25 +557,54 @@ public final class StreamSession: @unchecked Sendable {
         }
     }
 
-    /// Stops at once (FLUSH) in every room. Audio sent but not yet played is taken back, so `start()`
-    /// resumes exactly.
+    /// Stops at once (FLUSH) in every room. Audio sent but not yet played is taken back, from the sample where
+    /// the receivers' outputs stopped (`Lyre-Stopped-At` in FLUSH's answer, streaming.md §3; else from the
+    /// frame due now), so `start()` resumes exactly: no sample lost, none played twice.
     public func pause() throws {
         try control.withLock {
-            let (seq, rtp) = lock.withLock { () -> (UInt16, UInt32) in
+            let (seq, rtp, estimate) = lock.withLock { () -> (UInt16, UInt32, UInt32) in
                 running = false
                 let now = HostClock.now()
                 let played = now > anchorClock + latency ? (now - anchorClock - latency) / frameNanoseconds : 0
-                let unplayed = history.filter { $0.index >= played }
-                queue.prepend(unplayed.flatMap { $0.pcm })
-                let rewind = UInt64(unplayed.count)
-                framesSinceAnchor -= min(rewind, framesSinceAnchor)
-                history.removeAll()
-                sentPackets.removeAll()
-                return (sequence, anchorRTP &+ UInt32(truncatingIfNeeded: framesSinceAnchor * UInt64(frameSamples)))
+                let rtp = anchorRTP &+ UInt32(truncatingIfNeeded: framesSinceAnchor * UInt64(frameSamples))
+                return (sequence, rtp, anchorRTP &+ UInt32(truncatingIfNeeded: played * UInt64(frameSamples)))
             }
             let headers = [("RTP-Info", RTPInfo(sequence: seq, rtpTime: rtp).serialized)]
-            _ = try broadcast("FLUSH") { _ in (headers, []) }
+            var answers: [(Link, RTSPMessage)] = []
+            defer {
+                // The rooms stopped at slightly different samples: resume from the earliest, so none skips audio.
+                let stops = answers.compactMap { $0.1.headers["Lyre-Stopped-At"].flatMap(UInt32.init) }
+                lock.withLock { takeBack(from: stops.min { Int32(bitPattern: $0 &- $1) < 0 } ?? estimate) }
+            }
+            answers = try broadcast("FLUSH") { _ in (headers, []) }
         }
+    }
+
+    /// Puts back in the queue, in order, the app's audio from the decoded stream's RTP position `stop` on (what
+    /// no room has played), forgets what was sent, and has the encoder start afresh. A packet decodes to the last
+    /// `encoderDelay` samples of the frame encoded before it and then its own, so the audio at `stop` may begin in
+    /// the frame before the one that holds `stop`. Under `lock`.
+    private func takeBack(from stop: UInt32) {
+        let relative = Int64(Int32(bitPattern: stop &- anchorRTP))
+        let samples = Int64(frameSamples)
+        let slot = relative < 0 ? 0 : relative / samples
+        // Where in `slot`'s own frame the audio at `stop` is, when it is there (the encoder's input offset).
+        let offset = relative < 0 ? 0 : relative % samples - Int64(encoderDelay)
+        var back: [Float] = []
+        if offset < 0, let previous = history.last(where: { $0.index < slot }), previous.content,
+            history.contains(where: { $0.index == slot })
+        {
+            // The audio at `stop` is the tail of the frame before, which only `slot`'s packet carried out.
+            back += previous.pcm.suffix(Int(-offset) * 2)
+        }
+        for frame in history where frame.index >= slot && frame.content {
+            back += frame.index == slot ? frame.pcm.dropFirst(Int(max(0, offset)) * 2) : frame.pcm
+        }
+        queue.prepend(back)
+        history.removeAll()
+        sentPackets.removeAll()
+        tailUnflushed = false
+        resetEncoder = true
     }
 
     /// Drops queued audio (for a seek: pause, drop, enqueue from the new position, start).
@@ -704,13 +743,13 @@ public final class StreamSession: @unchecked Sendable {
         }
     }
 
-    /// Waits, on the pacer's signal, until fewer than `samples` are queued; false when the session ended
-    /// (or, unless `whilePaused`, stopped running) first.
-    private func waitForQueue(below samples: Int, whilePaused: Bool) -> Bool {
+    /// Waits, on the pacer's signal, until fewer than `samples` are queued (and, when `flushed`, the encoder's
+    /// tail has been sent too); false when the session ended (or, unless `whilePaused`, stopped running) first.
+    private func waitForQueue(below samples: Int, whilePaused: Bool, flushed: Bool = false) -> Bool {
         while true {
             let state = lock.withLock { () -> Bool? in
                 if ended || (!whilePaused && !running) { return false }
-                if queue.count < samples { return true }
+                if queue.count < samples, !flushed || !tailUnflushed { return true }
                 queueWaiters += 1
                 return nil
             }
@@ -761,7 +800,7 @@ public final class StreamSession: @unchecked Sendable {
     /// Sends what is queued, waits until it has played, then TEARDOWN and close.
     public func finish() {
         lock.withLock { finishing = true }
-        _ = waitForQueue(below: 1, whilePaused: false)
+        _ = waitForQueue(below: 1, whilePaused: false, flushed: true)
         let until = sentUntil
         if lock.withLock({ running && !ended }) { HostClock.sleep(until: until + 20_000_000) }
         close()
@@ -859,10 +898,19 @@ public final class StreamSession: @unchecked Sendable {
     private func pace() {
         do {
             let encoder = try OpusEncoder(bitrate: configuration.bitrate)
+            lock.withLock { encoderDelay = encoder.lookahead }
             pace(with: encoder)
         } catch {
             close()
         }
+    }
+
+    /// Keeps a frame just sent for a pause to take back, and as many before it as can still be unplayed.
+    /// Under `lock`.
+    private func keep(_ frame: (index: UInt64, pcm: ArraySlice<Float>, content: Bool)) {
+        history.append(frame)
+        let keep = Int((latency + lead) / frameNanoseconds) + 4
+        if history.count > keep { history.removeFirst(history.count - keep) }
     }
 
     private func pace(with encoder: borrowing OpusEncoder) {
@@ -885,7 +933,7 @@ public final class StreamSession: @unchecked Sendable {
                 continue
             }
             HostClock.sleep(until: step.due > lead ? step.due - lead : 0)
-            let frame = lock.withLock { () -> (pcm: ArraySlice<Float>?, index: UInt64, seq: UInt16, rtp: UInt32)? in
+            let frame = lock.withLock { () -> (pcm: ArraySlice<Float>?, index: UInt64, seq: UInt16, rtp: UInt32, reset: Bool)? in
                 guard running else { return nil }
                 let index = framesSinceAnchor
                 let rtp = anchorRTP &+ UInt32(truncatingIfNeeded: index * UInt64(frameSamples))
@@ -896,14 +944,22 @@ public final class StreamSession: @unchecked Sendable {
                     silenceSinceAnchor += pendingSilence
                     pendingSilence = 0
                     if pcm.count < samplesPerFrame { pcm.append(contentsOf: repeatElement(0, count: samplesPerFrame - pcm.count)) }
-                    history.append((index, pcm))
-                    let keep = Int((latency + lead) / frameNanoseconds) + 4
-                    if history.count > keep { history.removeFirst(history.count - keep) }
-                    defer { sequence &+= 1 }
-                    return (pcm, index, sequence, rtp)
+                    keep((index, pcm, true))
+                    tailUnflushed = true
+                    defer { sequence &+= 1; resetEncoder = false }
+                    return (pcm, index, sequence, rtp, resetEncoder)
                 }
                 pendingSilence += UInt64(frameSamples)
-                return (nil, index, sequence, rtp)  // nothing queued: the slot passes in silence
+                if tailUnflushed {
+                    // The first slot with nothing queued after audio: a frame of silence carries the last
+                    // `encoderDelay` samples of that audio out of the encoder, so a stream never ends cut.
+                    tailUnflushed = false
+                    let silence = ArraySlice(repeatElement(Float(0), count: samplesPerFrame))
+                    keep((index, silence, false))
+                    defer { sequence &+= 1 }
+                    return (silence, index, sequence, rtp, false)
+                }
+                return (nil, index, sequence, rtp, false)  // nothing queued: the slot passes in silence
             }
             wakeQueueWaiters()
             guard let frame, let pcm = frame.pcm else {
@@ -914,6 +970,7 @@ public final class StreamSession: @unchecked Sendable {
                 continue
             }
             sentLastSlot = true
+            if frame.reset { try? encoder.reset() }
             guard let payload = try? pcm.withUnsafeBufferPointer({ try encoder.encode($0, frames: frameSamples) }) else { continue }
             // One encode, the same packet to every room.
             let packet = RTPPacket(marker: false, payloadType: 96, sequenceNumber: frame.seq, timestamp: frame.rtp, ssrc: ssrc, payload: payload)

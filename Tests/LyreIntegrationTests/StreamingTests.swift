@@ -36,10 +36,11 @@ struct StreamingTests {
 
     /// `audio.py sweep` into the scratch directory: a 100 Hz–8 kHz sweep, or `signal` "full" (20 Hz–20 kHz)
     /// or "music" (music-like material).
-    static func sweep(_ network: TestNetwork, rate: Int, seconds: Double = 3, signal: String = "sweep") async throws -> String {
-        let path = network.scratch.appendingPathComponent("\(signal)-\(rate)-\(seconds).wav").path
+    /// `hardEnds`: the signal starts and ends at full level (no fade), as a chime that ends loud.
+    static func sweep(_ network: TestNetwork, rate: Int, seconds: Double = 3, signal: String = "sweep", hardEnds: Bool = false) async throws -> String {
+        let path = network.scratch.appendingPathComponent("\(signal)-\(rate)-\(seconds)\(hardEnds ? "-hard" : "").wav").path
         let made = try await network.run(["python3", audioTool, "sweep", path, "--rate", String(rate), "--seconds", String(seconds),
-                                          "--signal", signal])
+                                          "--signal", signal] + (hardEnds ? ["--no-fade"] : []))
         #expect(made.status == 0, "\(made.stderr)")
         return path
     }
@@ -58,18 +59,84 @@ struct StreamingTests {
         #expect(gaps == 0, "dropouts: \(comparison)", sourceLocation: sourceLocation)
     }
 
-    @Test(arguments: [250, 20])
-    func lyrePlayArrivesIntact(latency: Int) async throws {
+    /// The output holds the input from its first sample to its last: the first and last 20 ms of the input
+    /// are in the output as cleanly as the rest, and (`lags`) the first and last half second lie at the same
+    /// lag, to half a sample, so no sample was lost or added between them. The lags need a signal alike at
+    /// both ends, such as music: Opus's 3 Hz high-pass moves a 100 Hz tone a sample earlier than 8 kHz.
+    static func expectWhole(_ comparison: [String: Any], lags: Bool = true, sourceLocation: SourceLocation = #_sourceLocation) {
+        for edge in ["head_snr_db", "tail_snr_db"] {
+            let snr = comparison[edge] as? Double ?? -100
+            #expect(snr >= 20, "\(edge) \(snr) dB: \(comparison)", sourceLocation: sourceLocation)
+        }
+        guard lags else { return }
+        let head = comparison["head_lag_samples"] as? Double ?? 0, tail = comparison["tail_lag_samples"] as? Double ?? .infinity
+        #expect(abs(head - tail) < 0.5, "samples lost or added between the start and the end: \(comparison)", sourceLocation: sourceLocation)
+    }
+
+    /// A signal that ends at full level, at 48 kHz in whole packets (10 and 20 ms), and at 44.1 kHz (the
+    /// sender's resampling is then part of what is checked) with a length that is not a whole number of
+    /// packets: the last part packet and the Opus encoder's look-ahead (6.5 ms) after it must go out, and the
+    /// output hold the input to its last sample.
+    @Test(arguments: [(250, 48000, 3.0), (20, 48000, 3.0), (250, 44100, 3.0117)])
+    func lyrePlayArrivesIntact(latency: Int, rate: Int, seconds: Double) async throws {
         let rig = try await Rig()
         defer { rig.network.close() }
-        // 44.1 kHz input, so the sender's resampling is part of what is checked, and a length that is not a
-        // whole number of 20 ms packets: the last part packet must go out and lyre play end cleanly.
-        let sweep = try await Self.sweep(rig.network, rate: 44100, seconds: 3.0117)
+        let sweep = try await Self.sweep(rig.network, rate: rate, seconds: seconds, hardEnds: true)
         let play = try await rig.network.run(["lyre", "play", sweep, "--to", "Speaker", "--latency", String(latency)])
         #expect(play.status == 0, "lyre play: \(play.stderr)")
         try await rig.stop()
-        Self.expectSameAudio(try await Self.compare(rig.network, reference: sweep, output: rig.output))
+        let comparison = try await Self.compare(rig.network, reference: sweep, output: rig.output)
+        Self.expectSameAudio(comparison)
+        Self.expectWhole(comparison, lags: false)
         #expect(rig.lyred.stderr.contains("late=0"), "\(rig.lyred.stderr)")
+    }
+
+    /// A queue of two files cut from one signal at a sample that is not a packet boundary plays gapless: the
+    /// output is the whole signal, no sample lost or added where the tracks meet.
+    @Test func aQueuePlaysGaplessFromFirstSampleToLast() async throws {
+        let rig = try await Rig()
+        defer { rig.network.close() }
+        let whole = try await Self.sweep(rig.network, rate: 48000, seconds: 4, signal: "music")
+        let first = rig.network.scratch.appendingPathComponent("first.wav").path
+        let second = rig.network.scratch.appendingPathComponent("second.wav").path
+        let cut = try await rig.network.run(["python3", "-c", """
+            import sys, wave
+            r = wave.open(sys.argv[1]); p = r.getparams(); n = r.getnframes(); a = r.readframes(104_123); b = r.readframes(n)
+            for path, data in ((sys.argv[2], a), (sys.argv[3], b)):
+                w = wave.open(path, "wb"); w.setparams(p); w.writeframes(data); w.close()
+            """, whole, first, second])
+        #expect(cut.status == 0, "\(cut.stderr)")
+        let play = try await rig.network.run(["lyre", "play", first, second, "--to", "Speaker"])
+        #expect(play.status == 0, "lyre play: \(play.stderr)")
+        try await rig.stop()
+        let comparison = try await Self.compare(rig.network, reference: whole, output: rig.output)
+        Self.expectSameAudio(comparison)
+        Self.expectWhole(comparison)
+    }
+
+    /// Paused at the receiver and played again, the output goes on from exactly the sample where it stopped:
+    /// none lost (the encoder's look-ahead before the pause), none played twice (what the receiver had put out
+    /// when the pause came). The end is whole too.
+    @Test func pauseAndPlayResumeAtTheSampleWhereTheOutputStopped() async throws {
+        let rig = try await Rig()
+        defer { rig.network.close() }
+        let sweep = try await Self.sweep(rig.network, rate: 48000, seconds: 5, hardEnds: true)
+        let play = try rig.network.spawn(["lyre", "play", sweep, "--to", "Speaker", "--group-socket", "off"])
+        #expect(await eventually { rig.lyred.stderr.contains("now playing:") }, "\(rig.lyred.stderr)")
+        try await Task.sleep(for: .seconds(1.7))
+        let pause = try await rig.network.run(["lyre", "remote", "pause"])
+        #expect(pause.status == 0, "lyre remote pause: \(pause.stderr)")
+        try await Task.sleep(for: .seconds(1))
+        let resume = try await rig.network.run(["lyre", "remote", "play"])
+        #expect(resume.status == 0, "lyre remote play: \(resume.stderr)")
+        try await play.waitForExit(timeout: 30)
+        #expect(play.status == 0, "lyre play: \(play.stderr)")
+        try await rig.stop()
+        let result = try await rig.network.run(["python3", Self.audioTool, "splice", sweep, rig.output])
+        let splice = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any], "\(result.stderr)")
+        let lost = splice["lost"] as? Int ?? .max
+        #expect(abs(lost) <= 2, "samples lost (> 0) or played twice (< 0) at the pause: \(splice)")
+        #expect((splice["pause_seconds"] as? Double ?? 0) > 0.5, "\(splice)")
     }
 
     @Test func alsaFilePluginGetsTheAudio() async throws {

@@ -86,8 +86,9 @@ def cmd_sweep(a):
     x = np.sin(2 * np.pi * f1 * a.seconds / k * np.expm1(t * k / a.seconds))
     nf = min(int(round(0.010 * a.rate)), n // 2)
     ramp = 0.5 - 0.5 * np.cos(np.pi * np.arange(nf) / nf)
-    x[:nf] *= ramp
-    x[n - nf:] *= ramp[::-1]
+    if not a.no_fade:
+        x[:nf] *= ramp
+        x[n - nf:] *= ramp[::-1]
     lead = np.zeros(int(round(a.lead_silence * a.rate)))
     channels = np.repeat(x[:, None], a.channels, axis=1)
     if a.signal == "music":
@@ -249,8 +250,10 @@ def find_lag(ref, out, max_lag):
         return 0                               # nothing to align (silent or empty)
     n = fft_size(len(seg) + len(ref))
     corr = np.fft.irfft(np.fft.rfft(seg, n) * np.conj(np.fft.rfft(ref, n)), n)
+    # Lags 0 … len(seg)−1 sit at the front of the circular correlation and −1 … −(len(ref)−1) at its end; n is
+    # at least their sum, so nothing between them is a lag (halving n there lost every lag past n/2).
     lags = np.arange(n)
-    lags[lags >= n // 2] -= n
+    lags[lags >= len(seg)] -= n
     ok = (lags <= min(max_lag, len(seg) - 1)) & (lags >= -min(max_lag, len(ref) - 1))
     if not ok.any():
         return 0
@@ -298,8 +301,30 @@ def cmd_compare(a):
     gaps = int(np.count_nonzero(active & (db(ow) < OUT_SILENT_DB)))
     win_snr = [ratio_db(gain * gain * float(np.dot(x, x)), float(np.dot(e, e)))
                for x, e in zip(rw[active], ew[active])]
+    # The edges too, first sample to last, at the whole-sample lag (a meter of windows missed a cut ending):
+    # the SNR of REF's first and last EDGE_S against OUT, and the lag of REF's first and last half second
+    # found on their own, which differ when a sample was lost or added anywhere between them.
+    head, tail = ref[:edge], ref[len(ref) - edge:]
+    ahead, atail = aligned[:edge], aligned[len(ref) - edge:]
+    edge_snr = lambda x, y: ratio_db(gain * gain * float(np.dot(x, x)), float(np.dot(y - gain * x, y - gain * x)))
+    half = min(len(ref) // 2, int(0.5 * rate))
+    reach = int(0.1 * rate)
+    def part_lag(start):
+        # To a hundredth of a sample: the correlation's peak, refined by a parabola through it and its
+        # neighbours (a whole-sample argmax wavers by one on low notes through a lossy codec).
+        seg = ref[start:start + half]
+        lo = max(0, start + lag - reach)
+        whole = lo + find_lag(seg, out[lo:], 2 * reach)
+        c = [float(np.dot(out[whole + d:whole + d + half], seg)) if 0 <= whole + d and whole + d + half <= len(out) else 0.0
+             for d in (-1, 0, 1)]
+        bend = c[0] - 2 * c[1] + c[2]
+        return round(whole - start + (0.5 * (c[0] - c[2]) / bend if bend < 0 else 0.0), 2)
     print(json.dumps({
         "lag_samples": int(round(lag * 48000 / rate)),
+        "head_snr_db": round(edge_snr(head, ahead), 3),
+        "tail_snr_db": round(edge_snr(tail, atail), 3),
+        "head_lag_samples": part_lag(0),
+        "tail_lag_samples": part_lag(len(ref) - half),
         "snr_db": round(snr, 3),
         "gain": round(gain, 6),
         "gaps": gaps,
@@ -308,6 +333,52 @@ def cmd_compare(a):
         "out_seconds": round(out_seconds, 6),
         "matched_seconds": round(matched_seconds, 6),
     }))
+    return 0
+
+
+def cmd_splice(a):
+    """REF played with one pause in it: OUT is REF up to a point, silence, then REF again from a point. Says
+    where OUT stopped in REF (heard_before: REF samples heard before the pause) and where it went on
+    (resumed_at), so lost = resumed_at - heard_before: samples never played (> 0) or played twice (< 0)."""
+    ref, ref_rate = read_wav(a.ref)
+    out, rate = read_wav(a.out)
+    ref = resample(ref, ref_rate, rate)
+    # The pause: the longest run of digital silence (|x| < 2^-15) in OUT past its first audio.
+    quiet = np.abs(out) < 1.0 / 32768
+    first = int(np.argmax(~quiet))
+    runs, start = [], None
+    for i in range(first, len(out)):
+        if quiet[i] and start is None:
+            start = i
+        elif not quiet[i] and start is not None:
+            runs.append((start, i))
+            start = None
+    if not runs:
+        print(json.dumps({"error": "no pause found in OUT"}))
+        return 1
+    g0, g1 = max(runs, key=lambda r: r[1] - r[0])
+    half = int(0.5 * rate)
+    lag1 = find_lag(ref[:half], out[:g0], g0)
+    lag2 = g1 + find_lag(ref[len(ref) - half:], out[g1:], len(out) - g1) - (len(ref) - half)
+    scale = float(np.max(np.abs(ref))) or 1.0
+    gain = float(np.dot(out[lag1:lag1 + half], ref[:half]) / (np.dot(ref[:half], ref[:half]) or 1.0))
+    run = 32
+
+    def matches(lag, n):
+        lo, hi = n + lag, n + lag + run
+        if n < 0 or n + run > len(ref) or lo < 0 or hi > len(out):
+            return False
+        return bool(np.all(np.abs(out[lo:hi] - gain * ref[n:n + run]) < 0.1 * scale))
+    # Heard before: past the last sample that OUT holds at lag1; resumed: the first it holds at lag2.
+    n = g0 - lag1 - run
+    while n > 0 and not matches(lag1, n):
+        n -= 1
+    heard = n + run
+    m = max(0, g1 - lag2 - 4 * run)
+    while m < len(ref) - run and not matches(lag2, m):
+        m += 1
+    print(json.dumps({"heard_before": heard, "resumed_at": m, "lost": m - heard,
+                      "pause_seconds": round((g1 - g0) / rate, 3), "lag_before": lag1, "lag_after": lag2}))
     return 0
 
 
@@ -483,6 +554,7 @@ def main():
     s.add_argument("--level-db", type=float, default=-6.0, help="peak level in dBFS")
     s.add_argument("--lead-silence", type=float, default=0.0, help="seconds of silence before the sweep")
     s.add_argument("--split", action="store_true", help="second channel sweeps down instead")
+    s.add_argument("--no-fade", action="store_true", help="start and end at full level, as a chime that ends loud")
     s.add_argument("--signal", choices=["sweep", "full", "music"], default="sweep",
                    help="sweep: 100 Hz to 8 kHz; full: 20 Hz to 20 kHz; music: music-like material (chords, drums)")
     c = sub.add_parser("compare", help="align OUT to REF and measure it")
@@ -504,6 +576,9 @@ def main():
                    help="the settled figures leave out the windows of the first S seconds")
     y.add_argument("--expect-ms", type=float, default=0.0, metavar="MS",
                    help="look for A's sound this much later in B (a room with an output delay plays early: negative)")
+    sp = sub.add_parser("splice", help="where a paused play of REF stopped and went on in OUT")
+    sp.add_argument("ref", metavar="REF")
+    sp.add_argument("out", metavar="OUT")
     p = sub.add_parser("presentation", help="summarise a receiver presentation log")
     p.add_argument("log", metavar="LOG.csv")
     h = sub.add_parser("heard", help="when audio frame F of the session was presented")
@@ -515,7 +590,7 @@ def main():
     a = ap.parse_args()
     if a.cmd == "sweep" and (a.seconds <= 0.02 or a.rate <= 0 or a.channels < 1 or a.lead_silence < 0):
         ap.error("need --seconds > 0.02, --rate > 0, --channels >= 1, --lead-silence >= 0")
-    return {"sweep": cmd_sweep, "compare": cmd_compare, "sync": cmd_sync, "presentation": cmd_presentation, "heard": cmd_heard,
+    return {"sweep": cmd_sweep, "compare": cmd_compare, "splice": cmd_splice, "sync": cmd_sync, "presentation": cmd_presentation, "heard": cmd_heard,
             "level": cmd_level}[a.cmd](a)
 
 
