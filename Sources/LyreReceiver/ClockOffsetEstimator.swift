@@ -6,8 +6,12 @@
 /// `capacity` samples, takes the lowest-delay quarter of them (at least the best three), and fits a line
 /// `offset(t) = a + b·(t − t̄)` through those by least squares: `a` is the offset at their mean time and `b`
 /// the drift. Until the chosen samples span `minimumSpan` the line is flat through the best sample (a slope
-/// from a few samples 20 ms apart would be noise). A step of the sender's clock (every sample of the last
-/// three more than `stepThreshold` off the line) restarts the filter from those samples.
+/// from a few samples 20 ms apart would be noise). A slope that is not `significance` standard errors away
+/// from zero is noise too, and the line stays flat through the chosen samples' mean: a sender whose clock runs
+/// at the receiver's rate (the same host, or one disciplined clock) must not seem to drift by the few ppm
+/// that a handful of samples' jitter makes, or the output would leave its in-tune passthrough (§6.1) for
+/// nothing. A step of the sender's clock (every sample of the last three more than `stepThreshold` off the
+/// line) restarts the filter from those samples.
 ///
 /// Pure: no clock of its own; every time is given.
 public struct ClockOffsetEstimator: Sendable {
@@ -42,9 +46,16 @@ public struct ClockOffsetEstimator: Sendable {
     public private(set) var outliers = 0
     public private(set) var steps = 0
 
+    /// The least error a sample's offset is taken to have, as a share of the best round trip.
+    public let delayShare: Double
+    /// How many standard errors from zero a fitted slope must be to count as drift.
+    public let significance: Double
+
     public init(capacity: Int = 64, minimumSpan: UInt64 = 2_000_000_000, maximumDriftPPM: Double = 500,
-                stepThreshold: Int64 = 5_000_000) {
+                stepThreshold: Int64 = 5_000_000, significance: Double = 5, delayShare: Double = 0.29) {
+        self.delayShare = delayShare
         self.capacity = capacity
+        self.significance = significance
         self.minimumSpan = minimumSpan
         self.maximumDriftPPM = maximumDriftPPM
         self.stepThreshold = stepThreshold
@@ -126,7 +137,19 @@ public struct ClockOffsetEstimator: Sendable {
             sxy += (x - mx) * (y - my)
         }
         let bound = maximumDriftPPM * 1e-6
-        let slope = sxx > 0 ? min(max(sxy / sxx, -bound), bound) : 0
+        let fitted = sxx > 0 ? sxy / sxx : 0
+        // The slope's standard error, from the residuals' spread, and never less than a share of the best
+        // round trip: an exchange's offset is true only to within half its round trip, and with three samples
+        // the residuals have one degree of freedom and can be small by chance; the round trip cannot.
+        var residuals = 0.0
+        for (x, y) in zip(xs, ys) {
+            let r = y - (my + fitted * (x - mx))
+            residuals += r * r
+        }
+        let floor = Double(best.delay) * delayShare
+        let variance = max(residuals / max(1, n - 2), floor * floor)
+        let standardError = sxx > 0 ? (variance / sxx).squareRoot() : .infinity
+        let slope = abs(fitted) > significance * standardError ? min(max(fitted, -bound), bound) : 0
         line = (first + UInt64(mx.rounded()), my, slope)
     }
 }

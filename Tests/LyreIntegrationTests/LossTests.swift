@@ -69,7 +69,11 @@ struct LossTests {
         let same = try await rooms.json(["compare", rooms.path("Clean", "wav"), rooms.path("Lossy", "wav")])
         let snr = same["snr_db"] as? Double ?? 0
         let worst = same["worst_window_snr_db"] as? Double ?? 0
-        #expect(snr >= 60 && worst > 20 && same["gaps"] as? Int == 0, "lossy against clean: \(same)")
+        // Both rooms' last stats lines (in tune or not, learnt skew, clock drift), so that a failure says why.
+        let lines = ["Clean", "Lossy"].map { room in
+            "\(room): " + (rooms.lyred[room]!.stderr.split(separator: "\n").last { $0.contains("stats:") }.map(String.init) ?? "no stats line")
+        }
+        #expect(snr >= 60 && worst > 20 && same["gaps"] as? Int == 0, "lossy against clean: \(same); \(lines.joined(separator: "; "))")
         StreamingTests.expectSameAudio(try await rooms.compare(sweep, "Lossy"))
     }
 

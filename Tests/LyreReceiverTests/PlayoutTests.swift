@@ -59,14 +59,16 @@ struct PlayoutTests {
         playout.repairsFromFEC = fecRow != nil  // as SETUP does when the sender sends FEC
         let start: UInt64 = 5_000_000_000
         let offset: Int64 = 1_234_567  // sender minus local
-        // Timing samples one a second over the run: the sender's clock drifts by senderDriftPPM.
+        // Timing samples one a second over the run: the sender's clock drifts by senderDriftPPM. Exact, over
+        // an idle link's 10 µs round trip (the clock filter takes a sample's offset as uncertain by a share of
+        // its round trip, and a drift from 3 samples as real only past 5 standard errors: ClockFilterTests).
         func senderOffset(at local: UInt64) -> Int64 {
             offset + Int64(Double(Int64(local) - Int64(start)) * senderDriftPPM * 1e-6)
         }
         var nextSample = start - 3_000_000_000
         func feedTiming(until local: UInt64) {
             while nextSample <= local {
-                playout.addTimingSample(localTime: nextSample, offset: senderOffset(at: nextSample), delay: 50_000)
+                playout.addTimingSample(localTime: nextSample, offset: senderOffset(at: nextSample), delay: 10_000)
                 nextSample += 1_000_000_000
             }
         }

@@ -464,10 +464,18 @@ def cmd_sync(a):
     ab = np.abs(o)
     # Settled: the windows from --settle seconds after the first one on (the rooms' controllers catching up
     # with their skews at the start are left out).
-    settled = ab[np.array(times) - times[0] >= a.settle * 1e9]
+    since = (np.array(times) - times[0]) / 1e9
+    settled = ab[since >= a.settle]
+    # Converged: from the first window after which every window is within --within µs (the controllers have
+    # caught their skews up), as seconds after the first window.
+    outside = np.nonzero(ab > a.within)[0]
+    converged = 0.0 if len(outside) == 0 else (float(since[outside[-1] + 1]) if outside[-1] + 1 < len(ab) else None)
     print(json.dumps({"windows": len(o), "unmatched": unmatched, "p50_us": round(float(np.percentile(ab, 50)), 3),
                       "p99_us": round(float(np.percentile(ab, 99)), 3), "max_us": round(float(ab.max()), 3),
                       "mean_us": round(float(o.mean()), 3),
+                      "converged_s": None if converged is None else round(converged, 3),
+                      # The five windows furthest apart, as [seconds after the first, µs], for a failure to show.
+                      "worst": [[round(float(since[i]), 2), round(float(o[i]), 1)] for i in np.argsort(-ab)[:5]],
                       "settled_windows": int(len(settled)),
                       "settled_p99_us": round(float(np.percentile(settled, 99)), 3) if len(settled) else None,
                       "settled_max_us": round(float(settled.max()), 3) if len(settled) else None}))
@@ -574,6 +582,8 @@ def main():
     y.add_argument("--every", type=float, default=0.25, metavar="S")
     y.add_argument("--settle", type=float, default=5.0, metavar="S",
                    help="the settled figures leave out the windows of the first S seconds")
+    y.add_argument("--within", type=float, default=100.0, metavar="US",
+                   help="converged_s: when every window from then on is within this many µs")
     y.add_argument("--expect-ms", type=float, default=0.0, metavar="MS",
                    help="look for A's sound this much later in B (a room with an output delay plays early: negative)")
     sp = sub.add_parser("splice", help="where a paused play of REF stopped and went on in OUT")
