@@ -168,5 +168,6 @@ let package = Package(
         .testTarget(name: "LyreAudioTests", dependencies: ["LyreAudio"]),
         .testTarget(name: "LyreSinkTests", dependencies: ["LyreSink", "LyreMPRIS", "LyreWire"]),
         .testTarget(name: "LyreReceiverTests", dependencies: ["LyreReceiver", "LyreWire", "LyreAudio"]),
+        .testTarget(name: "LyreCodecTests", dependencies: ["LyreCodec"]),
     ]
 )

@@ -27,3 +27,7 @@ int lyre_opus_encoder_get_lookahead(OpusEncoder *encoder, int *samples) {
 int lyre_opus_encoder_reset(OpusEncoder *encoder) {
     return opus_encoder_ctl(encoder, OPUS_RESET_STATE);
 }
+
+int lyre_opus_decoder_reset(OpusDecoder *decoder) {
+    return opus_decoder_ctl(decoder, OPUS_RESET_STATE);
+}

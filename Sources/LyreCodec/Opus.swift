@@ -91,6 +91,14 @@ public struct OpusDecoder: ~Copyable {
 
     deinit { opus_decoder_destroy(handle) }
 
+    /// Forgets the stream before (`OPUS_RESET_STATE`), as the sender's encoder does where its audio does not go
+    /// on from what it last encoded (a resume or a seek, after FLUSH: streaming.md §3). A decoder that kept the
+    /// old stream's state would decode the new one's first packets up to 7 dB too loud, for about 30 ms.
+    /// (`OPUS_RESET_STATE` cannot fail on a decoder that exists.)
+    public func reset() {
+        _ = lyre_opus_decoder_reset(handle)
+    }
+
     /// Samples per channel in a packet, without decoding it.
     public static func frames(in packet: [UInt8]) -> Int? {
         guard !packet.isEmpty else { return nil }

@@ -148,14 +148,19 @@ public struct Playout: ~Copyable {
 
     /// Stops at once: what is staged and not yet put out is dropped. Returns the RTP position of the first
     /// input sample not put out, when audio was playing (`Lyre-Stopped-At`, streaming.md §3), so that the
-    /// sender resumes from exactly there.
+    /// sender resumes from exactly there. When the output ran past the audio it had (a sender stops sending
+    /// when it pauses, before its FLUSH arrives), it put silence out from where that audio ended: the first
+    /// sample not heard is there, not where the output's position is.
     @discardableResult
     public mutating func flush(nextSequence: UInt16?) -> UInt32? {
-        let stopped = audible ? UInt32(truncatingIfNeeded: Int64(position.rounded(.up))) : nil
+        let next = Int64(position.rounded(.up))
+        let stopped = audible ? UInt32(truncatingIfNeeded: min(next, starved?.from ?? next)) : nil
         buffer.flush(nextSequence: nextSequence)
         requests.reset(next: buffer.nextDue)
         reception.restart(next: buffer.nextDue)
         repair?.reset()
+        // What comes after a FLUSH is a new encoder stream (the sender starts its encoder afresh, §3).
+        decoder?.reset()
         staged.removeAll()
         staging = false
         starved = nil

@@ -56,9 +56,10 @@ struct MultiRoomTests {
             return try #require(object, "audio.py \(arguments.first ?? ""): \(result.stderr)")
         }
 
-        func compare(_ reference: String, _ room: String, referenceChannel: Int? = nil, skew: Double = 0) async throws -> [String: Any] {
+        /// `part`: the room's output holds a stretch of the reference only (it joined late, or was removed).
+        func compare(_ reference: String, _ room: String, referenceChannel: Int? = nil, skew: Double = 0, part: Bool = false) async throws -> [String: Any] {
             try await json(["compare", reference, path(room, "wav"), "--skew", String(skew)]
-                           + (referenceChannel.map { ["--ref-channel", String($0)] } ?? []))
+                           + (referenceChannel.map { ["--ref-channel", String($0)] } ?? []) + (part ? ["--part"] : []))
         }
 
         func sync(_ a: String, _ b: String, expectMilliseconds: Double = 0, skews: (Double, Double) = (0, 0), settle: Double = 5,
@@ -234,6 +235,34 @@ struct MultiRoomTests {
             .first { $0.count == 5 && Int($0[3]) ?? 0 > 0 }
         let firstAudio = try #require(first.flatMap { UInt64($0[2]) }, "Bedroom played no audio: \(log.prefix(400))")
         #expect(firstAudio > asked && firstAudio - asked < 1_000_000_000, "Bedroom's first audio \(Double(firstAudio) / 1e9 - Double(asked) / 1e9) s after the request")
+    }
+
+    /// `lyre group remove` mid-song: the room removed stops cleanly (its output is the input from its first
+    /// sample to where it stopped, as clean at that end as anywhere), and the room left plays the input whole,
+    /// first sample to last, undisturbed.
+    @Test func aRoomRemovedEndsCleanlyAndTheOtherPlaysOnWhole() async throws {
+        let rooms = try await Rooms([("Kitchen", []), ("Bedroom", [])])
+        defer { rooms.network.close() }
+        let sweep = rooms.network.scratch.appendingPathComponent("hard.wav").path
+        let made = try await rooms.network.run(["python3", MultiRoomTests.audioTool, "sweep", sweep, "--rate", "48000",
+                                                "--seconds", "6", "--no-fade"])
+        #expect(made.status == 0, "\(made.stderr)")
+        let play = try rooms.network.spawn(["lyre", "play", sweep, "--to", "Kitchen", "--to", "Bedroom", "--group-socket", rooms.groupSocket])
+        #expect(await eventually { rooms.lyred["Bedroom"]!.stderr.contains("now playing:") }, "\(rooms.lyred["Bedroom"]!.stderr)")
+        try await Task.sleep(for: .seconds(2))
+        let remove = try await rooms.network.run(["lyre", "group", "remove", "Bedroom", "--socket", rooms.groupSocket])
+        #expect(remove.status == 0, "lyre group remove: \(remove.stderr)")
+        try await play.waitForExit(timeout: 30)
+        #expect(play.status == 0, "lyre play: \(play.stderr)")
+        try await rooms.stop()
+        let kitchen = try await rooms.compare(sweep, "Kitchen")
+        StreamingTests.expectSameAudio(kitchen)
+        StreamingTests.expectWhole(kitchen, lags: false)
+        let bedroom = try await rooms.compare(sweep, "Bedroom", part: true)
+        StreamingTests.expectSameAudio(bedroom)
+        StreamingTests.expectWhole(bedroom, lags: false)
+        let played = bedroom["matched_seconds"] as? Double ?? 0
+        #expect(played > 1 && played < 5, "Bedroom held \(played) s of the 6 s song, removed after about 2: \(bedroom)")
     }
 
     /// A room's name is the user's text: one with a space, quotes and `=` joins, takes a volume and leaves a

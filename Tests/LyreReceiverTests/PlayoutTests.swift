@@ -185,6 +185,34 @@ struct PlayoutTests {
         return results
     }
 
+    /// FLUSH's `Lyre-Stopped-At` (streaming.md §3) is the first input sample the output did not put out: the
+    /// next one due while audio plays, and where the audio ended when the output had run past it (a pausing
+    /// sender stops sending before its FLUSH arrives), so that the sender resumes with no sample lost.
+    @Test(arguments: [(1.0, 0.5), (0.3, 0.6)])
+    func aFlushSaysTheFirstSampleNotPutOut(sent: Double, rendered: Double) throws {
+        var playout = try Playout(format: Self.format, latency: 100_000_000, timed: true)
+        let start: UInt64 = 5_000_000_000
+        for t in stride(from: start - 3_000_000_000, through: start, by: 1_000_000_000) {
+            playout.addTimingSample(localTime: t, offset: 0, delay: 10_000)
+        }
+        let rtpStart: UInt32 = 4_294_960_000  // wraps while it plays
+        playout.flush(nextSequence: 100)
+        playout.record(anchor: PlaybackAnchor(rtpTime: rtpStart, senderClock: start))
+        let pcm = [Int16](repeating: 1000, count: Int(sent * Self.rate) * 2)
+        for packet in Self.packets(pcm, start: rtpStart, sequence: 100) { playout.receive(packet, arrival: start) }
+        var heard = 0
+        var presented = Double(start) + 90_000_000
+        while presented < Double(start) + 100_000_000 + rendered * 1e9 {
+            let (out, _) = playout.render(frames: 240, presentation: UInt64(presented))
+            heard += stride(from: 0, to: out.count, by: 2).filter { out[$0] != 0 }.count
+            presented += 240 * 1e9 / Self.rate
+        }
+        let flushed = playout.flush(nextSequence: 200)
+        let stopped = try #require(flushed)
+        #expect(heard > 0)
+        #expect(Int(stopped &- rtpStart) == heard, "stopped at \(stopped &- rtpStart), heard \(heard) input samples")
+    }
+
     @Test(arguments: [240, 2400]) func onTimeOutputIsTheInputSampleForSample(block: Int) throws {
         let pcm = Self.sweep(seconds: 2)
         let run = try Self.play(pcm, block: block)

@@ -5,10 +5,12 @@
       Write a deterministic 16-bit WAV: log sine sweep 100 Hz -> 8 kHz, 10 ms raised-cosine fades,
       identical channels (with --split, the second channel sweeps down 8 kHz -> 100 Hz instead), peak at
       --level-db dBFS, optionally preceded by silence.
-  audio.py compare REF OUT [--out-format wav|raw:s16le:RATE:CHANNELS] [--max-lag-seconds S] [--ref-channel N] [--skew PPM]
+  audio.py compare REF OUT [--out-format wav|raw:s16le:RATE:CHANNELS] [--max-lag-seconds S] [--ref-channel N] [--skew PPM] [--part]
       Align OUT to REF (mono mixes, or REF's channel N from 0; FFT cross-correlation; REF is FFT-resampled
       to OUT's rate if needed) and print one JSON line: lag_samples (at 48 kHz), snr_db, gain, gaps (10 ms
-      dropouts), worst_window_snr_db, ref_seconds, out_seconds, matched_seconds.
+      dropouts), worst_window_snr_db, ref_seconds, out_seconds, matched_seconds. With --part, OUT holds only
+      a stretch of REF (a stop, a room removed): REF is cut to the stretch OUT covers (its first to last
+      sample above -60 dBFS), and the edges measured are that stretch's.
   audio.py sync A.wav A.csv B.wav B.csv [--skew-a PPM] [--skew-b PPM] [--every S] [--expect-ms MS]
       How far apart two receivers' outputs play the same sound: for 100 ms windows of A's output every S
       seconds (0.25), the matching place in B's output (cross-correlation, sub-sample peak), each place
@@ -38,6 +40,7 @@ WINDOW_S = 0.010        # analysis window for gaps and worst-window SNR
 REF_ACTIVE_DB = -40.0   # REF window counts as "signal present" above this RMS (dBFS, full scale = 1.0)
 OUT_SILENT_DB = -50.0   # OUT window counts as a dropout below this RMS
 SNR_FLOOR, SNR_CEIL = -100.0, 200.0
+PART_SILENT = 10 ** (-60 / 20)  # with --part, OUT's stretch of REF runs between samples above -60 dBFS
 SKIP_BLOCKS = 10
 
 
@@ -285,6 +288,16 @@ def cmd_compare(a):
     if hi > lo:
         aligned[lo:hi] = out[lo + lag:hi + lag]
     matched_seconds = max(0, hi - lo) / rate
+    if a.part:
+        # OUT holds a stretch of REF only (a stop, a room removed or joined): REF is what OUT covers, from
+        # the first aligned sample that is not silence to the last, and its edges are that stretch's.
+        sounding = np.flatnonzero(np.abs(aligned) > PART_SILENT)
+        if len(sounding) == 0:
+            print("audio.py compare: the output is silent", file=sys.stderr)
+            return 2
+        first, last = int(sounding[0]), int(sounding[-1]) + 1
+        ref, aligned, lag = ref[first:last], aligned[first:last], lag + first
+        matched_seconds = len(ref) / rate
 
     edge, win = int(round(EDGE_S * rate)), max(1, int(round(WINDOW_S * rate)))
     r, o = ref[edge:len(ref) - edge], aligned[edge:len(ref) - edge]
@@ -377,7 +390,12 @@ def cmd_splice(a):
     m = max(0, g1 - lag2 - 4 * run)
     while m < len(ref) - run and not matches(lag2, m):
         m += 1
-    print(json.dumps({"heard_before": heard, "resumed_at": m, "lost": m - heard,
+    # How clean the first 50 ms after the resume are (a decoder that kept the old stream's state played them
+    # up to 7 dB too loud), against REF at the gain before the pause.
+    n = min(int(0.05 * rate), len(ref) - m, len(out) - (m + lag2))
+    seg, want = out[m + lag2:m + lag2 + n], gain * ref[m:m + n]
+    resume_snr = ratio_db(float(np.dot(want, want)), float(np.dot(seg - want, seg - want))) if n > 0 else SNR_FLOOR
+    print(json.dumps({"heard_before": heard, "resumed_at": m, "lost": m - heard, "resume_snr_db": round(resume_snr, 3),
                       "pause_seconds": round((g1 - g0) / rate, 3), "lag_before": lag1, "lag_after": lag2}))
     return 0
 
@@ -572,6 +590,8 @@ def main():
     c.add_argument("--max-lag-seconds", type=float, default=10.0)
     c.add_argument("--ref-channel", type=int, default=None, help="compare against this channel of REF (from 0)")
     c.add_argument("--skew", type=float, default=0.0, metavar="PPM", help="OUT's clock ran this much fast")
+    c.add_argument("--part", action="store_true",
+                   help="OUT holds a stretch of REF only (stopped, removed or joined): measure that stretch")
     y = sub.add_parser("sync", help="offset between two receivers' outputs of the same sound")
     y.add_argument("a_wav", metavar="A.wav")
     y.add_argument("a_log", metavar="A.csv")

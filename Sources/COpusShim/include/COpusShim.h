@@ -12,4 +12,5 @@ int lyre_opus_encoder_set_signal_music(OpusEncoder *encoder);
 int lyre_opus_encoder_set_vbr_constraint(OpusEncoder *encoder, int constrained);
 int lyre_opus_encoder_get_lookahead(OpusEncoder *encoder, int *samples);
 int lyre_opus_encoder_reset(OpusEncoder *encoder);
+int lyre_opus_decoder_reset(OpusDecoder *decoder);
 #endif

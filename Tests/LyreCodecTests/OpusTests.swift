@@ -1,0 +1,79 @@
+import Foundation
+import LyreCodec
+import Testing
+
+/// The two facts of libopus that the stream's ends rest on (streaming.md §3), checked on the library itself:
+/// the encoder's look-ahead, and a reset on both sides where a new encoder stream begins.
+struct OpusTests {
+    /// Music-like stereo material: a chord of partials with a slow tremolo, and a sweep on top, so that every
+    /// band carries energy and a shift by any number of samples shows.
+    static func material(frames: Int, seed: Double = 0) -> [Float] {
+        var out = [Float](repeating: 0, count: frames * 2)
+        for i in 0..<frames {
+            let t = Double(i) / 48000
+            var v = 0.0
+            for (k, f) in [110.0, 220.0, 330.0, 554.4, 880.0, 1318.5, 2637.0].enumerated() {
+                v += 0.05 * sin(2 * .pi * f * t + Double(k) + seed) * (1 + 0.3 * sin(2 * .pi * (0.7 + Double(k)) * t))
+            }
+            v += 0.1 * sin(2 * .pi * (200 * t + 4000 * t * t))
+            out[2 * i] = Float(v)
+            out[2 * i + 1] = Float(0.9 * v)
+        }
+        return out
+    }
+
+    static func encode(_ pcm: [Float], with encoder: borrowing OpusEncoder, frame: Int = 960) throws -> [[UInt8]] {
+        try stride(from: 0, to: pcm.count / 2 - frame + 1, by: frame).map { start in
+            try pcm[(start * 2)..<((start + frame) * 2)].withUnsafeBufferPointer { try encoder.encode($0, frames: frame) }
+        }
+    }
+
+    static func decode(_ packets: [[UInt8]], with decoder: borrowing OpusDecoder) throws -> [Int16] {
+        var out: [Int16] = []
+        for packet in packets { try decoder.decode(packet, into: &out) }
+        return out
+    }
+
+    /// The left channel, as Double.
+    static func left(_ pcm: [Int16]) -> [Double] { stride(from: 0, to: pcm.count, by: 2).map { Double(pcm[$0]) / 32768 } }
+
+    /// Where `reference` best lies in `output` (whole samples, 0…`reach`), by correlation.
+    static func lag(of reference: ArraySlice<Double>, in output: [Double], reach: Int) -> Int {
+        (0...reach).max { a, b in
+            zip(reference, output[a...]).reduce(0) { $0 + $1.0 * $1.1 } < zip(reference, output[b...]).reduce(0) { $0 + $1.0 * $1.1 }
+        }!
+    }
+
+    /// The encoder says 312 samples of look-ahead at 48 kHz, and the decoded stream is the input 312 samples
+    /// late: packet k carries the last 312 samples of frame k − 1 and the first 648 of its own.
+    @Test func theDecodedStreamIsTheInputDelayedByTheLookahead() throws {
+        let encoder = try OpusEncoder(bitrate: 192_000)
+        #expect(encoder.lookahead == 312)
+        let input = Self.material(frames: 48000)
+        let decoded = Self.left(try Self.decode(try Self.encode(input, with: encoder), with: try OpusDecoder()))
+        let reference = stride(from: 0, to: input.count, by: 2).map { Double(input[$0]) }
+        #expect(Self.lag(of: reference[24000..<26400], in: Array(decoded[24000...]), reach: 600) == 312)
+    }
+
+    /// After a reset of both ends, a new stream decodes exactly as it would on a fresh decoder; without the
+    /// decoder's reset its first packets come out wrong (too loud: the old stream's state), which a resume
+    /// after a pause would play.
+    @Test func aResetDecoderDecodesANewStreamAsAFreshOneWould() throws {
+        let encoder = try OpusEncoder(bitrate: 192_000)
+        let first = try Self.encode(Self.material(frames: 24000), with: encoder)
+        try encoder.reset()
+        let second = try Self.encode(Self.material(frames: 9600, seed: 1.5), with: encoder)
+        let fresh = try Self.decode(second, with: try OpusDecoder())
+
+        let decoder = try OpusDecoder()
+        _ = try Self.decode(first, with: decoder)
+        decoder.reset()
+        #expect(try Self.decode(second, with: decoder) == fresh)
+
+        let unreset = try OpusDecoder()
+        _ = try Self.decode(first, with: unreset)
+        let stale = try Self.decode(second, with: unreset)
+        let difference = zip(Self.left(stale), Self.left(fresh)).map { ($0 - $1) * ($0 - $1) }.reduce(0, +)
+        #expect(difference > 0, "a decoder that keeps the old stream's state decodes the new one differently")
+    }
+}
