@@ -27,6 +27,20 @@ struct CommandLineTests {
         #expect(result.stderr.contains(mentioning), "stderr: \(result.stderr)", sourceLocation: sourceLocation)
     }
 
+    /// The TXT vectors are what their generator writes (Protocol/README.md): none edited by hand, none stale.
+    /// Run as the README says, with Python's standard library alone (`-I -S`).
+    @Test func theTXTVectorsAreWhatTheGeneratorWrites() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.arguments = ["-I", "-S", TestNetwork.tools + "/gen-txt-vectors.py", "--check"]
+        let err = Pipe()
+        process.standardError = err
+        try process.run()
+        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "gen-txt-vectors.py --check: \(stderr)")
+    }
+
     @Test func helpDescribesTheCommands() throws {
         let lyred = try Self.run(["lyred", "--help"])
         #expect(lyred.status == 0)

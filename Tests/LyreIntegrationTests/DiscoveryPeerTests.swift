@@ -70,6 +70,8 @@ struct DiscoveryPeerTests {
         #expect(txt.contains("st=idle"))
         #expect(txt.contains("ok=speaker"))
         #expect(txt.contains("vol=0"))
+        // The codecs it decodes and its features (discovery.md §3).
+        #expect(txt.contains("cn=opus,l16") && txt.contains("ft=clock"), "\(txt)")
         // pk: the fingerprint of the key lyred keeps, private to its user: Python's cryptography (OpenSSL) derives
         // the public key from the stored seed, and hashlib hashes it.
         let mode = try await network.shell("stat -c %a /run/lyred/device-key").stdout.trimmingCharacters(in: .whitespacesAndNewlines)

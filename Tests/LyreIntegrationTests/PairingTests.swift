@@ -26,9 +26,12 @@ struct PairingTests {
             process = try Self.start(network, name: name, state: state, socket: socket, access: access)
         }
 
+        /// `access` "default": lyred is given no `--access`, so it runs as installed (paired, README).
         static func start(_ network: TestNetwork, name: String, state: String, socket: String, access: String) throws -> Spawned {
-            try network.spawn(["lyred", "--access", access, "--name", name, "--port", "7750", "--state-dir", state, "--output", "null",
-                               "--control-socket", socket, "--mpris", "off", "--log-level", "info"], name: "lyred-\(name)")
+            try network.spawn(["lyred"] + (access == "default" ? [] : ["--access", access]) + [
+                                   "--name", name, "--port", "7750", "--state-dir", state, "--output", "null",
+                                   "--control-socket", socket, "--mpris", "off", "--log-level", "info"],
+                              name: "lyred-\(name)", defaultAccess: access == "default")
         }
 
         func waitUntilAdvertised() async {
@@ -179,14 +182,15 @@ struct PairingTests {
         #expect(try await receiver.remote(["paired"]).stdout.contains("no paired senders"))
     }
 
-    /// --access paired: an unpaired sender is refused with one line that says how to pair, and nothing plays;
-    /// once paired, it plays over TLS, and a capture of the RTSP connection shows neither the title nor any
-    /// plaintext RTSP. Another device under the receiver's name and id, with another key, gets nothing.
+    /// A receiver as installed (no --access: paired is the default): an unpaired sender is refused with one
+    /// line that says how to pair, and nothing plays; once paired, it plays over TLS, and a capture of the RTSP
+    /// connection shows neither the title nor any plaintext RTSP. Another device under the receiver's name and
+    /// id, with another key, gets nothing.
     @Test func onlyPairedSendersPlayAndTheirControlIsEncrypted() async throws {
         guard TestNetwork.which("tcpdump") != nil else { throw TestNetworkError("tcpdump is missing: run Tools/test, which installs it") }
         let network = try TestNetwork()
         defer { network.close() }
-        var receiver = try await Receiver(network: network)
+        var receiver = try await Receiver(network: network, access: "default")
         await receiver.waitUntilAdvertised()
         let song = network.scratch.appendingPathComponent("song.wav").path
         let made = try await network.run(["python3", MultiRoomTests.audioTool, "sweep", song, "--rate", "44100", "--seconds", "2"])

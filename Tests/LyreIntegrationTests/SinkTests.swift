@@ -72,7 +72,7 @@ struct SinkTests {
         #expect(!lyred.stderr.contains("session from"), "a system sound reached the receiver: \(lyred.stderr)")
 
         // Music played to the output comes out of the receiver; the session ends with the app.
-        let song = try await StreamingTests.sweep(network, rate: 48000, seconds: 8, signal: "full")
+        let song = try await StreamingTests.sweep(network, rate: 48000, seconds: 8, signal: "music")
         let music = try await network.run(env + ["paplay", "--device=\(node)", "--property=media.role=music", song], timeout: 30)
         #expect(music.status == 0, "paplay: \(music.stderr)")
         #expect(await eventually { lyred.stderr.contains("ended: teardown") }, "the session did not end with the app: \(lyred.stderr)\n\(sink.stderr)")
@@ -96,7 +96,11 @@ struct SinkTests {
         #expect(try await onLocal(), "the app's stream is not on the local output")
         #expect(endless.isRunning, "the app's stream ended instead of moving")
 
-        StreamingTests.expectSameAudio(try await StreamingTests.compare(network, reference: song, output: output))
+        // The session that ended with the app played the song whole, from its first sample to its last, none
+        // lost or added between them (music: the ends are loud, and the lags of both ends can be measured).
+        let comparison = try await StreamingTests.compare(network, reference: song, output: output)
+        StreamingTests.expectSameAudio(comparison)
+        StreamingTests.expectWhole(comparison)
         sink.signal(SIGINT)
         try await sink.waitForExit(timeout: 10)
         #expect(sink.status == 0, "lyre sink: \(sink.stderr)")

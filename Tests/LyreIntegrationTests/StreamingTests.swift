@@ -430,12 +430,13 @@ struct StreamingTests {
         defer { rig.network.close() }
         let long = try await Self.sweep(rig.network, rate: 48000, seconds: 20)
         let sender = try rig.network.spawn(["lyre", "play", long, "--to", "Speaker", "--name", "Carol"])
-        func status() async throws -> String? {
+        func device() async throws -> [String: Any]? {
             let listing = try await rig.network.run(["lyre", "devices", "--json"])
-            let devices = try JSONSerialization.jsonObject(with: Data(listing.stdout.utf8)) as? [[String: Any]]
-            return devices?.first?["status"] as? String
+            return (try JSONSerialization.jsonObject(with: Data(listing.stdout.utf8)) as? [[String: Any]])?.first
         }
-        #expect(try await eventually { try await status() == "playing" })
+        func status() async throws -> String? { try await device()?["status"] as? String }
+        // Playing, its TXT names the sender (sn, from Lyre-Sender-Name: streaming.md §3).
+        #expect(try await eventually { try await device().map { $0["status"] as? String == "playing" && $0["sender"] as? String == "Carol" } == true })
         sender.signal(SIGKILL)
         #expect(try await eventually(timeout: 5) { try await status() == "idle" })
     }

@@ -109,14 +109,15 @@ final class TestNetwork {
     /// Starts `arguments` inside the network (on `host` when given); a bare `lyre`/`lyred` means the built
     /// binary. With `input`, its standard input is a pipe the test writes to (`Spawned.type`); else it is empty.
     @discardableResult
-    func spawn(_ arguments: [String], name: String? = nil, input: Bool = false, on host: Host? = nil) throws -> Spawned {
+    /// `defaultAccess`: a lyred without `--access` keeps its own default (paired) instead of the tests' open.
+    func spawn(_ arguments: [String], name: String? = nil, input: Bool = false, on host: Host? = nil, defaultAccess: Bool = false) throws -> Spawned {
         var command = arguments
         if ["lyre", "lyred"].contains(command[0]) { command[0] = Self.binaries + "/" + command[0] }
         // ip netns exec enters the host's network namespace and execs the command (signals reach it as before).
         if let host { command = ["ip", "netns", "exec", host.name] + command }
         // Test receivers play for any sender, as before pairing, unless a test names an access mode itself
         // (PairingTests does): pairing and its refusals have their own tests.
-        if let lyred = command.firstIndex(of: Self.binaries + "/lyred"),
+        if !defaultAccess, let lyred = command.firstIndex(of: Self.binaries + "/lyred"),
             !command.contains("--access"), !command.contains("--help")
         {
             command.insert(contentsOf: ["--access", "open"], at: lyred + 1)

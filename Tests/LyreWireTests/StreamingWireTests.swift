@@ -95,6 +95,7 @@ struct StreamingWireTests {
         #expect(refusal(head + "m=video 0 RTP/AVP 96\r\n") == .malformed("no m=audio line"))
         #expect(refusal("s=no version\r\n") == .malformed("does not start with v=0"))
         #expect(refusal(head + "m=audio 0 RTP/AVP 96\r\na=rtpmap:96 L16/48000/2\r\n") == nil)
+        #expect(refusal(head + "m=audio 0 RTP/AVP 96\r\na=rtpmap:96 L16/48000/1\r\n") == nil)  // mono too (§3)
         #expect(refusal(head + "m=audio 0 RTP/AVP 96\r\na=rtpmap:96 L16/44100/2\r\n") != nil)
         // Found by Tools/fuzz: a port of only "/" read past the end of its parts and crashed the receiver.
         #expect(refusal(head + "m=audio / RTP/AVP 96\r\n") == .malformed("bad m= line 'audio / RTP/AVP 96'"))
@@ -125,6 +126,8 @@ struct StreamingWireTests {
     @Test func headerValues() throws {
         let udp = try #require(TransportSpec(parsing: "RTP/AVP/UDP;unicast;client_port=5000-5001;mode=record"))
         #expect(udp.lower == .udp(client: (5000, 5001), server: nil) && udp.modeRecord)
+        // RTP/AVP alone means UDP too (§3).
+        #expect(TransportSpec(parsing: "RTP/AVP;unicast;client_port=5000-5001;mode=record")?.lower == .udp(client: (5000, 5001), server: nil))
         let tcp = try #require(TransportSpec(parsing: "RTP/AVP/TCP;unicast;interleaved=0-1;mode=record"))
         #expect(tcp.lower == .tcp(channels: (0, 1)))
         #expect(TransportSpec(parsing: "RTP/AVP;multicast;port=5000-5001") == nil)
