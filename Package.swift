@@ -169,5 +169,6 @@ let package = Package(
         .testTarget(name: "LyreSinkTests", dependencies: ["LyreSink", "LyreMPRIS", "LyreWire"]),
         .testTarget(name: "LyreReceiverTests", dependencies: ["LyreReceiver", "LyreWire", "LyreAudio"]),
         .testTarget(name: "LyreCodecTests", dependencies: ["LyreCodec"]),
+        .testTarget(name: "LyreSenderTests", dependencies: ["LyreSender"]),
     ]
 )

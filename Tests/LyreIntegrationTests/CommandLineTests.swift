@@ -86,6 +86,9 @@ struct CommandLineTests {
         Self.expectOneLineError(try Self.run(["lyre", "pair"]), mentioning: "--list")
         Self.expectOneLineError(try Self.run(["lyre", "pair", "Kitchen", "--host", "127.0.0.1:7700"]), mentioning: "--host")
         Self.expectOneLineError(try Self.run(["lyre", "remote", "unpair"]), mentioning: "unpair")
+        // README: --output-delay is -500…500 ms.
+        Self.expectOneLineError(try Self.run(["lyred", "--output-delay", "501"]), mentioning: "--output-delay")
+        Self.expectOneLineError(try Self.run(["lyred", "--output-delay=-501"]), mentioning: "--output-delay")
     }
 
     @Test func unwritableStateDirectoryIsAClearError() async throws {

@@ -87,6 +87,16 @@ struct RTSPPeerStateMachineTests {
         #expect(machine.received(.request("GET_PARAMETER", uri: "u", cseq: 2)).first == .drop(.tooManyRequests))
         #expect(machine.received(.request("GET_PARAMETER", uri: "u", cseq: 4)).count == 1)
     }
+
+    /// As streaming.md §1 has it: by default a peer may have 32 requests unanswered; the 33rd is answered 503
+    /// with `Lyre-Error`.
+    @Test func theDefaultLimitIs32Unanswered() {
+        var machine = Machine()
+        for cseq in 1...32 { #expect(machine.received(.request("GET_PARAMETER", uri: "u", cseq: cseq)) == [.deliver(.request("GET_PARAMETER", uri: "u", cseq: cseq))]) }
+        let refused = machine.received(.request("GET_PARAMETER", uri: "u", cseq: 33))
+        guard case .write(let answer) = refused.last else { Issue.record("no answer: \(refused)"); return }
+        #expect(answer.status == 503 && answer.headers["Lyre-Error"] != nil, "\(answer)")
+    }
 }
 
 /// The NIO handler that drives the machine, over `EmbeddedChannel`: bytes in and out, promises, timers.
@@ -159,6 +169,19 @@ struct RTSPPeerHandlerTests {
         #expect(failure.value == nil)
         channel.embeddedEventLoop.advanceTime(by: .milliseconds(1))
         #expect(failure.value as? RTSPPeerStateMachine<Int>.Failure == .timeout(method: "RECORD", seconds: 2))
+        _ = try channel.finish()
+    }
+
+    /// A request given no timeout waits 5 s (streaming.md §1).
+    @Test func aRequestWaitsFiveSecondsUnlessToldOtherwise() throws {
+        let (channel, _) = try makeChannel()
+        let future = channel.rtspRequest(RTSPRequest("GET_PARAMETER", uri: "u"))
+        let failure = Box<Error?>(nil)
+        future.whenFailure { failure.value = $0 }
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(4999))
+        #expect(failure.value == nil)
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(1))
+        #expect(failure.value as? RTSPPeerStateMachine<Int>.Failure == .timeout(method: "GET_PARAMETER", seconds: 5))
         _ = try channel.finish()
     }
 

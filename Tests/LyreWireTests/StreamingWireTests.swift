@@ -39,6 +39,15 @@ struct StreamingWireTests {
         if case .message(let options) = frames[2] { #expect(options.method == "OPTIONS" && options.cseq == 3) }
     }
 
+    /// A `$` frame is only valid between messages (§2): inside a body, `$` and what follows are the body's.
+    @Test func aDollarInsideABodyIsTheBodys() throws {
+        let body: [UInt8] = [0x24, 0, 0, 2, 0x61, 0x62]
+        var buffer = Array("SET_PARAMETER rtsp://h/ RTSP/1.0\r\nCSeq: 5\r\nContent-Length: \(body.count)\r\n\r\n".utf8) + body
+        var parser = RTSPParser()
+        guard case .message(let message) = try parser.next(&buffer) else { Issue.record("not one message"); return }
+        #expect(message.body == body && buffer.isEmpty)
+    }
+
     @Test func limitsGiveTheDocumentedStatus() {
         func error(_ text: String) -> RTSPParseError? {
             var parser = RTSPParser()
@@ -96,6 +105,10 @@ struct StreamingWireTests {
         #expect(refusal("s=no version\r\n") == .malformed("does not start with v=0"))
         #expect(refusal(head + "m=audio 0 RTP/AVP 96\r\na=rtpmap:96 L16/48000/2\r\n") == nil)
         #expect(refusal(head + "m=audio 0 RTP/AVP 96\r\na=rtpmap:96 L16/48000/1\r\n") == nil)  // mono too (§3)
+        // Only the first m=audio counts (§3): a second one that could not be played changes nothing.
+        let two = head + "m=audio 0 RTP/AVP 96\r\na=rtpmap:96 opus/48000/2\r\nm=audio 0 RTP/AVP 97\r\na=rtpmap:97 PCMU/8000\r\n"
+        #expect(refusal(two) == nil)
+        #expect((try? SessionDescription(parsing: two).audioFormat())?.encoding == .opus)
         #expect(refusal(head + "m=audio 0 RTP/AVP 96\r\na=rtpmap:96 L16/44100/2\r\n") != nil)
         // Found by Tools/fuzz: a port of only "/" read past the end of its parts and crashed the receiver.
         #expect(refusal(head + "m=audio / RTP/AVP 96\r\n") == .malformed("bad m= line 'audio / RTP/AVP 96'"))

@@ -1,0 +1,38 @@
+import LyreSender
+import Testing
+
+/// The sender's settings as README and streaming.md §4.3 state them.
+struct StreamConfigurationTests {
+    func configuration(latency: Int, frame: Int = 20, fec: StreamConfiguration.FECMode = .auto) -> StreamConfiguration {
+        var configuration = StreamConfiguration()
+        configuration.latencyMilliseconds = latency
+        configuration.frameMilliseconds = frame
+        configuration.fec = fec
+        return configuration
+    }
+
+    /// `--fec auto` (the default) sends parity only under 100 ms of latency; at `--latency 20` (10 ms frames)
+    /// one parity packet per 2 media packets (README: "50 % more bandwidth").
+    @Test func autoSendsFECOnlyUnder100Milliseconds() {
+        #expect(StreamConfiguration().fec == .auto)
+        #expect(configuration(latency: 250).fecRow == nil)
+        #expect(configuration(latency: 100).fecRow == nil)
+        #expect(configuration(latency: 20, frame: 10).fecRow == 2)
+        #expect(configuration(latency: 99, frame: 20).fecRow != nil)
+    }
+
+    /// `--fec off` sends none at any latency; `--fec N` sends one per N packets at any latency.
+    @Test func offAndAFixedRowAreKept() {
+        #expect(configuration(latency: 20, frame: 10, fec: .off).fecRow == nil)
+        #expect(configuration(latency: 250, fec: .row(4)).fecRow == 4)
+    }
+
+    /// A file's lead is half the latency, at most 100 ms; a live source's is its own.
+    @Test func theLeadIsHalfTheLatencyAtMost100Milliseconds() {
+        #expect(configuration(latency: 20).leadMilliseconds == 10)
+        #expect(configuration(latency: 250).leadMilliseconds == 100)
+        var live = configuration(latency: 250)
+        live.liveLeadMilliseconds = 0
+        #expect(live.leadMilliseconds == 0)
+    }
+}
