@@ -57,8 +57,10 @@ struct MultiRoomTests {
         }
 
         /// `part`: the room's output holds a stretch of the reference only (it joined late, or was removed).
-        func compare(_ reference: String, _ room: String, referenceChannel: Int? = nil, skew: Double = 0, part: Bool = false) async throws -> [String: Any] {
-            try await json(["compare", reference, path(room, "wav"), "--skew", String(skew)]
+        /// `settle`: seconds at the start left out of the SNR and the gaps (a skewed room's control catching up).
+        func compare(_ reference: String, _ room: String, referenceChannel: Int? = nil, skew: Double = 0, settle: Double = 0,
+                     part: Bool = false) async throws -> [String: Any] {
+            try await json(["compare", reference, path(room, "wav"), "--skew", String(skew), "--settle", String(settle)]
                            + (referenceChannel.map { ["--ref-channel", String($0)] } ?? []) + (part ? ["--part"] : []))
         }
 
@@ -128,7 +130,10 @@ struct MultiRoomTests {
         #expect((fastLog.contains("peer=[IPv4]10.77.0.1/") || fastLog.contains("peer=[IPv6]fd77::1/")) && slowLog.contains("peer=[IPv6]fd77::1/"),
                 "sessions from the sender's host to \(fast.ipv4) or \(fast.ipv6) and to \(slow.ipv6): \(fastLog) \(slowLog)")
         for (room, skew) in [("Fast", 150.0), ("Slow", -150.0)] {
-            StreamingTests.expectSameAudio(try await rooms.compare(sweep, room, skew: skew))
+            // Measured from 4 s on: before that each control catches its DAC's 150 ppm up (the sync figures
+            // below hold it to converging by then), and the output is up to 4 samples off where one fixed
+            // stretch of the input puts it, which a whole-file SNR reads as noise (19.9 dB once in a full run).
+            StreamingTests.expectSameAudio(try await rooms.compare(sweep, room, skew: skew, settle: 4))
             let log = rooms.lyred[room]!.stderr
             // The skew the room learnt (its controller's integral), against its sender-clock estimate: within
             // a few ppm of the DAC's, as that estimate's own drift wanders by a few ppm when the suite runs

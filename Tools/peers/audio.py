@@ -5,7 +5,7 @@
       Write a deterministic 16-bit WAV: log sine sweep 100 Hz -> 8 kHz, 10 ms raised-cosine fades,
       identical channels (with --split, the second channel sweeps down 8 kHz -> 100 Hz instead), peak at
       --level-db dBFS, optionally preceded by silence.
-  audio.py compare REF OUT [--out-format wav|raw:s16le:RATE:CHANNELS] [--max-lag-seconds S] [--ref-channel N] [--skew PPM] [--part]
+  audio.py compare REF OUT [--out-format wav|raw:s16le:RATE:CHANNELS] [--max-lag-seconds S] [--ref-channel N] [--skew PPM] [--settle S] [--part]
       Align OUT to REF (mono mixes, or REF's channel N from 0; FFT cross-correlation; REF is FFT-resampled
       to OUT's rate if needed) and print one JSON line: lag_samples (at 48 kHz), snr_db, gain, gaps (10 ms
       dropouts), worst_window_snr_db, ref_seconds, out_seconds, matched_seconds. With --part, OUT holds only
@@ -300,7 +300,10 @@ def cmd_compare(a):
         matched_seconds = len(ref) / rate
 
     edge, win = int(round(EDGE_S * rate)), max(1, int(round(WINDOW_S * rate)))
-    r, o = ref[edge:len(ref) - edge], aligned[edge:len(ref) - edge]
+    # --settle: the SNR and the gaps leave out OUT's first S seconds, while a room's clock control catches its
+    # DAC's skew up and the output is not yet where one fixed stretch puts it (the sync figures measure that).
+    settle = int(round(a.settle * rate))
+    r, o = ref[edge + settle:len(ref) - edge], aligned[edge + settle:len(ref) - edge]
     r = fractional_align(r, o)
     rr = float(np.dot(r, r))
     gain = float(np.dot(o, r) / rr) if rr > 0 else 0.0
@@ -590,6 +593,8 @@ def main():
     c.add_argument("--max-lag-seconds", type=float, default=10.0)
     c.add_argument("--ref-channel", type=int, default=None, help="compare against this channel of REF (from 0)")
     c.add_argument("--skew", type=float, default=0.0, metavar="PPM", help="OUT's clock ran this much fast")
+    c.add_argument("--settle", type=float, default=0.0, metavar="S",
+                   help="leave OUT's first S seconds out of the SNR and the gaps (a clock control catching up)")
     c.add_argument("--part", action="store_true",
                    help="OUT holds a stretch of REF only (stopped, removed or joined): measure that stretch")
     y = sub.add_parser("sync", help="offset between two receivers' outputs of the same sound")
