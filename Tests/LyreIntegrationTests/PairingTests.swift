@@ -16,9 +16,10 @@ struct PairingTests {
         let socket: String
         var process: Spawned
 
-        let access: String
+        /// nil: lyred is given no `--access`, so it runs as installed (paired, README).
+        let access: String?
 
-        init(network: TestNetwork, name: String = "Kitchen", access: String = "paired") async throws {
+        init(network: TestNetwork, name: String = "Kitchen", access: String? = "paired") async throws {
             self.network = network
             self.access = access
             state = network.scratch.appendingPathComponent("\(name).state").path
@@ -26,12 +27,11 @@ struct PairingTests {
             process = try Self.start(network, name: name, state: state, socket: socket, access: access)
         }
 
-        /// `access` "default": lyred is given no `--access`, so it runs as installed (paired, README).
-        static func start(_ network: TestNetwork, name: String, state: String, socket: String, access: String) throws -> Spawned {
-            try network.spawn(["lyred"] + (access == "default" ? [] : ["--access", access]) + [
+        static func start(_ network: TestNetwork, name: String, state: String, socket: String, access: String?) throws -> Spawned {
+            try network.spawn(["lyred"] + (access.map { ["--access", $0] } ?? []) + [
                                    "--name", name, "--port", "7750", "--state-dir", state, "--output", "null",
                                    "--control-socket", socket, "--mpris", "off", "--log-level", "info"],
-                              name: "lyred-\(name)", defaultAccess: access == "default")
+                              name: "lyred-\(name)", defaultAccess: access == nil)
         }
 
         func waitUntilAdvertised() async {
@@ -190,7 +190,7 @@ struct PairingTests {
         guard TestNetwork.which("tcpdump") != nil else { throw TestNetworkError("tcpdump is missing: run Tools/test, which installs it") }
         let network = try TestNetwork()
         defer { network.close() }
-        var receiver = try await Receiver(network: network, access: "default")
+        var receiver = try await Receiver(network: network, access: nil)
         await receiver.waitUntilAdvertised()
         let song = network.scratch.appendingPathComponent("song.wav").path
         let made = try await network.run(["python3", MultiRoomTests.audioTool, "sweep", song, "--rate", "44100", "--seconds", "2"])

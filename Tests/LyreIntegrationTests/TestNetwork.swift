@@ -108,8 +108,8 @@ final class TestNetwork {
 
     /// Starts `arguments` inside the network (on `host` when given); a bare `lyre`/`lyred` means the built
     /// binary. With `input`, its standard input is a pipe the test writes to (`Spawned.type`); else it is empty.
+    /// With `defaultAccess`, a lyred without `--access` keeps its own default (paired) instead of the tests' open.
     @discardableResult
-    /// `defaultAccess`: a lyred without `--access` keeps its own default (paired) instead of the tests' open.
     func spawn(_ arguments: [String], name: String? = nil, input: Bool = false, on host: Host? = nil, defaultAccess: Bool = false) throws -> Spawned {
         var command = arguments
         if ["lyre", "lyred"].contains(command[0]) { command[0] = Self.binaries + "/" + command[0] }
