@@ -127,11 +127,16 @@ let package = Package(
             name: "LyrePairing",
             dependencies: ["CSodium", "LyreWire", "LyreDiscovery", .product(name: "Crypto", package: "swift-crypto")]),
 
-        // What both executables share: one-line errors, logging set-up, option parsing for Lyre types.
+        // The version both executables print: the release and git's commit, baked in before every build.
+        .plugin(name: "LyreVersionPlugin", capability: .buildTool()),
+        .target(name: "LyreVersion", plugins: ["LyreVersionPlugin"]),
+
+        // What both executables share: one-line errors, logging set-up, option parsing for Lyre types, the
+        // config file, the version.
         .target(
             name: "LyreCommandLine",
             dependencies: [
-                "LyreDiscovery", "LyreWire",
+                "LyreDiscovery", "LyreWire", "LyreVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
@@ -170,5 +175,8 @@ let package = Package(
         .testTarget(name: "LyreReceiverTests", dependencies: ["LyreReceiver", "LyreWire", "LyreAudio"]),
         .testTarget(name: "LyreCodecTests", dependencies: ["LyreCodec"]),
         .testTarget(name: "LyreSenderTests", dependencies: ["LyreSender"]),
+        .testTarget(
+            name: "LyreCommandLineTests",
+            dependencies: ["LyreCommandLine", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
     ]
 )

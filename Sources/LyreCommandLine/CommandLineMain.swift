@@ -10,10 +10,22 @@ import Glibc
 /// Runs a command the way every Lyre executable does: help and version as ArgumentParser prints them,
 /// and any error as one line on stderr (`lyre: …`) with a non-zero exit.
 public enum CommandLineMain {
-    public static func run<Command: AsyncParsableCommand>(_ type: Command.Type) async -> Never {
+    /// `arguments` gives what to parse (the command line, with a config file's settings before it); a config
+    /// file's error exits 78 (EX_CONFIG).
+    public static func run<Command: AsyncParsableCommand>(
+        _ type: Command.Type, arguments: @Sendable (_ commandLine: [String]) throws(ConfigFileError) -> [String] = { $0 }
+    ) async -> Never {
         let name = Command.configuration.commandName ?? "lyre"
+        let commandLine = Array(CommandLine.arguments.dropFirst())
+        let parsed: [String]
         do {
-            var command = try type.parseAsRoot()
+            parsed = try arguments(commandLine)
+        } catch {
+            Console.standardError.write(line: "\(name): \(error)")
+            exit(78)
+        }
+        do {
+            var command = try type.parseAsRoot(parsed)
             if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
@@ -27,15 +39,17 @@ public enum CommandLineMain {
                 Command.exit(withError: error)
             }
             let message: String
+            var status = code == .validationFailure ? 64 : max(code.rawValue, 1)
             if let failure = error as? CommandFailure {
                 message = failure.message
+                status = failure.code
             } else {
                 let first = Command.message(for: error).split(separator: "\n").first.map(String.init) ?? "\(error)"
                 message = first + "; see '\(name) --help'"
             }
             let line = message.hasPrefix("Error: ") ? String(message.dropFirst(7)) : message
             Console.standardError.write(line: "\(name): \(line)")
-            exit(code == .validationFailure ? 64 : max(code.rawValue, 1))
+            exit(status)
         }
     }
 

@@ -9,6 +9,7 @@ import LyreMPRIS
 import LyrePairing
 import LyreRTSP
 import LyreReceiver
+import LyreVersion
 import LyreWire
 import NIOCore
 import ServiceLifecycle
@@ -25,7 +26,19 @@ struct Lyred: AsyncParsableCommand {
         discussion: """
             Advertises itself as _lyre._tcp over mDNS and serves RTSP on --port until SIGTERM or SIGINT, then \
             tells the current sender, withdraws and exits 0. The wire protocol is Protocol/streaming.md.
-            """)
+
+            Every option can also be set in a config file, one 'key = value' a line, the key being the option \
+            without its dashes (--output-delay 40 is 'output-delay = 40'); the command line wins. The file is \
+            --config, else $XDG_CONFIG_HOME/lyre/lyred.conf for a user other than root, else \
+            /etc/lyre/lyred.conf, whichever exists first.
+            """,
+        version: LyreVersion.current)
+
+    @Option(help: ArgumentHelp("Config file to read (default: $XDG_CONFIG_HOME/lyre/lyred.conf, else /etc/lyre/lyred.conf, if there).", valueName: "PATH"))
+    var config: String?
+
+    @Flag(help: "Check the config file and the options, say what is wrong or that all is well, and exit.")
+    var checkConfig = false
 
     @Option(help: "Name shown in device pickers (default: the host name).")
     var name: String?
@@ -77,7 +90,31 @@ struct Lyred: AsyncParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error or critical.")
     var logLevel: Logger.Level = .info
 
-    static func main() async { await CommandLineMain.run(Self.self) }
+    static func main() async {
+        await CommandLineMain.run(Self.self) { commandLine throws(ConfigFileError) in
+            // --help and --version work whatever the file holds.
+            if commandLine.contains(where: { ["-h", "--help", "help", "--version"].contains($0) }) { return commandLine }
+            guard let path = ConfiguredArguments.option("config", in: commandLine) ?? Self.defaultConfigPath() else { return commandLine }
+            let file = try ConfigFile.load(path: path, repeatable: ["interface"])
+            return try ConfiguredArguments.arguments(
+                for: Self.self, file: file, commandLine: commandLine, excluded: ["config", "check-config", "help", "version"])
+        }
+    }
+
+    /// The config file read when --config is not given: the user's, then the system's, if it exists.
+    static func defaultConfigPath() -> String? {
+        var candidates: [String] = []
+        if geteuid() != 0 {
+            let environment = ProcessInfo.processInfo.environment
+            if let base = environment["XDG_CONFIG_HOME"], base.hasPrefix("/") {
+                candidates.append("\(base)/lyre/lyred.conf")
+            } else if let home = environment["HOME"], !home.isEmpty {
+                candidates.append("\(home)/.config/lyre/lyred.conf")
+            }
+        }
+        candidates.append("/etc/lyre/lyred.conf")
+        return candidates.first { Glibc.access($0, F_OK) == 0 }
+    }
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
@@ -86,13 +123,24 @@ struct Lyred: AsyncParsableCommand {
         if output.isEmpty || output == "wav:" { throw ValidationError("--output needs an ALSA PCM name or wav:PATH") }
         guard ControlRequest.outputDelayRange.contains(outputDelay) else { throw ValidationError("--output-delay must be between -500 and 500 ms") }
         guard (-1000...1000).contains(outputSkewPpm) else { throw ValidationError("--output-skew-ppm must be between -1000 and 1000") }
-        if outputSkewPpm != 0, !output.hasPrefix("wav:") { throw ValidationError("--output-skew-ppm needs --output wav:PATH") }
         if let name, name.isEmpty || name.utf8.count > ServiceName.maximumBytes {
             throw ValidationError("--name must be 1 to \(ServiceName.maximumBytes) bytes")
         }
     }
 
+    /// What no single option can be wrong about, only two together. Kept out of validate(), which also checks
+    /// each config file setting alone.
+    func validateCombination() throws {
+        if outputSkewPpm != 0, !output.hasPrefix("wav:") { throw CommandFailure("--output-skew-ppm needs --output wav:PATH", code: 64) }
+    }
+
     func run() async throws {
+        try validateCombination()
+        if checkConfig {
+            let file = config ?? Self.defaultConfigPath()
+            Console.standardOutput.write(line: file.map { "\($0): valid" } ?? "no config file (none at $XDG_CONFIG_HOME/lyre/lyred.conf or /etc/lyre/lyred.conf): the options are valid")
+            return
+        }
         CommandLineMain.bootstrapLogging(level: logLevel)
         let logger = Logger(label: "lyred")
         let stateDirectory = stateDir ?? DeviceIdentity.defaultStateDirectory()

@@ -149,4 +149,66 @@ struct CommandLineTests {
         #expect(row.contains(":7711"))
         #expect(row.hasSuffix(id))
     }
+
+    /// `--version` prints the version Tools/version names: the release, and the commit built from.
+    @Test func versionIsTheCommitBuilt() throws {
+        let script = Process()
+        script.executableURL = URL(fileURLWithPath: TestNetwork.tools + "/version")
+        let out = Pipe()
+        script.standardOutput = out
+        try script.run()
+        let expected = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        script.waitUntilExit()
+        #expect(expected.hasPrefix("0.") && expected.contains("+"), "Tools/version: \(expected)")
+        for tool in ["lyre", "lyred"] {
+            let result = try Self.run([tool, "--version"])
+            #expect(result.status == 0)
+            #expect(result.stdout == expected, "\(tool) --version")
+        }
+    }
+
+    /// A config file's mistake is one line naming its file, line and key, exit 78 (EX_CONFIG), and
+    /// --check-config says so without starting; a good file is "valid".
+    @Test func aConfigFileMistakeNamesItsFileLineAndKey() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lyre-config-\(getpid())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("lyred.conf").path
+        for (text, error) in [
+            ("name = Den\nlatency = 5\n", "lyred: \(path):2: latency: --latency must be between 20 and 2000 ms"),
+            ("name = Den\n\nlatenc = 300\n", "lyred: \(path):3: latenc: unknown key"),
+            ("access = everyone\n", "lyred: \(path):1: access: The value 'everyone' is invalid for '--access <paired|open>'"),
+            ("output-skew-ppm = 5\n", "lyred: --output-skew-ppm needs --output wav:PATH"),
+        ] {
+            try text.write(toFile: path, atomically: true, encoding: .utf8)
+            for arguments in [["lyred", "--config", path, "--check-config"], ["lyred", "--config=\(path)", "--port", "0"]] {
+                let result = try Self.run(arguments)
+                Self.expectOneLineError(result, mentioning: error)
+                #expect(result.status == (error.contains(path) ? 78 : 64), "\(arguments): \(result.stderr)")
+            }
+        }
+        try "# the den\nname = Den \"Left\" #1\noutput-skew-ppm = 5\n".write(toFile: path, atomically: true, encoding: .utf8)
+        let good = try Self.run(["lyred", "--config", path, "--output", "wav:/dev/null", "--check-config"])
+        #expect(good.status == 0, "\(good.stderr)")
+        #expect(good.stdout == "\(path): valid\n")
+        // The command line wins: the file's skew, which needs a wav: output, is not used when the command
+        // line sets its own.
+        let overridden = try Self.run(["lyred", "--config", path, "--output-skew-ppm", "0", "--check-config"])
+        #expect(overridden.status == 0, "\(overridden.stderr)")
+        let missing = try Self.run(["lyred", "--config", directory.path + "/none.conf", "--check-config"])
+        Self.expectOneLineError(missing, mentioning: "none.conf: cannot read: No such file or directory")
+    }
+
+    /// What the config file sets is what the receiver does: its name and port, as the device picker shows.
+    @Test func theConfigFileSetsTheReceiversNameAndPort() async throws {
+        let network = try TestNetwork()
+        defer { network.close() }
+        let written = try await network.shell("printf '%s\\n' '# kitchen' 'name = Den \"Left\" = #1' 'port = 7712' > /run/lyred.conf")
+        #expect(written.status == 0, "\(written.stderr)")
+        let lyred = try network.spawn(["lyred", "--config", "/run/lyred.conf", "--state-dir", "/run/c"])
+        #expect(await eventually { lyred.stderr.contains("advertised as") }, "\(lyred.stderr)")
+        let table = try await network.run(["lyre", "devices"])
+        let row = try #require(table.lines.first { $0.hasPrefix("Den \"Left\" = #1") }, "\(table.stdout)")
+        #expect(row.contains(":7712"))
+    }
 }

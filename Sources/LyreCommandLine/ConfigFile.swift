@@ -1,0 +1,191 @@
+import ArgumentParser
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A config file of `key = value` lines, such as `/etc/lyre/lyred.conf`: each key is a long option of the
+/// command without its dashes, set to what the command line would take.
+///
+/// ```
+/// # The kitchen's speaker
+/// name = Kitchen "Left"
+/// latency = 300
+/// interface = eth0
+/// ```
+///
+/// - A `#` starts a comment only at the start of a line (after blanks), so a name may hold one.
+/// - A value runs from the first non-blank after `=` to the end of the line, less trailing blanks; written in
+///   double quotes it keeps its blanks (`name = " Den "`), with `\"` and `\\` inside.
+/// - A key set twice is an error, except for a repeatable option, whose lines add up in order.
+///
+/// Hand-written rather than a library's: the rule is that an unknown key or a bad value names its file, line
+/// and key, and neither candidate can say where a key is (swift-configuration reads keys on demand from
+/// JSON or YAML, with no positions and no notion of a key nobody asked for; TOMLKit reports a line only for a
+/// syntax error). The format stays this small on purpose, so that lyred's web page can later change a value
+/// in place and keep the file's comments.
+public struct ConfigFile: Sendable, Equatable {
+    public struct Entry: Sendable, Equatable {
+        public var line: Int
+        public var key: String
+        public var value: String
+        public init(line: Int, key: String, value: String) {
+            self.line = line
+            self.key = key
+            self.value = value
+        }
+    }
+
+    /// The largest file read: far more than any real one.
+    public static let maximumBytes = 64 * 1024
+
+    public var path: String
+    public var entries: [Entry]
+
+    /// Parses `text`, read from `path` (named in errors). `repeatable` keys may be set on several lines.
+    public init(path: String, text: String, repeatable: Set<String> = []) throws(ConfigFileError) {
+        self.path = path
+        entries = []
+        var firstLine: [String: Int] = [:]
+        // "\r\n" is one Character in Swift: a file written on Windows splits as well.
+        for (index, rawLine) in text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }).enumerated() {
+            let number = index + 1
+            let line = rawLine.trimmingBlanks()
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            guard let equals = line.firstIndex(of: "=") else {
+                throw ConfigFileError(path: path, line: number, "expected 'key = value'")
+            }
+            let key = String(line[..<equals].trimmingBlanks())
+            guard !key.isEmpty, key.utf8.allSatisfy({ ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2D }) else {
+                throw ConfigFileError(path: path, line: number, "'\(key)' is not a key (lowercase letters, digits and '-')")
+            }
+            let value = try Self.value(line[line.index(after: equals)...].trimmingBlanks(), path: path, line: number, key: key)
+            if let first = firstLine[key], !repeatable.contains(key) {
+                throw ConfigFileError(path: path, line: number, key: key, "set twice (first on line \(first))")
+            }
+            firstLine[key] = firstLine[key] ?? number
+            entries.append(Entry(line: number, key: key, value: value))
+        }
+    }
+
+    /// Reads and parses the file at `path`.
+    public static func load(path: String, repeatable: Set<String> = []) throws(ConfigFileError) -> ConfigFile {
+        guard let file = fopen(path, "rb") else {
+            throw ConfigFileError(path: path, line: nil, "cannot read: \(String(cString: strerror(errno)))")
+        }
+        defer { fclose(file) }
+        var bytes = [UInt8](repeating: 0, count: maximumBytes + 1)
+        let count = fread(&bytes, 1, bytes.count, file)
+        if ferror(file) != 0 { throw ConfigFileError(path: path, line: nil, "cannot read: \(String(cString: strerror(errno)))") }
+        guard count <= maximumBytes else { throw ConfigFileError(path: path, line: nil, "larger than \(maximumBytes / 1024) KiB") }
+        guard let text = String(validating: bytes[..<count], as: UTF8.self) else {
+            throw ConfigFileError(path: path, line: nil, "not UTF-8 text")
+        }
+        return try ConfigFile(path: path, text: text, repeatable: repeatable)
+    }
+
+    private static func value(_ text: Substring, path: String, line: Int, key: String) throws(ConfigFileError) -> String {
+        guard text.hasPrefix("\"") else { return String(text) }
+        var value = ""
+        var escaped = false
+        var index = text.index(after: text.startIndex)
+        while index < text.endIndex {
+            let character = text[index]
+            index = text.index(after: index)
+            if escaped {
+                guard character == "\"" || character == "\\" else {
+                    throw ConfigFileError(path: path, line: line, key: key, "only \\\" and \\\\ may follow a backslash")
+                }
+                value.append(character)
+                escaped = false
+            } else if character == "\\" {
+                escaped = true
+            } else if character == "\"" {
+                guard index == text.endIndex else {
+                    throw ConfigFileError(path: path, line: line, key: key, "text after the closing quote")
+                }
+                return value
+            } else {
+                value.append(character)
+            }
+        }
+        throw ConfigFileError(path: path, line: line, key: key, "no closing quote")
+    }
+}
+
+/// What is wrong with a config file, as one line: `PATH:LINE: KEY: what`.
+public struct ConfigFileError: Error, Equatable, CustomStringConvertible {
+    public var path: String
+    public var line: Int?
+    public var key: String?
+    public var message: String
+
+    public init(path: String, line: Int?, key: String? = nil, _ message: String) {
+        self.path = path
+        self.line = line
+        self.key = key
+        self.message = message
+    }
+
+    public var description: String {
+        "\(path)\(line.map { ":\($0)" } ?? ""): \(key.map { "\($0): " } ?? "")\(message)"
+    }
+}
+
+/// A command's settings from its config file and its command line, the command line winning key by key.
+public enum ConfiguredArguments {
+    /// The arguments to parse: the file's settings as options, for each key the command line does not set,
+    /// then the command line. Each setting is first parsed alone by `Command`, so that an unknown key or a bad
+    /// value is reported at its line; keys in `excluded` (such as `config` itself) cannot be set in a file.
+    public static func arguments<Command: ParsableCommand>(
+        for command: Command.Type, file: ConfigFile, commandLine: [String], excluded: Set<String> = []
+    ) throws(ConfigFileError) -> [String] {
+        var arguments: [String] = []
+        for entry in file.entries {
+            let option = "--\(entry.key)"
+            if excluded.contains(entry.key) {
+                throw ConfigFileError(path: file.path, line: entry.line, key: entry.key, "only on the command line")
+            }
+            do {
+                _ = try Command.parse([option, entry.value])
+            } catch {
+                let text = Command.message(for: error).split(separator: "\n").first.map(String.init) ?? "\(error)"
+                if text.hasPrefix("Unknown option") {
+                    throw ConfigFileError(path: file.path, line: entry.line, key: entry.key, "unknown key; see '\(Command.configuration.commandName ?? "") --help' for the options, which are the keys")
+                }
+                let reason = text.hasPrefix("Error: ") ? String(text.dropFirst(7)) : text
+                throw ConfigFileError(path: file.path, line: entry.line, key: entry.key, reason)
+            }
+            let overridden = commandLine.contains { $0 == option || $0.hasPrefix(option + "=") }
+            if !overridden { arguments += [option, entry.value] }
+        }
+        return arguments + commandLine
+    }
+
+    /// The value of `--name VALUE` or `--name=VALUE` on `commandLine`, the last if given twice.
+    public static func option(_ name: String, in commandLine: [String]) -> String? {
+        var found: String?
+        var index = commandLine.startIndex
+        while index < commandLine.endIndex {
+            let argument = commandLine[index]
+            if argument == "--" { break }
+            if argument == "--\(name)", index + 1 < commandLine.endIndex {
+                found = commandLine[index + 1]
+                index += 1
+            } else if argument.hasPrefix("--\(name)=") {
+                found = String(argument.dropFirst(name.count + 3))
+            }
+            index += 1
+        }
+        return found
+    }
+}
+
+extension Substring {
+    fileprivate func trimmingBlanks() -> Substring {
+        var text = self
+        while let first = text.first, first == " " || first == "\t" || first == "\r" { text = text.dropFirst() }
+        while let last = text.last, last == " " || last == "\t" || last == "\r" { text = text.dropLast() }
+        return text
+    }
+}
