@@ -244,10 +244,16 @@ public final class Receiver: Sendable {
             let bootstrap = ServerBootstrap(group: registry.eventLoop)
                 .serverChannelOption(.backlog, value: 64)
                 .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-                .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
                 .childChannelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
                         registry.count(\.connections)
+                        // No delay for RTSP's small messages. Set here rather than as a childChannelOption, whose
+                        // failure NIO answers by closing the connection without a word: it costs latency only.
+                        // (It was set as a SOL_SOCKET option once, which is SO_DEBUG: needing CAP_NET_ADMIN, it
+                        // failed for any lyred not run as root, and every sender's connection was closed.)
+                        do { try channel.syncOptions?.setOption(.tcpOption(.tcp_nodelay), value: 1) } catch {
+                            logger.warning("cannot set TCP_NODELAY on a connection: \(error)")
+                        }
                         if let tls { try channel.pipeline.syncOperations.addHandler(TLSSniffer(context: tls)) }
                         try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(RTSPFrameDecoder()))
                         try channel.pipeline.syncOperations.addHandler(RTSPPeerHandler())

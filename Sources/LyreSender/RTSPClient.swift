@@ -47,7 +47,7 @@ final class RTSPClient: Sendable {
         let mismatch = self.mismatch
         do {
             let bootstrap = ClientBootstrap(group: Self.eventLoopGroup)
-                .channelOption(.socketOption(.tcp_nodelay), value: 1)
+                .channelOption(.tcpOption(.tcp_nodelay), value: 1)
                 .connectTimeout(connectTimeout)
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {

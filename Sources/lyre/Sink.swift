@@ -22,7 +22,7 @@ struct Sink: AsyncParsableCommand {
             output are moved to the local output: they never play in the living room. What the app plays \
             (its MPRIS player on the session bus: title, artist, cover, position) is shown at the receiver, and \
             the receiver's controls (media keys, lyre remote, its MPRIS) reach the app. Runs until interrupted; \
-            Tools/lyre-sink.service runs it as a systemd user unit.
+            the lyre package installs it as the systemd user unit lyre-sink.service.
             """)
 
     @Option(help: "Latency of each stream, in ms (20-2000).")

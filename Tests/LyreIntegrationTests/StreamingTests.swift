@@ -162,6 +162,33 @@ struct StreamingTests {
         #expect(played > 1 && played < 5, "the output held \(played) s of the 6 s song, stopped after about 2: \(comparison)")
     }
 
+    /// Neither end needs root: lyred and `lyre play` run as an unprivileged user (nobody, no capabilities),
+    /// as a service's own user and a desktop's user do, and the file plays whole. (Both once set SO_DEBUG,
+    /// which needs CAP_NET_ADMIN, where they meant TCP_NODELAY: run as root by every other test, the
+    /// receiver closed every connection of a real installation without a word.)
+    @Test func bothEndsRunAsAnUnprivilegedUser() async throws {
+        let network = try TestNetwork()
+        defer { network.close() }
+        let sweep = try await Self.sweep(network, rate: 48000, seconds: 4, signal: "music")
+        let home = "/run/nobody"
+        let made = try await network.shell("mkdir -p \(home) && chown 65534:65534 \(home) && chmod 0755 \(network.scratch.path) && chmod 0644 \(sweep)")
+        #expect(made.status == 0, "\(made.stderr)")
+        let asNobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "env", "HOME=\(home)", "XDG_RUNTIME_DIR=\(home)",
+                        "XDG_STATE_HOME=\(home)/state", "XDG_CONFIG_HOME=\(home)/config"]
+        let lyred = try network.spawn(
+            asNobody + [TestNetwork.binaries + "/lyred", "--name", "Attic", "--port", "7721", "--access", "open", "--state-dir", "\(home)/state",
+                        "--output", "wav:\(home)/out.wav", "--mpris", "off"], name: "lyred")
+        #expect(await eventually { lyred.stderr.contains("advertised as") }, "\(lyred.stderr)")
+        let play = try await network.run(asNobody + [TestNetwork.binaries + "/lyre", "play", sweep, "--to", "Attic"], timeout: 30)
+        #expect(play.status == 0, "lyre play as nobody: \(play.stderr)")
+        lyred.signal(SIGTERM)
+        try await lyred.waitForExit(timeout: 10)
+        #expect(!lyred.stderr.contains("TCP_NODELAY"), "\(lyred.stderr)")
+        let comparison = try await Self.compare(network, reference: sweep, output: "\(home)/out.wav")
+        Self.expectSameAudio(comparison)
+        Self.expectWhole(comparison)
+    }
+
     @Test func alsaFilePluginGetsTheAudio() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lyre-alsa-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

@@ -1,0 +1,189 @@
+import Foundation
+import Testing
+
+/// Lyre's Debian packages on a clean Debian: Tools/test builds them (Tools/package) and installs them with
+/// apt-get into a fresh minbase root (Tools/debroot), outside the test network since apt needs the archive;
+/// these tests check that root from inside it. The root is LYRE_DEBROOT.
+@Suite(.serialized)
+struct PackageTests {
+    static func root() throws -> String {
+        guard let root = ProcessInfo.processInfo.environment["LYRE_DEBROOT"],
+              FileManager.default.fileExists(atPath: root + "/var/tmp/lyre-install-seconds") else {
+            throw TestNetworkError(
+                "no Debian root with Lyre's packages installed (LYRE_DEBROOT): run the suite through Tools/test, which makes it with Tools/package and Tools/debroot")
+        }
+        return root
+    }
+
+    /// Runs `script` in the test network with the root's /proc mounted (a real system has one; Swift reads
+    /// its arguments there), then unmounts it.
+    static func inRoot(_ network: TestNetwork, _ root: String, _ script: String, timeout: Double = 60) async throws -> Spawned {
+        try await network.shell("""
+            mount -t proc proc '\(root)/proc' || exit 90
+            trap "umount -l '\(root)/proc'" EXIT
+            \(script)
+            """, timeout: timeout)
+    }
+
+    static func toolsVersion() throws -> String {
+        let script = Process()
+        script.executableURL = URL(fileURLWithPath: TestNetwork.tools + "/version")
+        let out = Pipe()
+        script.standardOutput = out
+        try script.run()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        script.waitUntilExit()
+        return text.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// apt-get installed both packages, their libraries resolved from Debian alone: no Swift runtime file is
+    /// in the root, every library each binary needs is found, and each prints the version built.
+    @Test func thePackagesInstallOnCleanDebianWithoutSwift() async throws {
+        let root = try Self.root()
+        let swiftFiles = try FileManager.default.subpathsOfDirectory(atPath: root).filter { path in
+            guard !path.hasPrefix("proc/") else { return false }
+            let name = (path as NSString).lastPathComponent
+            return name.hasPrefix("libswift") || name.hasPrefix("libFoundation") || name.hasPrefix("lib_Foundation")
+                || name.hasPrefix("libdispatch") || name.hasPrefix("libBlocksRuntime") || name.hasPrefix("libXCTest")
+                || path.contains("/swift/") || path.hasSuffix("/swift")
+        }
+        #expect(swiftFiles.isEmpty, "Swift runtime files in the root: \(swiftFiles.prefix(10))")
+
+        let network = try TestNetwork(avahi: false)
+        defer { network.close() }
+        let version = try Self.toolsVersion()
+        let checked = try await Self.inRoot(network, root, """
+            for tool in lyred lyre; do
+              chroot '\(root)' /usr/bin/$tool --version | sed "s/^/$tool version /"
+              chroot '\(root)' ldd /usr/bin/$tool | grep 'not found' | sed "s/^/$tool missing /"
+            done
+            """)
+        #expect(checked.status == 0, "\(checked.stderr)")
+        #expect(checked.lines.filter { $0.contains(" missing ") }.isEmpty, "\(checked.stdout)")
+        #expect(checked.lines.filter { $0.contains(" version ") } == ["lyred version \(version)", "lyre version \(version)"], "\(checked.stdout)")
+
+        let seconds = try String(contentsOfFile: root + "/var/tmp/lyre-install-seconds", encoding: .utf8)
+        print("install of both packages, Depends: resolved from the archive: \(seconds.trimmingCharacters(in: .whitespacesAndNewlines)) s")
+    }
+
+    /// Each package holds what it promises, generated from the binaries' own option definitions: the man
+    /// pages, bash/zsh/fish completions, the units and the config file.
+    @Test func thePackagesHoldManPagesCompletionsUnitsAndTheConfigFile() async throws {
+        let root = try Self.root()
+        let files = [
+            "usr/share/man/man1/lyred.1.gz", "usr/share/man/man1/lyre.1.gz",
+            "usr/share/bash-completion/completions/lyred", "usr/share/bash-completion/completions/lyre",
+            "usr/share/zsh/vendor-completions/_lyred", "usr/share/zsh/vendor-completions/_lyre",
+            "usr/share/fish/vendor_completions.d/lyred.fish", "usr/share/fish/vendor_completions.d/lyre.fish",
+            "lib/systemd/system/lyred.service", "lib/systemd/system/lyred@.service", "usr/lib/systemd/user/lyred.service",
+            "usr/lib/systemd/user/lyre-sink.service", "etc/lyre/lyred.conf",
+        ]
+        for file in files { #expect(FileManager.default.fileExists(atPath: "\(root)/\(file)"), "\(file) is not installed") }
+        let network = try TestNetwork(avahi: false)
+        defer { network.close() }
+        // The man page documents every option (a missing one would mean it was not generated from the
+        // binary); the completions complete subcommands.
+        let man = try await network.shell("gzip -dc '\(root)/usr/share/man/man1/lyre.1.gz'; gzip -dc '\(root)/usr/share/man/man1/lyred.1.gz'")
+        for option in ["--output-delay", "--check-config", "--access", "--to", "--latency", "--bitrate"] {
+            #expect(man.stdout.contains("Fl -\(option.dropFirst(2))"), "man pages lack \(option)")
+        }
+        let bash = try String(contentsOfFile: root + "/usr/share/bash-completion/completions/lyre", encoding: .utf8)
+        for subcommand in ["devices", "play", "sink", "group", "remote", "pair"] { #expect(bash.contains(subcommand)) }
+        // The config file lists every option with its default, commented out; each, uncommented, is valid.
+        let config = try String(contentsOfFile: root + "/etc/lyre/lyred.conf", encoding: .utf8)
+        let keys = config.split(separator: "\n").filter { $0.hasPrefix("#") && $0.contains(" = ") && !$0.hasPrefix("# ") }
+        for key in ["name", "port", "access", "output", "latency", "output-delay", "mdns", "interface", "log-level"] {
+            #expect(config.contains("\n#\(key) ="), "lyred.conf lacks \(key)")
+        }
+        let defaults = keys.map { String($0.dropFirst()) }.joined(separator: "\n")
+        try defaults.write(toFile: root + "/var/tmp/defaults.conf", atomically: true, encoding: .utf8)
+        let check = try await Self.inRoot(network, root, "chroot '\(root)' lyred --config /var/tmp/defaults.conf --check-config")
+        #expect(check.status == 0, "the shipped defaults, uncommented: \(check.stderr) \(defaults)")
+    }
+
+    /// Every unit passes `systemd-analyze verify` against the root's systemd, and the system units' sandbox
+    /// rates at most 2.0 in `systemd-analyze security` (shairport-sync's and Snapcast's own units set only User=).
+    @Test func theUnitsVerifyAndTheSystemUnitsRateAtMostTwo() async throws {
+        let root = try Self.root()
+        let network = try TestNetwork(avahi: false)
+        defer { network.close() }
+        let result = try await Self.inRoot(network, root, """
+            cp '\(root)/lib/systemd/system/lyred@.service' '\(root)/etc/systemd/system/lyred@card1.service'
+            for unit in lyred.service lyred@.service lyred@card1.service; do
+              chroot '\(root)' systemd-analyze verify --man=no $unit >/dev/null 2>&1 && echo "verified $unit" || chroot '\(root)' systemd-analyze verify --man=no $unit
+            done
+            for unit in lyred.service lyre-sink.service; do
+              chroot '\(root)' env XDG_RUNTIME_DIR=/tmp systemd-analyze verify --user --man=no /usr/lib/systemd/user/$unit && echo "verified user $unit"
+            done
+            for unit in lyred.service lyred@card1.service; do
+              chroot '\(root)' systemd-analyze security --offline=true $unit | sed -n 's/.*Overall exposure level for \\([^:]*\\): \\([0-9.]*\\).*/rated \\1 \\2/p'
+            done
+            rm '\(root)/etc/systemd/system/lyred@card1.service'
+            """)
+        #expect(result.status == 0, "\(result.stderr)")
+        for unit in ["lyred.service", "lyred@.service", "lyred@card1.service", "user lyred.service", "user lyre-sink.service"] {
+            #expect(result.lines.contains("verified \(unit)"), "\(unit): \(result.stdout) \(result.stderr)")
+        }
+        for unit in ["lyred.service", "lyred@card1.service"] {
+            let line = try #require(result.lines.first { $0.hasPrefix("rated \(unit) ") }, "\(result.stdout) \(result.stderr)")
+            let score = try #require(Double(line.split(separator: " ").last ?? ""))
+            print("systemd-analyze security: \(unit) \(score)")
+            #expect(score <= 2.0, "\(unit) rates \(score)")
+        }
+    }
+
+    /// The installed system boots (systemd in a container, systemd-nspawn, with a network of its own that has
+    /// only loopback): lyred.service starts under its sandbox as its own user, reads /etc/lyre/lyred.conf,
+    /// advertises through the root's avahi-daemon, and the installed `lyre play` plays a file to it by name,
+    /// checked from the WAV the receiver wrote, first sample to last.
+    @Test func theInstalledSystemBootsLyredServiceAndPlaysAFileToIt() async throws {
+        let root = try Self.root()
+        let network = try TestNetwork(avahi: false)
+        defer { network.close() }
+        let input = try await StreamingTests.sweep(network, rate: 48000, seconds: 4, signal: "music")
+        try? FileManager.default.removeItem(atPath: root + "/var/tmp/in.wav")
+        try FileManager.default.copyItem(atPath: input, toPath: root + "/var/tmp/in.wav")
+        try """
+            # written by PackageTests
+            name = Installed Den
+            access = open
+            output = wav:/var/lib/lyred/out.wav
+
+            """.write(toFile: root + "/etc/lyre/lyred.conf", atomically: true, encoding: .utf8)
+        // The player: after lyred.service, plays with the installed lyre, stops lyred (which ends the WAV),
+        // keeps lyred's journal and powers the container off.
+        try """
+            [Unit]
+            After=lyred.service avahi-daemon.service
+            [Service]
+            Type=oneshot
+            ExecStart=/bin/sh -c 'lyre play /var/tmp/in.wav --to "Installed Den" --timeout 20; echo "lyre play exited $?"; systemctl is-active lyred.service | sed "s/^/lyred.service /"; systemctl stop lyred.service; journalctl -b --no-pager -u lyred.service > /var/tmp/lyred.log; systemctl poweroff'
+            StandardOutput=journal+console
+            [Install]
+            WantedBy=multi-user.target
+            """.write(toFile: root + "/etc/systemd/system/lyre-test-play.service", atomically: true, encoding: .utf8)
+        let wants = root + "/etc/systemd/system/multi-user.target.wants/lyre-test-play.service"
+        try? FileManager.default.removeItem(atPath: wants)
+        try FileManager.default.createSymbolicLink(atPath: wants, withDestinationPath: "/etc/systemd/system/lyre-test-play.service")
+        defer { try? FileManager.default.removeItem(atPath: wants) }
+        try? FileManager.default.removeItem(atPath: root + "/var/lib/lyred/out.wav")
+
+        // cgroup v1 on this kernel's hosts: the container's systemd is given the hybrid hierarchy.
+        let boot = try await network.shell("""
+            command -v systemd-nspawn >/dev/null || { echo "systemd-nspawn is missing (Debian systemd-container; Tools/test installs it)" >&2; exit 69; }
+            SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=0 exec systemd-nspawn -q --register=no --keep-unit --private-network -D '\(root)' -b
+            """, timeout: 120)
+        let console = boot.stdout
+        #expect(boot.status == 0, "systemd-nspawn: \(boot.stderr)\n\(console.suffix(3000))")
+        #expect(console.contains("lyre play exited 0"), "\(console.suffix(3000))")
+        #expect(console.contains("lyred.service active"), "\(console.suffix(3000))")
+        let journal = (try? String(contentsOfFile: root + "/var/tmp/lyred.log", encoding: .utf8)) ?? ""
+        #expect(journal.contains("advertised as 'Installed Den'"), "\(journal)")
+        #expect(journal.contains("via avahi"), "lyred should use the root's avahi-daemon: \(journal)")
+        let output = root + "/var/lib/lyred/out.wav"
+        #expect(FileManager.default.fileExists(atPath: output), "no output: \(journal)")
+        let comparison = try await StreamingTests.compare(network, reference: input, output: output)
+        StreamingTests.expectSameAudio(comparison)
+        StreamingTests.expectWhole(comparison)
+    }
+}
