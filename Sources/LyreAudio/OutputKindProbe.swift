@@ -1,6 +1,10 @@
 import CALSA
 import LyreWire
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Tells what kind of output an ALSA PCM plays through, where ALSA can tell.
 ///
 /// From the PCM name (`hdmi:…`, `iec958:…`) and the card's driver and names (`snd_ctl_card_info`):
@@ -58,5 +62,40 @@ struct CardInfo {
         driver = snd_ctl_card_info_get_driver(info).map { String(cString: $0) } ?? ""
         name = snd_ctl_card_info_get_name(info).map { String(cString: $0) } ?? ""
         longName = snd_ctl_card_info_get_longname(info).map { String(cString: $0) } ?? ""
+    }
+}
+
+/// A PCM that ALSA names for playback, as `lyred --list-outputs` shows it.
+public struct ALSAOutputDevice: Sendable, Equatable {
+    /// What `--output` takes: `default`, `hw:CARD=PCH,DEV=0`, `plughw:…`, `pulse`, `pipewire`, ….
+    public var pcm: String
+    /// ALSA's description, its lines joined.
+    public var description: String
+    /// What the receiver would advertise for it, where ALSA can tell (``OutputKindProbe/detect(pcm:)``).
+    public var kind: OutputKind?
+}
+
+extension OutputKindProbe {
+    /// The playback PCMs ALSA lists (`snd_device_name_hint`: the configuration's PCMs that show themselves,
+    /// and each card's `hw:`, `plughw:`, `sysdefault:`, … by its stable `CARD=` name), each with its kind.
+    public static func outputs() -> [ALSAOutputDevice] {
+        var hints: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
+        guard snd_device_name_hint(-1, "pcm", &hints) == 0, let hints else { return [] }
+        defer { snd_device_name_free_hint(hints) }
+        func field(_ hint: UnsafeMutableRawPointer, _ name: String) -> String? {
+            guard let value = snd_device_name_get_hint(hint, name) else { return nil }
+            defer { free(value) }
+            return String(cString: value)
+        }
+        var devices: [ALSAOutputDevice] = []
+        var cursor = hints
+        while let hint = cursor.pointee {
+            cursor += 1
+            // IOID is absent for a PCM that plays and records, "Output" for playback only.
+            guard let name = field(hint, "NAME"), field(hint, "IOID") ?? "Output" == "Output" else { continue }
+            let description = (field(hint, "DESC") ?? "").split(separator: "\n").joined(separator: ", ")
+            devices.append(ALSAOutputDevice(pcm: name, description: description, kind: detect(pcm: name)))
+        }
+        return devices
     }
 }

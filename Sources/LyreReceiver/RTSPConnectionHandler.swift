@@ -194,7 +194,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
 
     private func announce(_ request: RTSPMessage, cseq: Int) {
         // --access paired: a session only for a sender that proved a paired key over TLS (pairing.md §6).
-        if registry.configuration.access == .paired {
+        if registry.access == .paired {
             guard let key = peerKey, registry.pairing?.isPaired(key) == true else {
                 let who = request.headers["Lyre-Sender-Name"] ?? request.headers["User-Agent"] ?? "a sender"
                 logger.notice("refused '\(who)' at \(peerIP): not paired (\(peerKey == nil ? "plain RTSP" : "TLS, unknown key"))")

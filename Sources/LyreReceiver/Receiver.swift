@@ -90,6 +90,8 @@ final class SessionRegistry: @unchecked Sendable {
     private var loggedInfo: NowPlayingInfo?
     let pairing: ReceiverPairing?
     private var connectionsSeen = 0
+    /// Who may start a session: the configuration's, until a reload changes it (the running session stays).
+    var access: ReceiverAccess
 
     init(eventLoop: EventLoop, configuration: ReceiverConfiguration, output: OutputEngine, logger: Logger,
          events: AsyncStream<ReceiverEvent>.Continuation) {
@@ -98,6 +100,7 @@ final class SessionRegistry: @unchecked Sendable {
         self.output = output
         self.logger = logger
         self.events = events
+        access = configuration.access
         artwork = configuration.artworkDirectory.map(ArtworkStore.init(directory:))
         pairing = configuration.pairing.map { ReceiverPairing(receiver: $0.receiver, pairedSendersPath: $0.pairedSendersPath, logger: logger) }
     }
@@ -323,6 +326,21 @@ public final class Receiver: Sendable {
     }
 
     /// What the current session says is playing; nil when there is no session.
+    /// Sets the output delay (ms, ControlRequest.outputDelayRange) at once, in the playing session too.
+    public func setOutputDelay(milliseconds: Int) async {
+        let registry = self.registry
+        try? await registry.eventLoop.submit { registry.setOutputDelay(milliseconds: milliseconds) }.get()
+    }
+
+    /// Changes who may start a session from now on; a session already playing goes on.
+    public func setAccess(_ access: ReceiverAccess) async {
+        let registry = self.registry
+        try? await registry.eventLoop.submit {
+            registry.access = access
+            registry.logger.notice("access \(access.rawValue) for new sessions")
+        }.get()
+    }
+
     public func nowPlaying() async -> NowPlayingSnapshot? {
         let registry = self.registry
         return try? await registry.eventLoop.submit { registry.active?.snapshot() }.get()

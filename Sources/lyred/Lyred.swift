@@ -13,6 +13,7 @@ import LyreVersion
 import LyreWire
 import NIOCore
 import ServiceLifecycle
+import UnixSignals
 
 #if canImport(Glibc)
 import Glibc
@@ -30,7 +31,8 @@ struct Lyred: AsyncParsableCommand {
             Every option can also be set in a config file, one 'key = value' a line, the key being the option \
             without its dashes (--output-delay 40 is 'output-delay = 40'); the command line wins. The file is \
             --config, else $XDG_CONFIG_HOME/lyre/lyred.conf for a user other than root, else \
-            /etc/lyre/lyred.conf, whichever exists first.
+            /etc/lyre/lyred.conf, whichever exists first. SIGHUP re-reads it: output-delay and access change at \
+            once, without ending the playing session.
             """,
         version: LyreVersion.current)
 
@@ -39,6 +41,9 @@ struct Lyred: AsyncParsableCommand {
 
     @Flag(help: "Check the config file and the options, say what is wrong or that all is well, and exit.")
     var checkConfig = false
+
+    @Flag(help: "List the ALSA outputs --output can name, with the kind lyred would advertise for each, and exit.")
+    var listOutputs = false
 
     @Option(help: "Name shown in device pickers (default: the host name).")
     var name: String?
@@ -94,10 +99,33 @@ struct Lyred: AsyncParsableCommand {
         await CommandLineMain.run(Self.self) { commandLine throws(ConfigFileError) in
             // --help and --version work whatever the file holds.
             if commandLine.contains(where: { ["-h", "--help", "help", "--version"].contains($0) }) { return commandLine }
-            guard let path = ConfiguredArguments.option("config", in: commandLine) ?? Self.defaultConfigPath() else { return commandLine }
-            let file = try ConfigFile.load(path: path, repeatable: ["interface"])
-            return try ConfiguredArguments.arguments(
-                for: Self.self, file: file, commandLine: commandLine, excluded: ["config", "check-config", "help", "version"])
+            return try configured(commandLine).arguments
+        }
+    }
+
+    /// The config file for `commandLine` (nil when there is none) and the arguments to parse: its settings,
+    /// then the command line.
+    static func configured(_ commandLine: [String]) throws(ConfigFileError) -> (file: ConfigFile?, arguments: [String]) {
+        guard let path = ConfiguredArguments.option("config", in: commandLine) ?? defaultConfigPath() else { return (nil, commandLine) }
+        let file = try ConfigFile.load(path: path, repeatable: ["interface"])
+        let arguments = try ConfiguredArguments.arguments(
+            for: Self.self, file: file, commandLine: commandLine, excluded: ["config", "check-config", "list-outputs", "help", "version"])
+        return (file, arguments)
+    }
+
+    /// `--list-outputs`: one PCM a line, with its kind and ALSA's description.
+    static func printOutputs() {
+        let outputs = OutputKindProbe.outputs()
+        guard !outputs.isEmpty else {
+            Console.standardOutput.write(line: "ALSA lists no outputs (no sound card, and no PCM in its configuration shows itself); --output wav:PATH writes a file")
+            return
+        }
+        let width = max(6, outputs.map(\.pcm.count).max() ?? 0)
+        Console.standardOutput.write(line: "OUTPUT".padding(toLength: width, withPad: " ", startingAt: 0) + "  KIND                      DESCRIPTION")
+        for output in outputs {
+            let kind = output.kind.map { "\($0.rawValue)" } ?? "--output-kind (speaker)"
+            Console.standardOutput.write(
+                line: output.pcm.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + kind.padding(toLength: 24, withPad: " ", startingAt: 0) + "  " + output.description)
         }
     }
 
@@ -136,6 +164,10 @@ struct Lyred: AsyncParsableCommand {
 
     func run() async throws {
         try validateCombination()
+        if listOutputs {
+            Self.printOutputs()
+            return
+        }
         if checkConfig {
             let file = config ?? Self.defaultConfigPath()
             Console.standardOutput.write(line: file.map { "\($0): valid" } ?? "no config file (none at $XDG_CONFIG_HOME/lyre/lyred.conf or /etc/lyre/lyred.conf): the options are valid")
@@ -221,8 +253,10 @@ struct Lyred: AsyncParsableCommand {
         }
 
         let receiverService = StreamingService(receiver: streaming, advertiser: advertiser, mpris: bridge, logger: logger)
+        let reload = ReloadService(
+            commandLine: Array(CommandLine.arguments.dropFirst()), outputDelay: outputDelay, access: access, receiver: streaming, logger: logger)
         let group = ServiceGroup(
-            services: [AdvertisingService(advertiser: advertiser, logger: logger), receiverService],
+            services: [AdvertisingService(advertiser: advertiser, logger: logger), receiverService, reload],
             gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         try await group.run()
         bridge?.close()
@@ -319,6 +353,57 @@ struct AdvertisingService: Service {
             throw error
         }
         await withdrawal
+    }
+}
+
+/// Re-reads the config file on SIGHUP (`systemctl reload lyred`): the output delay and who may play change at
+/// once, and the playing session goes on; a setting that needs a restart is named in the log; a file with a
+/// mistake is refused whole, and the running settings stay.
+struct ReloadService: Service {
+    /// What lyred itself changes without a restart.
+    static let liveKeys: Set<String> = ["output-delay", "access"]
+
+    let commandLine: [String]
+    /// The live settings lyred started with.
+    let outputDelay: Int
+    let access: ReceiverAccess
+    let receiver: Receiver
+    let logger: Logger
+
+    func run() async throws {
+        var (outputDelay, access) = (self.outputDelay, self.access)
+        var file = (try? Lyred.configured(commandLine))?.file
+        for await _ in await UnixSignalsSequence(trapping: .sighup).cancelOnGracefulShutdown() {
+            let new: Lyred
+            let newFile: ConfigFile?
+            do {
+                let configured = try Lyred.configured(commandLine)
+                new = try Lyred.parse(configured.arguments)
+                try new.validateCombination()
+                newFile = configured.file
+            } catch let error as ConfigFileError {
+                logger.error("reload refused, the running settings stay: \(error)")
+                continue
+            } catch {
+                logger.error("reload refused, the running settings stay: \(Lyred.message(for: error))")
+                continue
+            }
+            if new.outputDelay != outputDelay { await receiver.setOutputDelay(milliseconds: new.outputDelay) }
+            if new.access != access { await receiver.setAccess(new.access) }
+            let before = Self.values(file), after = Self.values(newFile)
+            let changed = Set(before.keys).union(after.keys).filter { before[$0] != after[$0] && !Self.liveKeys.contains($0) }
+            if !changed.isEmpty {
+                logger.notice("reload: \(changed.sorted().joined(separator: ", ")) changed in \(newFile?.path ?? "the config file"); that takes effect when lyred restarts")
+            }
+            logger.info("reloaded \(newFile?.path ?? "(no config file)"): output delay \(new.outputDelay) ms, access \(new.access.rawValue)")
+            (outputDelay, access) = (new.outputDelay, new.access)
+            file = newFile
+        }
+    }
+
+    /// Each key's values in the file, in order.
+    static func values(_ file: ConfigFile?) -> [String: [String]] {
+        (file?.entries ?? []).reduce(into: [:]) { $0[$1.key, default: []].append($1.value) }
     }
 }
 

@@ -211,4 +211,23 @@ struct CommandLineTests {
         let row = try #require(table.lines.first { $0.hasPrefix("Den \"Left\" = #1") }, "\(table.stdout)")
         #expect(row.contains(":7712"))
     }
+
+    /// `lyred --list-outputs` lists what ALSA names for playback, with the kind lyred would advertise: a PCM
+    /// of the configuration that shows itself, with its description, and ALSA's own default.
+    @Test func listOutputsShowsALSAsOutputs() async throws {
+        let network = try TestNetwork(avahi: false)
+        defer { network.close() }
+        let config = network.scratch.appendingPathComponent("asound.conf").path
+        try """
+            </usr/share/alsa/alsa.conf>
+            pcm.kitchen { type null; hint { show on; description "Kitchen speakers" } }
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+        let listed = try await network.run(["env", "ALSA_CONFIG_PATH=\(config)", TestNetwork.binaries + "/lyred", "--list-outputs"])
+        #expect(listed.status == 0, "\(listed.stderr)")
+        #expect(listed.lines.first?.split(separator: " ", omittingEmptySubsequences: true).first == "OUTPUT", "\(listed.stdout)")
+        let kitchen = try #require(listed.lines.first { $0.hasPrefix("kitchen ") }, "\(listed.stdout)")
+        #expect(kitchen.contains("Kitchen speakers"))
+        #expect(kitchen.contains("--output-kind (speaker)"))
+        #expect(listed.lines.contains { $0.hasPrefix("default ") || $0.hasPrefix("null ") }, "\(listed.stdout)")
+    }
 }
