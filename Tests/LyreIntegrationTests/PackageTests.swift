@@ -135,7 +135,7 @@ struct PackageTests {
     /// The installed system boots (systemd in a container, systemd-nspawn, with a network of its own that has
     /// only loopback): lyred.service starts under its sandbox as its own user, reads /etc/lyre/lyred.conf,
     /// advertises through the root's avahi-daemon, and the installed `lyre play` plays a file to it by name,
-    /// checked from the WAV the receiver wrote, first sample to last.
+    /// checked from the WAV the receiver wrote, first sample to last; `systemctl reload` then re-reads its file.
     @Test func theInstalledSystemBootsLyredServiceAndPlaysAFileToIt() async throws {
         let root = try Self.root()
         let network = try TestNetwork(avahi: false)
@@ -157,7 +157,7 @@ struct PackageTests {
             After=lyred.service avahi-daemon.service
             [Service]
             Type=oneshot
-            ExecStart=/bin/sh -c 'lyre play /var/tmp/in.wav --to "Installed Den" --timeout 20; echo "lyre play exited $?"; systemctl is-active lyred.service | sed "s/^/lyred.service /"; systemctl stop lyred.service; journalctl -b --no-pager -u lyred.service > /var/tmp/lyred.log; systemctl poweroff'
+            ExecStart=/bin/sh -c 'lyre play /var/tmp/in.wav --to "Installed Den" --timeout 20; echo "lyre play exited $?"; systemctl reload lyred.service; sleep 1; systemctl is-active lyred.service | sed "s/^/lyred.service /"; systemctl stop lyred.service; journalctl -b --no-pager -u lyred.service > /var/tmp/lyred.log; systemctl poweroff'
             StandardOutput=journal+console
             [Install]
             WantedBy=multi-user.target
@@ -180,6 +180,8 @@ struct PackageTests {
         let journal = (try? String(contentsOfFile: root + "/var/tmp/lyred.log", encoding: .utf8)) ?? ""
         #expect(journal.contains("advertised as 'Installed Den'"), "\(journal)")
         #expect(journal.contains("via avahi"), "lyred should use the root's avahi-daemon: \(journal)")
+        // `systemctl reload` (the unit's ExecReload) re-read the file, and lyred stayed up.
+        #expect(journal.contains("reloaded /etc/lyre/lyred.conf"), "\(journal)")
         let output = root + "/var/lib/lyred/out.wav"
         #expect(FileManager.default.fileExists(atPath: output), "no output: \(journal)")
         let comparison = try await StreamingTests.compare(network, reference: input, output: output)
