@@ -44,13 +44,18 @@ public enum CommandLineMain {
                 message = failure.message
                 status = failure.code
             } else {
-                let first = Command.message(for: error).split(separator: "\n").first.map(String.init) ?? "\(error)"
-                message = first + "; see '\(name) --help'"
+                message = firstLine(of: error, for: Command.self) + "; see '\(name) --help'"
             }
             let line = message.hasPrefix("Error: ") ? String(message.dropFirst(7)) : message
             Console.standardError.write(line: "\(name): \(line)")
             exit(status)
         }
+    }
+
+    /// The first line of ArgumentParser's message for `error`, without its "Error: ".
+    static func firstLine<Command: ParsableCommand>(of error: any Error, for _: Command.Type) -> String {
+        let first = Command.message(for: error).split(separator: "\n").first.map(String.init) ?? "\(error)"
+        return first.hasPrefix("Error: ") ? String(first.dropFirst(7)) : first
     }
 
     /// Sends log output to stderr at `level`.

@@ -149,11 +149,10 @@ public enum ConfiguredArguments {
             do {
                 _ = try Command.parse([option, entry.value])
             } catch {
-                let text = Command.message(for: error).split(separator: "\n").first.map(String.init) ?? "\(error)"
-                if text.hasPrefix("Unknown option") {
+                let reason = CommandLineMain.firstLine(of: error, for: Command.self)
+                if reason.hasPrefix("Unknown option") {
                     throw ConfigFileError(path: file.path, line: entry.line, key: entry.key, "unknown key; see '\(Command.configuration.commandName ?? "") --help' for the options, which are the keys")
                 }
-                let reason = text.hasPrefix("Error: ") ? String(text.dropFirst(7)) : text
                 throw ConfigFileError(path: file.path, line: entry.line, key: entry.key, reason)
             }
             let overridden = commandLine.contains { $0 == option || $0.hasPrefix(option + "=") }

@@ -325,7 +325,6 @@ public final class Receiver: Sendable {
         }
     }
 
-    /// What the current session says is playing; nil when there is no session.
     /// Sets the output delay (ms, ControlRequest.outputDelayRange) at once, in the playing session too.
     public func setOutputDelay(milliseconds: Int) async {
         let registry = self.registry
@@ -341,6 +340,7 @@ public final class Receiver: Sendable {
         }.get()
     }
 
+    /// What the current session says is playing; nil when there is no session.
     public func nowPlaying() async -> NowPlayingSnapshot? {
         let registry = self.registry
         return try? await registry.eventLoop.submit { registry.active?.snapshot() }.get()
