@@ -7,10 +7,11 @@ import Glibc
 /// The playback volume control of the card (or sound server) behind an ALSA PCM (`snd_mixer_t`), so that
 /// the receiver's volume is the device's, not a gain on the samples.
 ///
-/// The control is the first of Master, PCM, Speaker, Headphone, Digital that has a playback volume, else
-/// any that has one. Volume is set in dB where the control has a dB scale. PulseAudio's and PipeWire's
-/// ALSA controls have none: their 0…65536 range is the server's cubic volume (amplitude = (v / 65536)³),
-/// and is set on that scale; any other control without a dB scale is taken as linear in amplitude.
+/// The control is the one named (`lyred --volume-control mixer:NAME`), else the first of Master, PCM,
+/// Speaker, Headphone, Digital that has a playback volume, else any that has one. Volume is set in dB where
+/// the control has a dB scale. PulseAudio's and PipeWire's ALSA controls have none: their 0…65536 range is
+/// the server's cubic volume (amplitude = (v / 65536)³), and is set on that scale; any other control
+/// without a dB scale is taken as linear in amplitude.
 public final class ALSAMixer {
     public let controlName: String
     private let mixer: OpaquePointer
@@ -21,8 +22,35 @@ public final class ALSAMixer {
     private let hasSwitch: Bool
 
     /// The mixer for `pcm`, or nil when it has no playback volume control (plugins such as `null` and
-    /// `file`, or no card).
-    public init?(pcm: String) {
+    /// `file`, or no card). `control` names the control to use; nil picks the first preferred one.
+    public init?(pcm: String, control: String? = nil) {
+        guard let (attached, elements) = Self.open(pcm: pcm) else { return nil }
+        let preferred = control.map { [$0] } ?? ["Master", "PCM", "Speaker", "Headphone", "Digital"]
+        let fallback = control == nil ? elements.first : nil
+        guard let chosen = preferred.lazy.compactMap({ name in elements.first { $0.name == name } }).first ?? fallback else {
+            snd_mixer_close(attached)
+            return nil
+        }
+        mixer = attached
+        element = chosen.element
+        controlName = chosen.name
+        var low = 0, high = 0
+        snd_mixer_selem_get_playback_volume_range(element, &low, &high)
+        raw = (low, high)
+        var dBLow = 0, dBHigh = 0
+        dBRange = snd_mixer_selem_get_playback_dB_range(element, &dBLow, &dBHigh) == 0 && dBLow < dBHigh ? (dBLow, dBHigh) : nil
+        hasSwitch = snd_mixer_selem_has_playback_switch(element) != 0
+    }
+
+    /// The names of the playback volume controls behind `pcm`, for a message that says what there is.
+    public static func playbackControls(pcm: String) -> [String] {
+        guard let (attached, elements) = open(pcm: pcm) else { return [] }
+        snd_mixer_close(attached)
+        return elements.map(\.name)
+    }
+
+    /// The mixer attached to `pcm` (or the card behind it) with its active playback volume controls.
+    private static func open(pcm: String) -> (OpaquePointer, [(name: String, element: OpaquePointer)])? {
         var opened: OpaquePointer?
         var attached: OpaquePointer?
         // The PCM's own name is a control device for `hw:N`, `default`, `pulse`; else the card behind it.
@@ -45,20 +73,7 @@ public final class ALSAMixer {
             }
             next = snd_mixer_elem_next(element)
         }
-        let preferred = ["Master", "PCM", "Speaker", "Headphone", "Digital"]
-        guard let chosen = preferred.lazy.compactMap({ name in elements.first { $0.name == name } }).first ?? elements.first else {
-            snd_mixer_close(attached)
-            return nil
-        }
-        mixer = attached
-        element = chosen.element
-        controlName = chosen.name
-        var low = 0, high = 0
-        snd_mixer_selem_get_playback_volume_range(element, &low, &high)
-        raw = (low, high)
-        var dBLow = 0, dBHigh = 0
-        dBRange = snd_mixer_selem_get_playback_dB_range(element, &dBLow, &dBHigh) == 0 && dBLow < dBHigh ? (dBLow, dBHigh) : nil
-        hasSwitch = snd_mixer_selem_has_playback_switch(element) != 0
+        return (attached, elements)
     }
 
     deinit { snd_mixer_close(mixer) }

@@ -29,8 +29,9 @@ public final class ALSAOutput: PCMSink {
     private var selfPaced = false
     private var timeline = ClockPacedTimeline()
 
-    /// `bufferMicroseconds` is the device buffer asked for; ALSA may round it.
-    public init(pcm name: String, bufferMicroseconds: UInt32 = 20_000) throws(AudioOutputError) {
+    /// `bufferMicroseconds` is the device buffer asked for; ALSA may round it. `volumeControl` says which
+    /// mixer control the volume moves, if any: a control it names that the output lacks is an error.
+    public init(pcm name: String, bufferMicroseconds: UInt32 = 20_000, volumeControl: VolumeControl = .auto) throws(AudioOutputError) {
         Self.captureErrors
         lyre_alsa_clear_error()
         var handle: OpaquePointer?
@@ -46,9 +47,21 @@ public final class ALSAOutput: PCMSink {
         snd_pcm_get_params(handle, &bufferSize, &periodSize)
         outputLatency = UInt64(bufferSize) * 1_000_000_000 / 48000
         bufferFrames = Int(bufferSize)
+        switch volumeControl.mixerControl {
+        case .none: mixer = nil
+        case .some(let control):
+            mixer = ALSAMixer(pcm: name, control: control)
+            if let control, mixer == nil {
+                snd_pcm_close(handle)
+                let controls = ALSAMixer.playbackControls(pcm: name)
+                throw AudioOutputError(
+                    "ALSA PCM \(name) has no playback volume control '\(control)' ("
+                        + (controls.isEmpty ? "it has none" : "it has \(controls.map { "'\($0)'" }.joined(separator: ", "))")
+                        + "); set volume-control to mixer:NAME with one of them, or to auto or software")
+            }
+        }
         pcm = handle
         self.name = name
-        mixer = ALSAMixer(pcm: name)
         // Timestamps on the host's clock (HostClock), taken by the driver when it updates its pointer.
         var sw: OpaquePointer?
         if snd_pcm_sw_params_malloc(&sw) == 0, let sw {

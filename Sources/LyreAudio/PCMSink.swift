@@ -93,10 +93,10 @@ public enum OutputTarget: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    /// Opens the sink.
-    public func open() throws(AudioOutputError) -> any PCMSink {
+    /// Opens the sink, with the mixer control `volumeControl` names (a WAV file has none).
+    public func open(volumeControl: VolumeControl = .auto) throws(AudioOutputError) -> any PCMSink {
         switch self {
-        case .alsa(let pcm): try ALSAOutput(pcm: pcm)
+        case .alsa(let pcm): try ALSAOutput(pcm: pcm, volumeControl: volumeControl)
         case .wav(let path, let skew): try WAVFileOutput(path: path, skewPPM: skew)
         }
     }

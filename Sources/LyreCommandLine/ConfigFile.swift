@@ -137,6 +137,8 @@ public enum ConfiguredArguments {
     /// The arguments to parse: the file's settings as options, for each key the command line does not set,
     /// then the command line. Each setting is first parsed alone by `Command`, so that an unknown key or a bad
     /// value is reported at its line; keys in `excluded` (such as `config` itself) cannot be set in a file.
+    /// A setting is passed as `--key=value`, so that a value that starts with a dash (`max-volume-db = -6`)
+    /// is the option's value, never read as options of its own.
     public static func arguments<Command: ParsableCommand>(
         for command: Command.Type, file: ConfigFile, commandLine: [String], excluded: Set<String> = []
     ) throws(ConfigFileError) -> [String] {
@@ -146,8 +148,9 @@ public enum ConfiguredArguments {
             if excluded.contains(entry.key) {
                 throw ConfigFileError(path: file.path, line: entry.line, key: entry.key, "only on the command line")
             }
+            let argument = "\(option)=\(entry.value)"
             do {
-                _ = try Command.parse([option, entry.value])
+                _ = try Command.parse([argument])
             } catch {
                 let reason = CommandLineMain.firstLine(of: error, for: Command.self)
                 if reason.hasPrefix("Unknown option") {
@@ -156,7 +159,7 @@ public enum ConfiguredArguments {
                 throw ConfigFileError(path: file.path, line: entry.line, key: entry.key, reason)
             }
             let overridden = commandLine.contains { $0 == option || $0.hasPrefix(option + "=") }
-            if !overridden { arguments += [option, entry.value] }
+            if !overridden { arguments.append(argument) }
         }
         return arguments + commandLine
     }

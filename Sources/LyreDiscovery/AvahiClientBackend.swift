@@ -17,6 +17,9 @@ final class AvahiClientBackend: MDNSBackend, @unchecked Sendable {
 
     private var client: OpaquePointer?  // AvahiClient*
     private var group: OpaquePointer?  // AvahiEntryGroup*
+    /// The group of the name before a rename, kept until the new name is established and then freed (its
+    /// goodbyes sent), so that browsers see the device renamed, never gone.
+    private var retiring: OpaquePointer?  // AvahiEntryGroup*
     private var registration: ServiceRegistration?
     private var currentName: String?
     private var browseType: String?
@@ -69,6 +72,7 @@ final class AvahiClientBackend: MDNSBackend, @unchecked Sendable {
         case AVAHI_CLIENT_S_COLLISION, AVAHI_CLIENT_S_REGISTERING:
             // The host name is being (re)established: withdraw until the server runs again.
             if let group { avahi_entry_group_reset(group) }
+            retireOldName()
         case AVAHI_CLIENT_FAILURE:
             let error = avahi_client_errno(c)
             if error == AVAHI_ERR_DISCONNECTED {
@@ -101,6 +105,7 @@ final class AvahiClientBackend: MDNSBackend, @unchecked Sendable {
         browsers.removeAll()
         if let group { avahi_entry_group_free(group) }
         group = nil
+        retireOldName()
         if let client { avahi_client_free(client) }
         client = nil
     }
@@ -111,6 +116,13 @@ final class AvahiClientBackend: MDNSBackend, @unchecked Sendable {
         try poll.withLock { () throws(AvahiError) in
             registration = service
             currentName = ServiceName.sanitized(service.name)
+            // A second publish is a rename: the new name is registered in a group of its own, and the old
+            // one withdrawn once it is established.
+            if let group, avahi_entry_group_is_empty(group) == 0 {
+                retireOldName()
+                retiring = group
+                self.group = nil
+            }
             if let client, avahi_client_get_state(client) == AVAHI_CLIENT_S_RUNNING { registerIfNeeded() }
         }
     }
@@ -171,7 +183,10 @@ final class AvahiClientBackend: MDNSBackend, @unchecked Sendable {
 
     private func groupChanged(_ g: OpaquePointer, _ state: AvahiEntryGroupState) {
         switch state {
+        case _ where g == retiring:
+            break  // the old name, withdrawn when the new one is established
         case AVAHI_ENTRY_GROUP_ESTABLISHED:
+            retireOldName()
             if let currentName { events.publish(.established(name: currentName)) }
         case AVAHI_ENTRY_GROUP_COLLISION:
             // Another host probed the same name first: pick the next one and register again.
@@ -188,6 +203,12 @@ final class AvahiClientBackend: MDNSBackend, @unchecked Sendable {
         default:
             break
         }
+    }
+
+    /// Withdraws the name a rename replaced (goodbye packets). Poll thread/lock.
+    private func retireOldName() {
+        if let retiring { avahi_entry_group_free(retiring) }
+        retiring = nil
     }
 
     // MARK: Browsing

@@ -23,6 +23,9 @@ final class EmbeddedBackend: MDNSBackend, @unchecked Sendable {
 
     private var server: OpaquePointer?  // AvahiServer*
     private var group: OpaquePointer?  // AvahiSEntryGroup*
+    /// The group of the name before a rename, kept until the new name is established and then freed (its
+    /// goodbyes sent), so that browsers see the device renamed, never gone.
+    private var retiring: OpaquePointer?  // AvahiSEntryGroup*
     private var registration: ServiceRegistration?
     private var currentName: String?
     private var browser: OpaquePointer?  // AvahiSServiceBrowser*
@@ -90,8 +93,10 @@ final class EmbeddedBackend: MDNSBackend, @unchecked Sendable {
                 avahi_free(next)
             }
             if let group { lyre_avahi_s_entry_group_reset(group) }
+            retireOldName()
         case AVAHI_SERVER_REGISTERING:
             if let group { lyre_avahi_s_entry_group_reset(group) }
+            retireOldName()
         case AVAHI_SERVER_FAILURE:
             let error = AvahiError(code: lyre_avahi_server_errno(s), context: "embedded mDNS responder failed")
             logger.error("\(error)")
@@ -107,6 +112,13 @@ final class EmbeddedBackend: MDNSBackend, @unchecked Sendable {
         try poll.withLock { () throws(AvahiError) in
             registration = service
             currentName = ServiceName.sanitized(service.name)
+            // A second publish is a rename: the new name is registered in a group of its own, and the old
+            // one withdrawn once it is established.
+            if let group, lyre_avahi_s_entry_group_is_empty(group) == 0 {
+                retireOldName()
+                retiring = group
+                self.group = nil
+            }
             if let server, lyre_avahi_server_get_state(server) == AVAHI_SERVER_RUNNING { registerIfNeeded() }
         }
     }
@@ -157,7 +169,10 @@ final class EmbeddedBackend: MDNSBackend, @unchecked Sendable {
 
     private func groupChanged(_ g: OpaquePointer, _ state: AvahiEntryGroupState) {
         switch state {
+        case _ where g == retiring:
+            break  // the old name, withdrawn when the new one is established
         case AVAHI_ENTRY_GROUP_ESTABLISHED:
+            retireOldName()
             if let currentName { events.publish(.established(name: currentName)) }
         case AVAHI_ENTRY_GROUP_COLLISION:
             guard let name = currentName else { return }
@@ -304,6 +319,12 @@ final class EmbeddedBackend: MDNSBackend, @unchecked Sendable {
         if let timer { timers.append(timer) } else { events.browserAllForNow() }
     }
 
+    /// Withdraws the name a rename replaced (goodbye packets). Poll thread/lock.
+    private func retireOldName() {
+        if let retiring { lyre_avahi_s_entry_group_free(retiring) }
+        retiring = nil
+    }
+
     // MARK: Shutdown
 
     func shutdown() {
@@ -317,6 +338,7 @@ final class EmbeddedBackend: MDNSBackend, @unchecked Sendable {
         browser = nil
         if let group { lyre_avahi_s_entry_group_free(group) }  // sends goodbyes
         group = nil
+        retireOldName()
         if let server { lyre_avahi_server_free(server) }
         server = nil
         events.finish()

@@ -97,6 +97,7 @@ public protocol MDNSBackend: AnyObject, Sendable {
     /// Publication events; finishes when the backend shuts down.
     var publicationEvents: AsyncStream<PublicationEvent> { get }
     /// Registers `service`; on a name conflict it is renamed as ``ServiceName/alternative(after:)`` says.
+    /// Called again, it replaces the service: the old name is withdrawn and the new one registered.
     func publish(_ service: ServiceRegistration) throws(AvahiError)
     /// Replaces the TXT record of the published service in place, without withdrawing it.
     func updateTXT(_ txt: TXTRecord) throws(AvahiError)

@@ -7,8 +7,8 @@ import Synchronization
 /// so senders see ``RouteChangeReason/deviceChanged``, not a device that leaves and comes back.
 public final class ReceiverAdvertiser: Sendable {
     private let backend: any MDNSBackend
-    private let state: Mutex<ReceiverTXT>
-    private let requestedName: String
+    /// The attributes advertised and the name asked for (the network may give it a suffix).
+    private let state: Mutex<(receiver: ReceiverTXT, name: String)>
     private let port: UInt16
 
     /// Which mDNS stack is in use.
@@ -16,21 +16,29 @@ public final class ReceiverAdvertiser: Sendable {
     /// What happens to the registration: established, renamed on a conflict, suspended, failed.
     public var events: AsyncStream<PublicationEvent> { backend.publicationEvents }
     /// The attributes now advertised.
-    public var receiver: ReceiverTXT { state.withLock { $0 } }
+    public var receiver: ReceiverTXT { state.withLock { $0.receiver } }
 
     public init(backend: any MDNSBackend, name: String, port: UInt16, receiver: ReceiverTXT) {
         self.backend = backend
-        self.requestedName = name
         self.port = port
-        self.state = Mutex(receiver)
+        self.state = Mutex((receiver, name))
     }
 
     /// Registers the service; events report when it is established.
     public func start() throws(AvahiError) {
         // Under the state lock, so an `update` racing with the start is never lost between reading the TXT
         // and registering it.
-        try state.withLock { (receiver) throws(AvahiError) in
-            try backend.publish(ServiceRegistration(name: requestedName, port: port, txt: receiver.txtRecord))
+        try state.withLock { (state) throws(AvahiError) in
+            try backend.publish(ServiceRegistration(name: state.name, port: port, txt: state.receiver.txtRecord))
+        }
+    }
+
+    /// Advertises under `name` from now on: the old name is withdrawn and the new one registered (as
+    /// `Name (2)` if taken), with the same id, so senders see the device renamed, not another device.
+    public func rename(to name: String) throws(AvahiError) {
+        try state.withLock { (state) throws(AvahiError) in
+            state.name = name
+            try backend.publish(ServiceRegistration(name: name, port: port, txt: state.receiver.txtRecord))
         }
     }
 
@@ -46,11 +54,11 @@ public final class ReceiverAdvertiser: Sendable {
 
     /// Changes any attribute; the device id cannot change.
     public func update(_ change: (inout ReceiverTXT) -> Void) throws(AvahiError) {
-        try state.withLock { (receiver) throws(AvahiError) in
-            let id = receiver.deviceID
-            change(&receiver)
-            receiver.deviceID = id
-            try backend.updateTXT(receiver.txtRecord)
+        try state.withLock { (state) throws(AvahiError) in
+            let id = state.receiver.deviceID
+            change(&state.receiver)
+            state.receiver.deviceID = id
+            try backend.updateTXT(state.receiver.txtRecord)
         }
     }
 

@@ -70,7 +70,8 @@ public struct PairingResponder {
         case exchanged(connection: Int, sender: PairingParty, isk: [UInt8], expires: UInt64)
     }
 
-    public let receiver: PairingParty
+    /// Who the receiver is: its key and id never change, its name may (a receiver renamed while it runs).
+    public private(set) var receiver: PairingParty
     public let rules: Rules
     private var run = Run.idle
     private var failures = 0
@@ -84,6 +85,9 @@ public struct PairingResponder {
         self.random = random
         nextLockout = rules.firstLockout
     }
+
+    /// The name told to senders that pair from now on.
+    public mutating func rename(_ name: String) { receiver.name = name }
 
     public static func systemRandom(_ count: Int) -> [UInt8] {
         var generator = SystemRandomNumberGenerator()

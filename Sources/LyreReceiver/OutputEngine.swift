@@ -22,8 +22,10 @@ final class OutputEngine: @unchecked Sendable {
     private var running = true
     /// The audio thread has left its loop.
     private var loopEnded = false
-    /// The volume asked for (dB, RAOP scale), and whether the audio thread has yet to apply it.
-    private var volume: Double = 0
+    /// The volume asked for (dB, RAOP scale), how it becomes a level, and whether the audio thread has yet
+    /// to apply them.
+    private var volume: Double
+    private var policy: VolumePolicy
     private var volumeChanged = false
     /// What is plugged into the output holds the sound this long, ns (`--output-delay`; may be negative).
     private var delay: Int64 = 0
@@ -39,8 +41,11 @@ final class OutputEngine: @unchecked Sendable {
     /// waits on it.
     private let settled = Wakeup()
 
-    init(target: OutputTarget, presentationLogPath: String?, logger: Logger, availabilityChanged: @escaping @Sendable (Bool) -> Void) {
+    init(target: OutputTarget, volume: Double, policy: VolumePolicy, presentationLogPath: String?, logger: Logger,
+         availabilityChanged: @escaping @Sendable (Bool) -> Void) {
         self.target = target
+        self.volume = volume
+        self.policy = policy
         self.logger = logger
         self.availabilityChanged = availabilityChanged
         presentationLog = presentationLogPath.flatMap { fopen($0, "w") }
@@ -82,10 +87,20 @@ final class OutputEngine: @unchecked Sendable {
         set { lock.withLock { delay = newValue } }
     }
 
-    /// Volume in dB (RAOP scale): set on the output's mixer when it has one, else applied to the samples.
+    /// Volume in dB (RAOP scale), played at the policy's level: on the output's mixer when it has one and
+    /// the policy uses it, else as a gain on the samples.
     func setVolume(_ db: Double) {
         lock.withLock {
             volume = db
+            volumeChanged = true
+        }
+        wake.signal()
+    }
+
+    /// The level a sender's full volume plays at (`--max-volume-db`), at once.
+    func setMaximumVolume(_ db: Double) {
+        lock.withLock {
+            policy.maximumDB = db
             volumeChanged = true
         }
         wake.signal()
@@ -132,14 +147,15 @@ final class OutputEngine: @unchecked Sendable {
         while lock.withLock({ running }) {
             if sink == nil {
                 do {
-                    let opened = try target.open()
+                    let volumeControl = lock.withLock { self.policy.control }
+                    let opened = try target.open(volumeControl: volumeControl)
                     sink = opened
                     lock.withLock {
                         latency = opened.outputLatency
                         volumeChanged = true
                     }
                     setAvailable(true)
-                    let control = opened.volumeControl.map { "on mixer control '\($0)'" } ?? "as software gain"
+                    let control = volumeControl == .none ? "not applied (volume-control none)" : opened.volumeControl.map { "on mixer control '\($0)'" } ?? "as software gain"
                     logger.info("output \(target) open, latency \(Double(opened.outputLatency) / 1e6) ms, volume \(control)")
                     lastFailure = nil
                 } catch {
@@ -153,7 +169,7 @@ final class OutputEngine: @unchecked Sendable {
                 }
             }
             guard let out = sink else { continue }
-            let (controller, newVolume, outputDelay) = lock.withLock {
+            let (controller, newVolume, volumePolicy, outputDelay) = lock.withLock {
                 if let deadline = drainDeadline, let playing = current,
                     HostClock.now() > deadline || playing.withPlayout({ $0.isDrained })
                 {
@@ -162,15 +178,16 @@ final class OutputEngine: @unchecked Sendable {
                     settled.signal()
                 }
                 defer { volumeChanged = false }
-                return (current, volumeChanged ? volume : nil, delay)
+                return (current, volumeChanged ? volume : nil, self.policy, delay)
             }
             if let newVolume {
-                if out.setVolume(dB: newVolume) {
-                    gain = 1
-                } else {
-                    if out.volumeControl != nil { logger.warning("output \(target): the mixer refused \(newVolume) dB; applying it as software gain") }
-                    gain = newVolume <= -144 ? 0 : pow(10, newVolume / 20)
-                }
+                gain = volumePolicy.apply(newVolume) { level in
+                    guard out.setVolume(dB: level) else {
+                        if out.volumeControl != nil { logger.warning("output \(target): the mixer refused \(level) dB; applying it as software gain") }
+                        return false
+                    }
+                    return true
+                }.gain
             }
             guard let controller else {
                 if wasPlaying {

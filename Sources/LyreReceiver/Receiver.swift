@@ -17,6 +17,11 @@ public struct ReceiverConfiguration: Sendable {
     /// TCP port; 0 picks a free one.
     public var port = 7700
     public var output: OutputTarget = .alsa(pcm: "default")
+    /// What the volume moves and the loudest it plays (`--volume-control`, `--max-volume-db`).
+    public var volume = VolumePolicy()
+    /// The volume the receiver starts at, dB (−30…0, or −144 to start muted): what senders find when they
+    /// connect, until one sets another.
+    public var initialVolumeDB = 0.0
     /// Latency when the sender asks for none, ms.
     public var defaultLatencyMilliseconds = 250
     /// The extra latency of what is plugged into the output, ms (−500…500): an AV receiver, a soundbar, a
@@ -101,6 +106,7 @@ final class SessionRegistry: @unchecked Sendable {
         self.logger = logger
         self.events = events
         access = configuration.access
+        volume = configuration.initialVolumeDB
         artwork = configuration.artworkDirectory.map(ArtworkStore.init(directory:))
         pairing = configuration.pairing.map { ReceiverPairing(receiver: $0.receiver, pairedSendersPath: $0.pairedSendersPath, logger: logger) }
     }
@@ -226,7 +232,10 @@ public final class Receiver: Sendable {
         group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let loop = group.next()
         let box = NIOLockedValueBox<SessionRegistry?>(nil)
-        output = OutputEngine(target: configuration.output, presentationLogPath: configuration.presentationLogPath, logger: logger) { available in
+        output = OutputEngine(
+            target: configuration.output, volume: configuration.initialVolumeDB, policy: configuration.volume,
+            presentationLogPath: configuration.presentationLogPath, logger: logger
+        ) { available in
             loop.execute { box.withLockedValue { $0 }?.setOutputAvailable(available) }
         }
         output.outputDelay = Int64(configuration.outputDelayMilliseconds) * 1_000_000
@@ -338,6 +347,22 @@ public final class Receiver: Sendable {
             registry.access = access
             registry.logger.notice("access \(access.rawValue) for new sessions")
         }.get()
+    }
+
+    /// Changes the level a sender's full volume plays at (dB, −30…0), at once, in the playing session too.
+    public func setMaximumVolume(_ db: Double) async {
+        let registry = self.registry
+        try? await registry.eventLoop.submit {
+            registry.output.setMaximumVolume(db)
+            registry.logger.notice("maximum volume \(db) dB")
+        }.get()
+    }
+
+    /// Changes the name the receiver tells senders that pair with it (the advertised name is the
+    /// advertiser's).
+    public func setName(_ name: String) async {
+        let registry = self.registry
+        try? await registry.eventLoop.submit { registry.pairing?.rename(name) }.get()
     }
 
     /// What the current session says is playing; nil when there is no session.

@@ -23,6 +23,9 @@ final class ReceiverPairing {
 
     var receiverName: String { responder.receiver.name }
 
+    /// Tells senders that pair from now on the receiver's new name.
+    func rename(_ name: String) { responder.rename(name) }
+
     /// Whether a sender holding `key` is paired.
     func isPaired(_ key: [UInt8]) -> Bool { keys.contains(key) }
 

@@ -31,8 +31,8 @@ struct Lyred: AsyncParsableCommand {
             Every option can also be set in a config file, one 'key = value' a line, the key being the option \
             without its dashes (--output-delay 40 is 'output-delay = 40'); the command line wins. The file is \
             --config, else $XDG_CONFIG_HOME/lyre/lyred.conf for a user other than root, else \
-            /etc/lyre/lyred.conf, whichever exists first. SIGHUP re-reads it: output-delay and access change at \
-            once, without ending the playing session.
+            /etc/lyre/lyred.conf, whichever exists first. SIGHUP re-reads it: name, max-volume-db, output-delay \
+            and access change at once, without ending the playing session.
             """,
         version: LyreVersion.current)
 
@@ -65,10 +65,21 @@ struct Lyred: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Latency for senders that ask for none, in ms (20 to 2000).", valueName: "MS"))
     var latency: Int = 250
 
-    @Option(help: ArgumentHelp("Extra latency of what is plugged into the output (AV receiver, soundbar), in ms (-500 to 500); also 'lyre remote output-delay MS'.", valueName: "MS"))
+    // (.unconditional on the options that take a negative number: the word after the option is its value, so
+    // that -40 is not read as an option.)
+    @Option(parsing: .unconditional, help: ArgumentHelp("Extra latency of what is plugged into the output (AV receiver, soundbar), in ms (-500 to 500); also 'lyre remote output-delay MS'.", valueName: "MS"))
     var outputDelay: Int = 0
 
-    @Option(help: ArgumentHelp("Run the wav: output this many ppm fast (-1000 to 1000), like a real DAC's crystal, to test drift.", valueName: "N"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("The volume lyred starts at, in dB (-30 to 0, or -144 to start muted): what senders find until one sets another.", valueName: "DB"))
+    var initialVolumeDb: Double = 0
+
+    @Option(parsing: .unconditional, help: ArgumentHelp("The level a sender's full volume plays at, in dB (-30 to 0): every volume plays that much lower.", valueName: "DB"))
+    var maxVolumeDb: Double = 0
+
+    @Option(help: ArgumentHelp("What the volume moves: auto (the output's mixer, else the samples), software (the samples; no mixer is touched), mixer:NAME (that ALSA mixer control), or none (nothing: full level, for an amplifier's own knob).", valueName: "auto|software|mixer:NAME|none"))
+    var volumeControl: VolumeControl = .auto
+
+    @Option(parsing: .unconditional, help: ArgumentHelp("Run the wav: output this many ppm fast (-1000 to 1000), like a real DAC's crystal, to test drift.", valueName: "N"))
     var outputSkewPpm: Double = 0
 
     @Option(help: ArgumentHelp("Write rtp_time,scheduled_ns,presented_ns,audio_frames,frames for every output block to this CSV file.", valueName: "PATH"))
@@ -151,6 +162,8 @@ struct Lyred: AsyncParsableCommand {
         if output.isEmpty || output == "wav:" { throw ValidationError("--output needs an ALSA PCM name or wav:PATH") }
         guard ControlRequest.outputDelayRange.contains(outputDelay) else { throw ValidationError("--output-delay must be between -500 and 500 ms") }
         guard (-1000...1000).contains(outputSkewPpm) else { throw ValidationError("--output-skew-ppm must be between -1000 and 1000") }
+        guard ReceiverTXT.validVolume(initialVolumeDb) != nil else { throw ValidationError("--initial-volume-db must be between -30 and 0, or -144 (muted)") }
+        guard VolumePolicy.range.contains(maxVolumeDb) else { throw ValidationError("--max-volume-db must be between -30 and 0") }
         if let name, name.isEmpty || name.utf8.count > ServiceName.maximumBytes {
             throw ValidationError("--name must be 1 to \(ServiceName.maximumBytes) bytes")
         }
@@ -160,6 +173,9 @@ struct Lyred: AsyncParsableCommand {
     /// each config file setting alone.
     func validateCombination() throws {
         if outputSkewPpm != 0, !output.hasPrefix("wav:") { throw CommandFailure("--output-skew-ppm needs --output wav:PATH", code: 64) }
+        if case .mixer = volumeControl, output.hasPrefix("wav:") {
+            throw CommandFailure("--volume-control \(volumeControl) needs an ALSA --output (a WAV file has no mixer)", code: 64)
+        }
     }
 
     func run() async throws {
@@ -189,6 +205,8 @@ struct Lyred: AsyncParsableCommand {
         configuration.host = listen
         configuration.port = port
         configuration.output = OutputTarget(output, skewPPM: outputSkewPpm)
+        configuration.volume = VolumePolicy(control: volumeControl, maximumDB: maxVolumeDb)
+        configuration.initialVolumeDB = initialVolumeDb
         configuration.defaultLatencyMilliseconds = latency
         configuration.outputDelayMilliseconds = outputDelay
         configuration.presentationLogPath = presentationLog
@@ -232,7 +250,7 @@ struct Lyred: AsyncParsableCommand {
         let detected: OutputKind? = if case .alsa(let pcm) = target { OutputKindProbe.detect(pcm: pcm) } else { nil }
         let receiver = ReceiverTXT(
             deviceID: id, model: model, codecs: ReceiverCapabilities.codecs, features: ReceiverCapabilities.features,
-            status: .idle, outputKind: detected ?? outputKind, volume: 0, keyFingerprint: key.fingerprint)
+            status: .idle, outputKind: detected ?? outputKind, volume: initialVolumeDb, keyFingerprint: key.fingerprint)
         let advertiser = ReceiverAdvertiser(
             backend: backend, name: name ?? Self.hostName(), port: UInt16(boundPort), receiver: receiver)
         logger.info(
@@ -254,7 +272,7 @@ struct Lyred: AsyncParsableCommand {
 
         let receiverService = StreamingService(receiver: streaming, advertiser: advertiser, mpris: bridge, logger: logger)
         let reload = ReloadService(
-            commandLine: Array(CommandLine.arguments.dropFirst()), outputDelay: outputDelay, access: access, receiver: streaming, logger: logger)
+            commandLine: Array(CommandLine.arguments.dropFirst()), running: live, receiver: streaming, advertiser: advertiser, logger: logger)
         let group = ServiceGroup(
             services: [AdvertisingService(advertiser: advertiser, logger: logger), receiverService, reload],
             gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
@@ -262,6 +280,16 @@ struct Lyred: AsyncParsableCommand {
         bridge?.close()
         logger.info("withdrawn; exiting")
     }
+
+    /// The settings a reload changes while lyred runs (``ReloadService``).
+    struct Live: Sendable, Equatable {
+        var name: String
+        var maxVolumeDb: Double
+        var outputDelay: Int
+        var access: ReceiverAccess
+    }
+
+    var live: Live { Live(name: name ?? Self.hostName(), maxVolumeDb: maxVolumeDb, outputDelay: outputDelay, access: access) }
 
     /// Artwork for MPRIS goes beside the control socket, in a directory of this process's own.
     static func artworkDirectory(controlSocket: String?) -> String {
@@ -356,22 +384,22 @@ struct AdvertisingService: Service {
     }
 }
 
-/// Re-reads the config file on SIGHUP (`systemctl reload lyred`): the output delay and who may play change at
-/// once, and the playing session goes on; a setting that needs a restart is named in the log; a file with a
-/// mistake is refused whole, and the running settings stay.
+/// Re-reads the config file on SIGHUP (`systemctl reload lyred`): the name, the maximum volume, the output
+/// delay and who may play change at once, and the playing session goes on; a setting that needs a restart is
+/// named in the log; a file with a mistake is refused whole, and the running settings stay.
 struct ReloadService: Service {
-    /// What lyred itself changes without a restart.
-    static let liveKeys: Set<String> = ["output-delay", "access"]
+    /// What lyred itself changes without a restart: the keys of ``Lyred/Live``.
+    static let liveKeys: Set<String> = ["name", "max-volume-db", "output-delay", "access"]
 
     let commandLine: [String]
-    /// The live settings lyred started with.
-    let outputDelay: Int
-    let access: ReceiverAccess
+    /// The live settings lyred runs with.
+    let running: Lyred.Live
     let receiver: Receiver
+    let advertiser: ReceiverAdvertiser
     let logger: Logger
 
     func run() async throws {
-        var (outputDelay, access) = (self.outputDelay, self.access)
+        var running = self.running
         var file = (try? Lyred.configured(commandLine))?.file
         for await _ in await UnixSignalsSequence(trapping: .sighup).cancelOnGracefulShutdown() {
             let new: Lyred
@@ -388,15 +416,27 @@ struct ReloadService: Service {
                 logger.error("reload refused, the running settings stay: \(Lyred.message(for: error))")
                 continue
             }
-            if new.outputDelay != outputDelay { await receiver.setOutputDelay(milliseconds: new.outputDelay) }
-            if new.access != access { await receiver.setAccess(new.access) }
+            let live = new.live
+            if live.outputDelay != running.outputDelay { await receiver.setOutputDelay(milliseconds: live.outputDelay) }
+            if live.access != running.access { await receiver.setAccess(live.access) }
+            if live.maxVolumeDb != running.maxVolumeDb { await receiver.setMaximumVolume(live.maxVolumeDb) }
+            if live.name != running.name {
+                do {
+                    try advertiser.rename(to: live.name)
+                    await receiver.setName(live.name)
+                    logger.notice("renamed from '\(running.name)' to '\(live.name)'")
+                } catch {
+                    logger.error("cannot advertise the new name '\(live.name)': \(error)")
+                }
+            }
             let before = Self.values(file), after = Self.values(newFile)
             let changed = Set(before.keys).union(after.keys).filter { before[$0] != after[$0] && !Self.liveKeys.contains($0) }
             if !changed.isEmpty {
                 logger.notice("reload: \(changed.sorted().joined(separator: ", ")) changed in \(newFile?.path ?? "the config file"); that takes effect when lyred restarts")
             }
-            logger.info("reloaded \(newFile?.path ?? "(no config file)"): output delay \(new.outputDelay) ms, access \(new.access.rawValue)")
-            (outputDelay, access) = (new.outputDelay, new.access)
+            logger.info(
+                "reloaded \(newFile?.path ?? "(no config file)"): name '\(live.name)', maximum volume \(live.maxVolumeDb) dB, output delay \(live.outputDelay) ms, access \(live.access.rawValue)")
+            running = live
             file = newFile
         }
     }
@@ -408,3 +448,7 @@ struct ReloadService: Service {
 }
 
 extension ReceiverAccess: ExpressibleByArgument {}
+
+extension VolumeControl: ExpressibleByArgument {
+    public init?(argument: String) { self.init(argument) }
+}

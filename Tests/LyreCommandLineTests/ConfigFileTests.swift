@@ -60,6 +60,7 @@ struct ConfigFileTests {
         @Option var latency: Int = 250
         @Option var interface: [String] = []
         @Option var config: String?
+        @Option var delay: Int = 0
         func validate() throws {
             guard (20...2000).contains(latency) else { throw ValidationError("--latency must be between 20 and 2000 ms") }
         }
@@ -78,6 +79,14 @@ struct ConfigFileTests {
         // A repeatable option on the command line replaces the file's list, not adds to it.
         let replaced = try Daemon.parse(try arguments("interface = eth0\ninterface = wlan0", ["--interface=lo"]))
         #expect(replaced.interface == ["lo"])
+    }
+
+    /// A value that starts with a dash is the key's value: a negative number, or a name such as `-x`.
+    @Test func aValueThatStartsWithADashIsTheValue() throws {
+        let parsed = try Daemon.parse(try arguments("delay = -40\nname = -x --latency 5", []))
+        #expect(parsed.delay == -40)
+        #expect(parsed.name == "-x --latency 5")
+        #expect(parsed.latency == 250)
     }
 
     @Test(arguments: [

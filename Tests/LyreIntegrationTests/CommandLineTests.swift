@@ -161,6 +161,14 @@ struct CommandLineTests {
         }
     }
 
+    /// The options that take a negative number take it as the next word, as the README writes them
+    /// (`--output-delay -40`), not only as `--output-delay=-40`.
+    @Test func negativeValuesFollowTheirOption() throws {
+        let result = try Self.run(["lyred", "--output-delay", "-40", "--initial-volume-db", "-144", "--max-volume-db", "-6",
+                                   "--output", "wav:/dev/null", "--output-skew-ppm", "-150", "--check-config"])
+        #expect(result.status == 0, "\(result.stderr)")
+    }
+
     /// A config file's mistake is one line naming its file, line and key, exit 78 (EX_CONFIG), and
     /// --check-config says so without starting; a good file is "valid".
     @Test func aConfigFileMistakeNamesItsFileLineAndKey() throws {
@@ -173,6 +181,10 @@ struct CommandLineTests {
             ("name = Den\n\nlatenc = 300\n", "lyred: \(path):3: latenc: unknown key"),
             ("access = everyone\n", "lyred: \(path):1: access: The value 'everyone' is invalid for '--access <paired|open>'"),
             ("output-skew-ppm = 5\n", "lyred: --output-skew-ppm needs --output wav:PATH"),
+            ("max-volume-db = -40\n", "lyred: \(path):1: max-volume-db: --max-volume-db must be between -30 and 0"),
+            ("initial-volume-db = -31\n", "lyred: \(path):1: initial-volume-db: --initial-volume-db must be between -30 and 0, or -144 (muted)"),
+            ("volume-control = hardware\n", "lyred: \(path):1: volume-control: The value 'hardware' is invalid for '--volume-control <auto|software|mixer:NAME|none>'"),
+            ("output = wav:/dev/null\nvolume-control = mixer:PCM\n", "lyred: --volume-control mixer:PCM needs an ALSA --output (a WAV file has no mixer)"),
         ] {
             try text.write(toFile: path, atomically: true, encoding: .utf8)
             for arguments in [["lyred", "--config", path, "--check-config"], ["lyred", "--config=\(path)", "--port", "0"]] {
@@ -181,7 +193,9 @@ struct CommandLineTests {
                 #expect(result.status == (error.contains(path) ? 78 : 64), "\(arguments): \(result.stderr)")
             }
         }
-        try "# the den\nname = Den \"Left\" #1\noutput-skew-ppm = 5\n".write(toFile: path, atomically: true, encoding: .utf8)
+        // Negative values from the file are values, not options.
+        try "# the den\nname = Den \"Left\" #1\noutput-skew-ppm = 5\nmax-volume-db = -6\ninitial-volume-db = -144\noutput-delay = -40\n"
+            .write(toFile: path, atomically: true, encoding: .utf8)
         let good = try Self.run(["lyred", "--config", path, "--output", "wav:/dev/null", "--check-config"])
         #expect(good.status == 0, "\(good.stderr)")
         #expect(good.stdout == "\(path): valid\n")

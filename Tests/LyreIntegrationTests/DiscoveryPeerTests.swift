@@ -211,6 +211,39 @@ struct DiscoveryPeerTests {
         }, "watch: \(watch.stdout)")
     }
 
+    /// A name changed in the config file and reloaded (SIGHUP) is advertised at once, under the same id: a
+    /// watcher sees the device changed, never gone, and the picker lists only the new name. The new name is
+    /// registered before the old one is withdrawn, in both mDNS stacks.
+    @Test("a reload renames the receiver in place", arguments: ["avahi", "embedded"])
+    func aReloadRenamesInPlace(mode: String) async throws {
+        let network = try TestNetwork()
+        defer { network.close() }
+        let written = try await network.shell("printf 'name = Porch\\n' > /run/rename.conf")
+        #expect(written.status == 0, "\(written.stderr)")
+        let watch = try network.spawn(["lyre", "devices", "--watch", "--json"])
+        let lyred = try network.spawn(["lyred", "--mdns", mode, "--config", "/run/rename.conf", "--port", "0", "--state-dir", "/run/lyred"])
+        #expect(await eventually {
+            watch.jsonLines.contains { $0["reason"] as? String == "deviceAvailable" && $0["name"] as? String == "Porch" }
+        }, "watch: \(watch.stdout) lyred: \(lyred.stderr)")
+        let id = try #require(watch.jsonLines.first { $0["name"] as? String == "Porch" }?["id"] as? String)
+
+        let renamed = try await network.shell("printf 'name = Back \"Porch\" = 2\\n' > /run/rename.conf")
+        #expect(renamed.status == 0, "\(renamed.stderr)")
+        lyred.signal(SIGHUP)
+        #expect(await eventually { lyred.stderr.contains("renamed from 'Porch' to 'Back \"Porch\" = 2'") }, "\(lyred.stderr)")
+        #expect(await eventually {
+            watch.jsonLines.contains { $0["reason"] as? String == "deviceChanged" && $0["name"] as? String == "Back \"Porch\" = 2" }
+        }, "watch: \(watch.stdout)")
+        #expect(try await eventually {
+            let names = try await Self.devicesJSON(network).compactMap { $0["name"] as? String }
+            return names == ["Back \"Porch\" = 2"]
+        }, "the old name is still listed")
+        #expect(watch.jsonLines.filter { $0["id"] as? String == id }.allSatisfy { $0["reason"] as? String != "deviceUnavailable" },
+                "the device went away on its rename: \(watch.stdout)")
+        #expect(!lyred.stderr.contains("takes effect when lyred restarts"), "\(lyred.stderr)")
+        #expect(lyred.isRunning)
+    }
+
     @Test("the id stays the same across restarts and renames")
     func stableIdentity() async throws {
         let network = try TestNetwork()

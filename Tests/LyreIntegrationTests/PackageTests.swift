@@ -150,14 +150,26 @@ struct PackageTests {
             output = wav:/var/lib/lyred/out.wav
 
             """.write(toFile: root + "/etc/lyre/lyred.conf", atomically: true, encoding: .utf8)
-        // The player: after lyred.service, plays with the installed lyre, stops lyred (which ends the WAV),
-        // keeps lyred's journal and powers the container off.
+        // A second receiver on the same host, as for a second sound card: lyred@porch.service with its own file.
+        try """
+            name = Installed Porch
+            port = 7701
+            access = open
+            output = wav:/var/lib/lyred/porch/out.wav
+
+            """.write(toFile: root + "/etc/lyre/lyred-porch.conf", atomically: true, encoding: .utf8)
+        let instance = root + "/etc/systemd/system/multi-user.target.wants/lyred@porch.service"
+        try? FileManager.default.removeItem(atPath: instance)
+        try FileManager.default.createSymbolicLink(atPath: instance, withDestinationPath: "/lib/systemd/system/lyred@.service")
+        defer { try? FileManager.default.removeItem(atPath: instance) }
+        // The player: after both receivers, plays to both rooms at once with the installed lyre, stops them
+        // (which ends the WAVs), keeps their journals and powers the container off.
         try """
             [Unit]
-            After=lyred.service avahi-daemon.service
+            After=lyred.service lyred@porch.service avahi-daemon.service
             [Service]
             Type=oneshot
-            ExecStart=/bin/sh -c 'lyre play /var/tmp/in.wav --to "Installed Den" --timeout 20; echo "lyre play exited $?"; systemctl reload lyred.service; sleep 1; systemctl is-active lyred.service | sed "s/^/lyred.service /"; systemctl stop lyred.service; journalctl -b --no-pager -u lyred.service > /var/tmp/lyred.log; systemctl poweroff'
+            ExecStart=/bin/sh -c 'lyre play /var/tmp/in.wav --to "Installed Den" --to "Installed Porch" --timeout 20; echo "lyre play exited $?"; systemctl reload lyred.service; sleep 1; systemctl is-active lyred.service | sed "s/^/lyred.service /"; systemctl stop lyred.service lyred@porch.service; journalctl -b --no-pager -u lyred.service > /var/tmp/lyred.log; journalctl -b --no-pager -u lyred@porch.service > /var/tmp/lyred-porch.log; systemctl poweroff'
             StandardOutput=journal+console
             [Install]
             WantedBy=multi-user.target
@@ -167,6 +179,7 @@ struct PackageTests {
         try FileManager.default.createSymbolicLink(atPath: wants, withDestinationPath: "/etc/systemd/system/lyre-test-play.service")
         defer { try? FileManager.default.removeItem(atPath: wants) }
         try? FileManager.default.removeItem(atPath: root + "/var/lib/lyred/out.wav")
+        try? FileManager.default.removeItem(atPath: root + "/var/lib/lyred/porch/out.wav")
 
         // cgroup v1 on this kernel's hosts: the container's systemd is given the hybrid hierarchy.
         let boot = try await network.shell("""
@@ -187,5 +200,14 @@ struct PackageTests {
         let comparison = try await StreamingTests.compare(network, reference: input, output: output)
         StreamingTests.expectSameAudio(comparison)
         StreamingTests.expectWhole(comparison)
+        // The instance: its own file, state and socket, advertised beside lyred.service, and it played too.
+        let porchJournal = (try? String(contentsOfFile: root + "/var/tmp/lyred-porch.log", encoding: .utf8)) ?? ""
+        #expect(porchJournal.contains("advertised as 'Installed Porch'"), "\(porchJournal)")
+        #expect(porchJournal.contains("control socket /run/lyred-porch/control"), "\(porchJournal)")
+        let porch = root + "/var/lib/lyred/porch/out.wav"
+        #expect(FileManager.default.fileExists(atPath: porch), "no output from lyred@porch: \(porchJournal)")
+        let porchComparison = try await StreamingTests.compare(network, reference: input, output: porch)
+        StreamingTests.expectSameAudio(porchComparison)
+        StreamingTests.expectWhole(porchComparison)
     }
 }

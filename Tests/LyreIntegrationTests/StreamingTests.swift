@@ -202,7 +202,10 @@ struct StreamingTests {
     /// SIGHUP (`systemctl reload lyred`) re-reads the config file while a song plays: the output delay and
     /// who may play change at once and the session goes on to its end; a changed name is logged as needing a
     /// restart; a file with a mistake is refused and the running settings stay.
-    @Test func aReloadChangesTheOutputDelayAndAccessWithoutEndingTheSession() async throws {
+    /// SIGHUP re-reads the config file: the name, the maximum volume, the output delay and the access change at
+    /// once and the playing session goes on (the maximum volume measured from the output: the song's first
+    /// second at full level, its last 12 dB down); a file with a mistake is refused whole.
+    @Test func aReloadChangesTheNameVolumeOutputDelayAndAccessWithoutEndingTheSession() async throws {
         let network = try TestNetwork()
         defer { network.close() }
         func write(_ lines: String) async throws {
@@ -214,14 +217,19 @@ struct StreamingTests {
         let lyred = try network.spawn(["lyred", "--config", "/run/reload.conf", "--port", "7722", "--state-dir", "/run/r", "--output", "wav:\(wav)"], name: "lyred",
             defaultAccess: true)  // (the access is the file's, not the tests' --access open)
         #expect(await eventually { lyred.stderr.contains("advertised as 'Loft'") }, "\(lyred.stderr)")
-        let song = try await Self.sweep(network, rate: 48000, seconds: 6, signal: "music")
+        // A sweep: its level is the same from start to end, so a change of level is the reload's.
+        let song = try await Self.sweep(network, rate: 48000, seconds: 6)
         let play = try network.spawn(["lyre", "play", song, "--to", "Loft", "--group-socket", "off"])
         #expect(await eventually { lyred.stderr.contains("now playing:") }, "\(lyred.stderr)")
+        // Past the song's first second at the output (its latency is 250 ms), so that the second is unchanged.
+        try await Task.sleep(for: .seconds(2))
 
-        try await write("name = Loft Two\\naccess = paired\\noutput-delay = 40\\n")
+        try await write("name = Loft Two\\naccess = paired\\noutput-delay = 40\\nmax-volume-db = -12\\n")
         lyred.signal(SIGHUP)
         #expect(await eventually { lyred.stderr.contains("reloaded /run/reload.conf") }, "\(lyred.stderr)")
-        #expect(lyred.stderr.contains("reload: name changed in /run/reload.conf; that takes effect when lyred restarts"), "\(lyred.stderr)")
+        #expect(lyred.stderr.contains("renamed from 'Loft' to 'Loft Two'"), "\(lyred.stderr)")
+        #expect(!lyred.stderr.contains("takes effect when lyred restarts"), "\(lyred.stderr)")
+        #expect(await eventually { lyred.stderr.contains("advertised as 'Loft Two'") }, "\(lyred.stderr)")
         let delay = try await network.run(["lyre", "remote", "output-delay"])
         #expect(delay.status == 0 && delay.stdout.contains("40"), "lyre remote output-delay: \(delay.stdout) \(delay.stderr)")
 
@@ -234,9 +242,17 @@ struct StreamingTests {
         #expect(play.status == 0, "lyre play: \(play.stderr)")
         #expect(lyred.stderr.contains("ended: teardown"), "the session ended early: \(lyred.stderr)")
         // The reloaded access holds for the next session: an unpaired sender is refused.
-        let refused = try await network.run(["lyre", "play", song, "--to", "Loft", "--group-socket", "off"], timeout: 30)
+        let refused = try await network.run(["lyre", "play", song, "--to", "Loft Two", "--group-socket", "off"], timeout: 30)
         #expect(refused.status != 0, "an unpaired sender played after access became paired: \(refused.stderr)")
         #expect(lyred.stderr.contains("not paired"), "\(lyred.stderr)")
+        lyred.signal(SIGTERM)
+        try await lyred.waitForExit(timeout: 10)
+        let level = try await network.run(["python3", Self.audioTool, "level", wav])
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(level.stdout.utf8)) as? [String: Any], "audio.py level: \(level.stderr)")
+        let first = json["first_second_dbfs"] as? Double ?? 0, last = json["last_second_dbfs"] as? Double ?? 0
+        // The sweep's -9.03 dBFS RMS (a -6 dBFS sine), then 12 dB lower.
+        #expect(abs(first - (-9.03)) < 1, "the first second: \(json)")
+        #expect(abs(last - first - (-12)) < 1, "the last second against the first: \(json)")
     }
 
     @Test func alsaFilePluginGetsTheAudio() async throws {
@@ -577,6 +593,90 @@ struct StreamingTests {
         let seconds = json?["seconds"] as? Double ?? 0
         #expect(seconds > 0.5, "parec recorded \(seconds) s: \(level.stderr)")
         #expect(abs(rms - (-9.03 - 3.75)) < 1, "level \(rms) dBFS: the volume must be applied once (\(json ?? [:]))")
+    }
+
+    /// Volume policy: a receiver starts at --initial-volume-db, which the picker shows and senders adopt, and
+    /// plays every volume --max-volume-db lower, measured from its output; with --volume-control none it plays
+    /// at full level whatever the volume.
+    @Test func theVolumeStartsWhereSetAndPlaysUnderTheCap() async throws {
+        let network = try TestNetwork()
+        defer { network.close() }
+        let capped = network.scratch.appendingPathComponent("capped.wav").path
+        let full = network.scratch.appendingPathComponent("full.wav").path
+        let receivers = [
+            try network.spawn(["lyred", "--name", "Capped", "--port", "7723", "--state-dir", "/run/a", "--output", "wav:\(capped)",
+                               "--initial-volume-db", "-10", "--max-volume-db", "-6", "--control-socket", "off"], name: "capped"),
+            try network.spawn(["lyred", "--name", "Amplified", "--port", "7724", "--state-dir", "/run/b", "--output", "wav:\(full)",
+                               "--initial-volume-db=-20", "--volume-control", "none", "--control-socket", "off"], name: "amplified"),
+        ]
+        for lyred in receivers { #expect(await eventually { lyred.stderr.contains("advertised as") }, "\(lyred.stderr)") }
+        #expect(await eventually { receivers[1].stderr.contains("volume not applied (volume-control none)") }, "\(receivers[1].stderr)")
+        let listing = try await network.run(["lyre", "devices", "--json"])
+        let devices = try JSONSerialization.jsonObject(with: Data(listing.stdout.utf8)) as? [[String: Any]] ?? []
+        #expect(devices.first { $0["name"] as? String == "Capped" }?["volume"] as? Double == -10, "\(listing.stdout)")
+        #expect(devices.first { $0["name"] as? String == "Amplified" }?["volume"] as? Double == -20, "\(listing.stdout)")
+        let sweep = try await Self.sweep(network, rate: 48000, seconds: 3)
+        for name in ["Capped", "Amplified"] {
+            let play = try await network.run(["lyre", "play", sweep, "--to", name, "--group-socket", "off"])
+            #expect(play.status == 0, "lyre play --to \(name): \(play.stderr)")
+        }
+        for lyred in receivers {
+            lyred.signal(SIGTERM)
+            try await lyred.waitForExit(timeout: 10)
+        }
+        // −10 dB under a −6 dB cap: the input 16 dB down, and otherwise the same, first sample to last.
+        let down = try await Self.compare(network, reference: sweep, output: capped)
+        Self.expectSameAudio(down)
+        #expect(abs(20 * log10(down["gain"] as? Double ?? 1e-9) - (-16)) < 0.5, "\(down)")
+        let same = try await Self.compare(network, reference: sweep, output: full)
+        Self.expectSameAudio(same)
+        #expect(abs(20 * log10(same["gain"] as? Double ?? 1e-9)) < 0.5, "\(same)")
+    }
+
+    /// --volume-control: `software` scales the samples and leaves the sound server's volume where it was;
+    /// `mixer:NAME` for a control the output lacks is an unavailable output, with one line naming what it has.
+    @Test func theVolumeControlChoosesWhatMoves() async throws {
+        let network = try TestNetwork()
+        defer { network.close() }
+        let pulse = try network.spawn([TestNetwork.tools + "/peers/pulse-null.sh"], name: "pulseaudio")
+        let env = ["env", "PULSE_SERVER=unix:/run/lyre-pulse/native", "PULSE_CLIENTCONFIG=/run/lyre-pulse/client.conf",
+                   "ALSA_CONFIG_PATH=/usr/share/alsa/alsa.conf"]
+        #expect(try await eventually { try await network.run(["test", "-S", "/run/lyre-pulse/native"]).status == 0 }, "pulseaudio: \(pulse.stderr)")
+        #expect(try await network.run(env + ["pactl", "info"], timeout: 10).status == 0, "pulseaudio: \(pulse.stderr)")
+        let wrong = try network.spawn(
+            env + [TestNetwork.binaries + "/lyred", "--name", "Wrong", "--port", "7721", "--state-dir", "/run/w", "--output", "pulse",
+                   "--volume-control", "mixer:Nope", "--control-socket", "off", "--mpris", "off"],
+            name: "wrong")
+        #expect(await eventually { wrong.stderr.contains("has no playback volume control 'Nope'") }, "\(wrong.stderr)")
+        #expect(wrong.stderr.contains("it has 'Master'"), "\(wrong.stderr)")
+        #expect(try await eventually {
+            let listing = try await network.run(["lyre", "devices", "--json"])
+            let devices = try JSONSerialization.jsonObject(with: Data(listing.stdout.utf8)) as? [[String: Any]]
+            return devices?.first { $0["name"] as? String == "Wrong" }?["status"] as? String == "unavailable"
+        })
+        wrong.signal(SIGTERM)
+        try await wrong.waitForExit(timeout: 10)
+
+        let lyred = try network.spawn(
+            env + [TestNetwork.binaries + "/lyred", "--name", "Speaker", "--port", "7720", "--state-dir", "/run/lyred", "--output", "pulse",
+                   "--volume-control", "software", "--initial-volume-db", "-10", "--control-socket", "off", "--mpris", "off"],
+            name: "lyred")
+        #expect(await eventually { lyred.stderr.contains("volume as software gain") }, "\(lyred.stderr)")
+        let sweep = try await Self.sweep(network, rate: 48000, seconds: 30)
+        let sender = try network.spawn(["lyre", "play", sweep, "--to", "Speaker"])
+        defer { sender.signal(SIGINT) }
+        #expect(await eventually { lyred.stderr.contains("now playing:") }, "\(lyred.stderr)")
+        let sinkVolume = try await network.run(env + ["timeout", "5", "pactl", "get-sink-volume", "lyre"]).stdout
+        #expect(sinkVolume.contains("0.00 dB"), "the sink's volume moved: \(sinkVolume)")
+        // What the sink plays: the sweep's -9.03 dBFS RMS, 10 dB down in the samples.
+        let raw = network.scratch.appendingPathComponent("monitor.raw").path
+        let record = try await network.run(env + ["ffmpeg", "-nostdin", "-loglevel", "error", "-f", "pulse", "-i", "lyre.monitor",
+                                                  "-t", "1", "-f", "s16le", "-ar", "48000", "-ac", "2", raw])
+        #expect(record.status == 0, "ffmpeg recording the sink's monitor: \(record.stderr)")
+        let level = try await network.run(["python3", Self.audioTool, "level", raw, "--format", "raw:s16le:48000:2"])
+        let json = try JSONSerialization.jsonObject(with: Data(level.stdout.utf8)) as? [String: Any]
+        let rms = json?["median_window_dbfs"] as? Double ?? 0
+        #expect(abs(rms - (-9.03 - 10)) < 1, "level \(rms) dBFS (\(json ?? [:]))")
     }
 
     @Test func badInputIsRefusedAndLyredKeepsServing() async throws {

@@ -519,8 +519,18 @@ def cmd_level(a):
     n = max(1, rate // 10)
     windows = [float(np.sqrt(np.mean(x[i:i + n] * x[i:i + n]))) for i in range(0, len(x) - n + 1, n)] or [rms]
     median = float(np.median(windows))
+    # The level of the first and the last second of sound (from the first sample above -60 dBFS to the last),
+    # each the median of its 100 ms windows: a level changed while the sound played shows between them.
+    sounding = np.flatnonzero(np.abs(x) > 10 ** (-60 / 20))
+    def edge_level(start, end):
+        part = x[start:end]
+        levels = [float(np.sqrt(np.mean(part[i:i + n] ** 2))) for i in range(0, len(part) - n + 1, n)] or [0.0]
+        return round(20 * math.log10(max(float(np.median(levels)), 1e-12)), 3)
+    first, last = (int(sounding[0]), int(sounding[-1]) + 1) if len(sounding) else (0, 0)
     print(json.dumps({"rms_dbfs": round(20 * math.log10(max(rms, 1e-12)), 3),
                       "median_window_dbfs": round(20 * math.log10(max(median, 1e-12)), 3),
+                      "first_second_dbfs": edge_level(first, min(last, first + rate)),
+                      "last_second_dbfs": edge_level(max(first, last - rate), last),
                       "seconds": round(len(x) / rate, 3)}))
     return 0
 
