@@ -13,18 +13,20 @@ public enum LineServer {
     public static let maximumLineBytes = 1024
 
     /// Binds `path` (mode 0600, its directory 0700) on `eventLoop`. A socket left behind by a process that
-    /// did not stop cleanly is replaced; one that still answers is `inUse`.
+    /// did not stop cleanly is replaced; one that still answers is `inUse`. The directory must be safe
+    /// (``checkDirectory(of:)``), and a connection from another user (`SO_PEERCRED`) is closed unanswered.
     public static func bind(path: String, eventLoop: EventLoop, owner: String, responder: @escaping Responder) async throws(LineServerError) -> Channel {
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty, !FileManager.default.fileExists(atPath: directory) {
+            try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        }
+        try checkDirectory(of: path)
         if FileManager.default.fileExists(atPath: path) {
             if let other = try? await ClientBootstrap(group: eventLoop).connect(unixDomainSocketPath: path).get() {
                 try? await other.close()
                 throw .inUse(path, owner: owner)
             }
             unlink(path)
-        }
-        let directory = (path as NSString).deletingLastPathComponent
-        if !directory.isEmpty, !FileManager.default.fileExists(atPath: directory) {
-            try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         }
         // Created 0600 from the start (the umask covers the window before chmod).
         let old = umask(0o177)
@@ -33,7 +35,9 @@ public enum LineServer {
         do {
             channel = try await ServerBootstrap(group: eventLoop)
                 .childChannelInitializer { channel in
-                    channel.eventLoop.makeCompletedFuture {
+                    // A failed initializer closes the connection.
+                    peerIsThisUser(channel).flatMapThrowing { allowed in
+                        guard allowed else { throw LineServerError.foreignPeer }
                         try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(LineDecoder()))
                         try channel.pipeline.syncOperations.addHandler(LineHandler(responder: responder))
                     }
@@ -45,17 +49,56 @@ public enum LineServer {
         chmod(path, 0o600)
         return channel
     }
+
+    /// Refuses a socket whose directory another user could have made or could change: it must be a directory,
+    /// not a link, owned by this user or root, and writable by no one else (a `/tmp/lyred-UID` that another
+    /// user made first, or `/tmp` itself, is refused). Clients check it too before they connect.
+    public static func checkDirectory(of path: String) throws(LineServerError) {
+        let directory = (path as NSString).deletingLastPathComponent
+        var info = stat()
+        guard lstat(directory.isEmpty ? "." : directory, &info) == 0 else {
+            throw .unsafeDirectory(directory, String(cString: strerror(errno)))
+        }
+        guard info.st_mode & S_IFMT == S_IFDIR else { throw .unsafeDirectory(directory, "it is not a directory") }
+        guard info.st_uid == geteuid() || info.st_uid == 0 else {
+            throw .unsafeDirectory(directory, "it belongs to user \(info.st_uid), not to this one (\(geteuid()))")
+        }
+        guard info.st_mode & 0o022 == 0 else {
+            throw .unsafeDirectory(directory, "others may write in it (mode \(String(info.st_mode & 0o7777, radix: 8)))")
+        }
+    }
+
+    /// Whether the process at the other end of a connection is this user's (or root's), by `SO_PEERCRED`.
+    static func peerIsThisUser(_ channel: Channel) -> EventLoopFuture<Bool> {
+        guard let provider = channel as? SocketOptionProvider else { return channel.eventLoop.makeSucceededFuture(false) }
+        return provider.unsafeGetSocketOption(level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(SO_PEERCRED))
+            .map { (credentials: PeerCredentials) in credentials.uid == geteuid() || credentials.uid == 0 }
+            .recover { _ in false }
+    }
+}
+
+/// `struct ucred`, as `SO_PEERCRED` fills it.
+struct PeerCredentials: Sendable {
+    var pid: Int32 = 0
+    var uid: UInt32 = 0
+    var gid: UInt32 = 0
 }
 
 /// Why a control socket could not be opened.
 public enum LineServerError: Error, CustomStringConvertible {
     case inUse(String, owner: String)
     case cannotBind(String, String)
+    case unsafeDirectory(String, String)
+    /// A connection from another user.
+    case foreignPeer
 
     public var description: String {
         switch self {
         case .inUse(let path, let owner): "control socket \(path) is in use by another \(owner)"
         case .cannotBind(let path, let why): "cannot open control socket \(path): \(why)"
+        case .unsafeDirectory(let directory, let why):
+            "refusing a control socket in \(directory): \(why); use a directory of this user's own (set XDG_RUNTIME_DIR)"
+        case .foreignPeer: "a connection from another user"
         }
     }
 }

@@ -51,19 +51,34 @@ public enum DeviceIdentity {
     /// Writes `bytes` to `path` readable by this user alone (0600) from the start: under a temporary name,
     /// synced, then renamed into place, so a reader sees the old file or the new one, never a part. Creates the
     /// directory when it is missing. Keys and pairings are kept this way.
+    ///
+    /// The temporary name is new each time and created exclusively, never through a link (`O_EXCL`,
+    /// `O_NOFOLLOW`): a link planted at a predictable name cannot make it write elsewhere, and two writers
+    /// never write into one temporary file.
     public static func writePrivate(_ bytes: [UInt8], to path: String) throws(DeviceIdentityError) {
         let directory = (path as NSString).deletingLastPathComponent
         try makeDirectory(directory)
-        let temporary = path + ".new"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        var generator = SystemRandomNumberGenerator()
+        let temporary = path + ".\(String(generator.next() as UInt64, radix: 16)).new"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw .unwritable(path: directory, reason: String(cString: strerror(errno))) }
-        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        let synced = fsync(fd) == 0
+        var offset = 0
+        var failure: Int32 = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            if written < 0 {
+                if errno == EINTR { continue }
+                failure = errno
+                break
+            }
+            offset += written
+        }
+        if failure == 0, fsync(fd) != 0 { failure = errno }
         close(fd)
-        guard written == bytes.count, synced, rename(temporary, path) == 0 else {
-            let reason = String(cString: strerror(errno))
+        if failure == 0, rename(temporary, path) != 0 { failure = errno }
+        guard failure == 0 else {
             unlink(temporary)
-            throw .unwritable(path: directory, reason: reason)
+            throw .unwritable(path: directory, reason: String(cString: strerror(failure)))
         }
     }
 

@@ -66,19 +66,38 @@ public struct PairedDevices: Sendable {
 
     /// Pairs `party`, replacing an earlier pairing with the same id.
     public func add(_ party: PairingParty, at time: Int = Int(Date().timeIntervalSince1970)) throws(Failure) {
-        var entries = try load()
-        entries.removeAll { $0.id == party.id }
-        entries.insert(Entry(party, paired: time), at: 0)
-        try save(Array(entries.prefix(Self.capacity)))
+        try locked { () throws(Failure) in
+            var entries = try load()
+            entries.removeAll { $0.id == party.id }
+            entries.insert(Entry(party, paired: time), at: 0)
+            try save(Array(entries.prefix(Self.capacity)))
+        }
     }
 
     /// Forgets the pairing with id or name `name`; returns what was forgotten.
     public func remove(_ name: String) throws(Failure) -> Entry? {
-        var entries = try load()
-        guard let entry = Self.find(name, in: entries) else { return nil }
-        entries.removeAll { $0.id == entry.id }
-        try save(entries)
-        return entry
+        try locked { () throws(Failure) -> Entry? in
+            var entries = try load()
+            guard let entry = Self.find(name, in: entries) else { return nil }
+            entries.removeAll { $0.id == entry.id }
+            try save(entries)
+            return entry
+        }
+    }
+
+    /// Runs a read-modify-write of the file holding an exclusive lock (`flock` on `PATH.lock`, which is never
+    /// removed), so that two writers at once (two `lyre pair`, or a pairing while `lyre remote unpair` runs)
+    /// each see the other's change. A reader needs no lock: the file is replaced by a rename.
+    private func locked<T>(_ body: () throws(Failure) -> T) throws(Failure) -> T {
+        let directory = (path as NSString).deletingLastPathComponent
+        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let fd = open(path + ".lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw .unwritable(path: path + ".lock", reason: String(cString: strerror(errno))) }
+        defer { close(fd) }  // and with it the lock
+        while flock(fd, LOCK_EX) != 0 {
+            guard errno == EINTR else { throw .unwritable(path: path + ".lock", reason: String(cString: strerror(errno))) }
+        }
+        return try body()
     }
 
     private func save(_ entries: [Entry]) throws(Failure) {

@@ -40,10 +40,30 @@ public struct PairingRefusal: Error, Equatable, Sendable {
     }
 }
 
+/// A receiver's pairing lockout, as kept in its state directory (`pairing-lockout.json`), so that restarting
+/// lyred does not give a guesser five more PINs.
+public struct Lockout: Codable, Equatable, Sendable {
+    /// Runs that did not confirm since the last success or lockout.
+    public var failures: Int
+    /// When the lockout in force ends, seconds since 1970; 0 for none.
+    public var lockedUntil: Int
+    /// How long the next lockout lasts, seconds.
+    public var nextLockoutSeconds: Int
+
+    public init(failures: Int, lockedUntil: Int, nextLockoutSeconds: Int) {
+        self.failures = failures
+        self.lockedUntil = lockedUntil
+        self.nextLockoutSeconds = nextLockoutSeconds
+    }
+}
+
 /// The receiver's side of pairing, sans I/O (Protocol/pairing.md §4): one pairing at a time, a fresh PIN for
 /// each, single-use and valid for 2 minutes; after 5 runs that did not confirm, pairing is refused for a
-/// minute, then two, doubling each time until one succeeds. Connections are told apart by an opaque number;
-/// time is the caller's clock in nanoseconds; randomness can be injected for tests.
+/// minute, then two, doubling each time until one succeeds. A run counts as failed from its `start` until it
+/// confirms, so a client that starts again and again (to hold the one pairing slot) locks itself out like one
+/// that guesses. Connections are told apart by an opaque number; time is the caller's clock in nanoseconds;
+/// randomness can be injected for tests. The lockout can be kept across restarts (``lockout(now:wallNow:)``,
+/// ``restore(_:now:wallNow:)``).
 public struct PairingResponder {
     public struct Rules: Sendable {
         public var pinLifetime: UInt64 = 120 * 1_000_000_000
@@ -114,7 +134,8 @@ public struct PairingResponder {
         default:
             break
         }
-        // A run this connection left unconfirmed was counted as failed when its PIN was used.
+        // Counted as failed until it confirms: a run replaced, expired or dropped stays counted.
+        fail(now: now)
         let pin = makePIN()
         let sid = random(PairingMessage.sidLength)
         run = .started(connection: connection, senderName: request.senderName, pin: pin, sid: sid, expires: now + rules.pinLifetime)
@@ -122,7 +143,7 @@ public struct PairingResponder {
     }
 
     /// `exchange`: uses the PIN (whatever follows, it is spent) and answers with the receiver's share and tag.
-    /// The run counts as failed until the sender's tag confirms it.
+    /// The run stays counted as failed until the sender's tag confirms it.
     public mutating func exchange(connection: Int, body: [UInt8], now: UInt64) throws(PairingRefusal) -> [UInt8] {
         guard case .started(let owner, _, let pin, let sidB, let expires) = run, owner == connection else {
             throw PairingRefusal(455, "no pairing started on this connection: send PAIR start first")
@@ -130,11 +151,7 @@ public struct PairingResponder {
         run = .idle
         guard now < expires else { throw PairingRefusal(410, "the PIN expired: pair again for a new one") }
         let request: PairingMessage.Exchange
-        do { request = try PairingMessage.Exchange(parsing: body) } catch {
-            fail(now: now)
-            throw PairingRefusal(400, "\(error)")
-        }
-        fail(now: now)
+        do { request = try PairingMessage.Exchange(parsing: body) } catch { throw PairingRefusal(400, "\(error)") }
         let sid = request.sid + sidB
         let ci = PairingProtocol.channelIdentifier(receiver: receiver.publicKey, sender: request.share.party.publicKey)
         let me = CPace.Party(prs: Array(pin.utf8), ci: ci, sid: sid)
@@ -149,7 +166,7 @@ public struct PairingResponder {
     }
 
     /// `confirm`: the sender's tag. Right: the sender is paired (the caller stores it) and the count of
-    /// failures starts again. Wrong: a wrong PIN, already counted.
+    /// failures starts again. Wrong: a wrong PIN, counted at its start.
     public mutating func confirm(connection: Int, body: [UInt8], now: UInt64) throws(PairingRefusal) -> PairingParty {
         guard case .exchanged(let owner, let sender, let isk, let expires) = run, owner == connection else {
             throw PairingRefusal(455, "no pairing exchanged on this connection")
@@ -159,7 +176,7 @@ public struct PairingResponder {
         guard let confirm = try? PairingMessage.Confirm(parsing: body), PairingProtocol.verify(confirm.tag, isk: isk, role: "sender") else {
             throw PairingRefusal(403, "wrong PIN: pair again for a new one")
         }
-        // The right PIN: whatever this run's exchange counted (even a lockout it started) is forgiven.
+        // The right PIN: whatever this run counted (even a lockout its start began) is forgiven.
         failures = 0
         lockedUntil = 0
         nextLockout = rules.firstLockout
@@ -173,6 +190,24 @@ public struct PairingResponder {
         case .exchanged(let owner, _, _, _) where owner == connection: run = .idle
         default: break
         }
+    }
+
+    /// The lockout as it stands, to keep across a restart: `now` on the responder's clock is `wallNow` on the
+    /// wall clock (seconds since 1970), which is what a restart (or a reboot, which restarts the monotonic
+    /// clock) can compare.
+    public func lockout(now: UInt64, wallNow: Int) -> Lockout {
+        Lockout(failures: failures, lockedUntil: lockedUntil > now ? wallNow + Self.seconds(lockedUntil - now) : 0,
+                nextLockoutSeconds: Self.seconds(nextLockout))
+    }
+
+    /// Takes up a kept lockout. What is left of it is measured on the wall clock, never longer than the
+    /// longest lockout (a clock set back cannot lengthen it); the counts are kept within the rules.
+    public mutating func restore(_ saved: Lockout, now: UInt64, wallNow: Int) {
+        let left = min(max(saved.lockedUntil - wallNow, 0), Self.seconds(rules.longestLockout))
+        lockedUntil = left > 0 ? now + UInt64(left) * 1_000_000_000 : 0
+        failures = min(max(saved.failures, 0), rules.attemptsBeforeLockout - 1)
+        let next = UInt64(min(max(saved.nextLockoutSeconds, 0), Self.seconds(rules.longestLockout))) * 1_000_000_000
+        nextLockout = min(max(next, rules.firstLockout), rules.longestLockout)
     }
 
     private func checkLock(now: UInt64) throws(PairingRefusal) {

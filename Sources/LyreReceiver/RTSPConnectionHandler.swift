@@ -266,7 +266,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         sessionID = sessionID ?? Self.newSessionID()
         state = .announced
         registry.claim(self)
-        logger.info("session from '\(senderName)': \(format.encoding.rawValue), latency \(latency) ms, channels \(channels.rawValue)\(srtp != nil ? ", TLS and SRTP" : "")")
+        logger.info("session from \(Printable.quoted(senderName)): \(format.encoding.rawValue), latency \(latency) ms, channels \(channels.rawValue)\(srtp != nil ? ", TLS and SRTP" : "")")
         // Echoed, so the sender knows this receiver applies the map (a version 1 receiver does not answer it).
         send(.response(200, cseq: cseq, headers: [("Lyre-Channels", channels.rawValue)]))
     }
@@ -458,7 +458,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         }
         if let commands {
             enabled = commands
-            logger.info("'\(senderName)' accepts: \(RemoteCommand.allCases.filter(commands.commands.contains).map(\.rawValue).joined(separator: ", "))")
+            logger.info("\(Printable.quoted(senderName)) accepts: \(RemoteCommand.allCases.filter(commands.commands.contains).map(\.rawValue).joined(separator: ", "))")
             registry.nowPlayingChanged(self)
         }
         send(.response(200, cseq: cseq))
@@ -587,7 +587,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         let id = nextCommand
         nextCommand += 1
         pendingCommands[id] = promise
-        logger.info("relaying \(event.command.rawValue) to '\(senderName)'")
+        logger.info("relaying \(event.command.rawValue) to \(Printable.quoted(senderName))")
         let request = RTSPRequest("SET_PARAMETER", uri: serverURI, headers: [("Session", sessionID), ("Content-Type", "text/parameters")],
                                   body: Array(event.parameters.serialized.utf8), timeout: 5)
         let sender = senderName
@@ -781,7 +781,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
                 let me = bound.value
                 guard me.controller != nil else { return }
                 if HostClock.now() - me.lastActivity > 10_000_000_000 {
-                    me.logger.notice("session from '\(me.senderName)' timed out")
+                    me.logger.notice("session from \(Printable.quoted(me.senderName)) timed out")
                     me.end(.timeout)
                     return
                 }
@@ -810,7 +810,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         interleaved = nil
         lockedSSRC = nil
         if let controller {
-            logger.info("session from '\(senderName)' stats: \(controller.statistics.text)")
+            logger.info("session from \(Printable.quoted(senderName)) stats: \(controller.statistics.text)")
             registry.output.stopIfPlaying(
                 controller, drain: drain, drainLimit: UInt64(latencyMilliseconds + 200) * 1_000_000)
         }
@@ -832,7 +832,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         state = .initial
         sessionID = nil
         registry.release(self)
-        logger.info("session from '\(senderName)' ended: \(reason)")
+        logger.info("session from \(Printable.quoted(senderName)) ended: \(reason)")
         guard let notice = reason.notice, let context else { return }
         var headers: [(String, String)] = [("Content-Type", "text/parameters")]
         if case .takenOver(let by) = reason { headers.append(("Lyre-Taken-Over-By", by)) }

@@ -127,7 +127,7 @@ final class SessionRegistry: @unchecked Sendable {
     func claim(_ handler: RTSPConnectionHandler) {
         eventLoop.assertInEventLoop()
         if let previous = active, previous !== handler {
-            logger.notice("'\(handler.senderName)' takes over from '\(previous.senderName)'")
+            logger.notice("\(Printable.quoted(handler.senderName)) takes over from \(Printable.quoted(previous.senderName))")
             active = handler
             previous.end(.takenOver(by: handler.senderName))
         }
@@ -154,7 +154,7 @@ final class SessionRegistry: @unchecked Sendable {
         let snapshot = handler.snapshot()
         if let info = snapshot.info, info != loggedInfo {
             loggedInfo = info
-            logger.info("now playing: \(snapshot.summary)")
+            logger.info("now playing: \(Printable.escaped(snapshot.summary))")
         }
         events.yield(.nowPlaying(snapshot))
     }

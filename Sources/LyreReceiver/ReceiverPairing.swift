@@ -13,12 +13,46 @@ final class ReceiverPairing {
     private let logger: Logger
     /// The paired senders' keys, read at start and kept as pairings come and go.
     private var keys: Set<[UInt8]> = []
+    /// The lockout, kept beside the paired senders so that a restart does not forget it, and what was last
+    /// kept of it.
+    private let lockoutFile: LockoutFile
+    private var kept: Lockout?
 
     init(receiver: PairingParty, pairedSendersPath: String, logger: Logger) {
         responder = PairingResponder(receiver: receiver)
         paired = PairedDevices(path: pairedSendersPath)
+        lockoutFile = LockoutFile(path: (pairedSendersPath as NSString).deletingLastPathComponent + "/" + LockoutFile.fileName)
         self.logger = logger
         reload()
+        do {
+            if let saved = try lockoutFile.load() {
+                responder.restore(saved, now: HostClock.now(), wallNow: Self.wallClock())
+                kept = saved
+            }
+        } catch {
+            // A damaged file must not reset the count a guesser has run up: one more failure locks.
+            logger.error("\(error); pairing locks at the next wrong PIN")
+            responder.restore(Lockout(failures: .max, lockedUntil: 0, nextLockoutSeconds: 0), now: HostClock.now(), wallNow: Self.wallClock())
+        }
+    }
+
+    private static func wallClock() -> Int { Int(time(nil)) }
+
+    /// Keeps the lockout when it changed: its count, its next length, or whether one is in force (not each
+    /// second of one, so that requests refused while locked write nothing).
+    private func keepLockout() {
+        let now = responder.lockout(now: HostClock.now(), wallNow: Self.wallClock())
+        if let kept, kept.failures == now.failures, kept.nextLockoutSeconds == now.nextLockoutSeconds,
+            (kept.lockedUntil == 0) == (now.lockedUntil == 0)
+        {
+            return
+        }
+        do {
+            try lockoutFile.save(now)
+            kept = now
+        } catch {
+            logger.error("cannot keep the pairing lockout: \(error)")
+        }
     }
 
     var receiverName: String { responder.receiver.name }
@@ -46,6 +80,7 @@ final class ReceiverPairing {
 
     /// One `PAIR` step from connection `connection`: the answer's body, or the refusal.
     func step(_ step: PairingMessage.Step, connection: Int, body: [UInt8], peer: String) -> Result<[UInt8], PairingRefusal> {
+        defer { keepLockout() }
         let now = HostClock.now()
         do {
             switch step {
@@ -53,7 +88,7 @@ final class ReceiverPairing {
                 let (reply, pin) = try responder.start(connection: connection, body: body, now: now)
                 let name = responder.pending(now: now)?.senderName ?? "?"
                 // The PIN is shown where the receiver's owner looks: the log, and `lyre remote pairing`.
-                logger.notice("pairing with '\(name)' at \(peer): PIN \(pin) (valid 2 minutes, once)")
+                logger.notice("pairing with \(Printable.quoted(name)) at \(peer): PIN \(pin) (valid 2 minutes, once)")
                 return .success(reply)
             case .exchange:
                 return .success(try responder.exchange(connection: connection, body: body, now: now))
@@ -63,10 +98,10 @@ final class ReceiverPairing {
                     try paired.add(sender)
                     reload()
                 } catch {
-                    logger.error("paired with '\(sender.name)' but cannot keep it: \(error)")
+                    logger.error("paired with \(Printable.quoted(sender.name)) but cannot keep it: \(error)")
                     return .failure(PairingRefusal(500, "the receiver cannot keep the pairing: \(error)"))
                 }
-                logger.notice("paired with '\(sender.name)' (\(sender.id), key \(DeviceID.hex(sender.publicKey.prefix(8)))…)")
+                logger.notice("paired with \(Printable.quoted(sender.name)) (\(sender.id), key \(DeviceID.hex(sender.publicKey.prefix(8)))…)")
                 return .success([])
             }
         } catch {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import LyreCommandLine
+import LyreControl
 import LyreWire
 
 #if canImport(Glibc)
@@ -60,6 +61,8 @@ struct Remote: ParsableCommand {
             throw CommandFailure("a request cannot hold a line break; name the receiver or sender without one")
         }
         let line = LineWords.join(words)
+        // Never tell a request (a PIN asked for, a command) to a socket in a directory another user controls.
+        do { try LineServer.checkDirectory(of: path) } catch { throw CommandFailure("\(error)") }
         let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw CommandFailure("cannot make a socket: \(String(cString: strerror(errno)))") }
         defer { close(fd) }
@@ -87,7 +90,10 @@ struct Remote: ParsableCommand {
             let n = recv(fd, &chunk, chunk.count, 0)
             if n < 0, errno == EINTR { continue }
             guard n > 0 else {
-                throw CommandFailure(n == 0 ? "\(peer) closed its control socket without answering" : "no answer from \(peer) within 10 s")
+                // A connection reset is a close too: the other end went away with the request unread.
+                if n == 0 || errno == ECONNRESET { throw CommandFailure("\(peer) closed its control socket without answering") }
+                if errno == EAGAIN || errno == EWOULDBLOCK { throw CommandFailure("no answer from \(peer) within 10 s") }
+                throw CommandFailure("cannot read \(peer)'s answer: \(String(cString: strerror(errno)))")
             }
             answer += chunk[0..<n]
         }
@@ -99,7 +105,7 @@ struct Remote: ParsableCommand {
         guard let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any],
             let pin = object["pin"] as? String
         else { return json }
-        return "PIN \(pin) for '\(object["sender"] as? String ?? "?")' (\(object["secondsLeft"] as? Int ?? 0) s left)"
+        return "PIN \(pin) for \(Printable.quoted(object["sender"] as? String ?? "?")) (\(object["secondsLeft"] as? Int ?? 0) s left)"
     }
 
     /// One line per paired sender: id, name, when.
@@ -108,7 +114,7 @@ struct Remote: ParsableCommand {
         guard !entries.isEmpty else { return "no paired senders; pair one with 'lyre pair NAME' on it" }
         return entries.map { entry in
             let when = Date(timeIntervalSince1970: Double(entry["paired"] as? Int ?? 0)).formatted(.iso8601)
-            return "\(entry["id"] as? String ?? "?")  \(entry["name"] as? String ?? "?")  paired \(when)"
+            return "\(entry["id"] as? String ?? "?")  \(Printable.escaped(entry["name"] as? String ?? "?"))  paired \(when)"
         }.joined(separator: "\n")
     }
 

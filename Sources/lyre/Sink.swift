@@ -317,13 +317,13 @@ final class SinkController: @unchecked Sendable {
             logger.info("the app's cover is not sent: only local files are read, not \(scheme) URLs")
             return nil
         case .file(let path):
-            guard let handle = FileHandle(forReadingAtPath: path) else {
-                logger.info("the app's cover \(path) cannot be read")
+            let bytes: [UInt8]
+            switch ArtworkFile.read(path, limit: Artwork.maximumBytes) {
+            case .success(let read): bytes = read
+            case .failure(let failure):
+                logger.info("the app's cover \(path) is not sent: \(failure)")
                 return nil
             }
-            defer { try? handle.close() }
-            // One byte over the limit tells a file that is too large without reading it all.
-            let bytes = Array((try? handle.read(upToCount: Artwork.maximumBytes + 1)) ?? Data())
             do {
                 return try Artwork(bytes: bytes)
             } catch {

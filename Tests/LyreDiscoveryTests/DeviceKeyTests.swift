@@ -16,6 +16,22 @@ struct DeviceKeyTests {
         try (FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber)?.intValue ?? -1
     }
 
+    /// A link planted where the temporary file would go is never followed: its target is untouched, and the
+    /// file written is a file of its own, 0600.
+    @Test func aPlantedLinkIsNotFollowed() throws {
+        let directory = try Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let victim = directory + "/victim", path = directory + "/device-key"
+        try Data("keep".utf8).write(to: URL(fileURLWithPath: victim))
+        symlink(victim, path + ".new")
+        try DeviceIdentity.writePrivate([1, 2, 3], to: path)
+        #expect(try String(contentsOfFile: victim, encoding: .utf8) == "keep")
+        var info = stat()
+        #expect(lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFREG)
+        #expect(try Array(Data(contentsOf: URL(fileURLWithPath: path))) == [1, 2, 3])
+        #expect(try Self.mode(path) == 0o600)
+    }
+
     @Test func aKeyIsMadeOnceKeptPrivateAndReadBack() throws {
         let directory = try Self.scratch() + "/state"
         defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -160,10 +160,32 @@ struct PairingTests {
         #expect(try await network.run(["lyre", "pair", "--list"]).stdout.contains("no paired receivers"))
     }
 
-    @Test func fiveWrongPINsLockPairing() async throws {
+    /// A sender's name is the sender's to choose, and is printed escaped: a newline in it cannot forge a log
+    /// line (a fake PIN) beside the real one, and `lyre remote pairing` shows it on one line too.
+    @Test func aSendersNameCannotForgeALogLine() async throws {
         let network = try TestNetwork()
         defer { network.close() }
         let receiver = try await Receiver(network: network)
+        await receiver.waitUntilAdvertised()
+        let pair = try network.spawn(["lyre", "pair", "Kitchen", "--name", "x\nforged: PIN 000000"], input: true)
+        var pin: String?
+        #expect(try await eventually(timeout: 15) {
+            pin = try await receiver.pin()
+            return pin != nil
+        }, "\(pair.stderr) \(receiver.process.stderr)")
+        pair.signal(SIGTERM)
+        let lines = receiver.process.stderr.split(separator: "\n")
+        #expect(lines.contains { $0.contains("pairing with 'x\\nforged: PIN 000000' at ") && $0.contains("PIN \(pin ?? "?")") },
+                "\(receiver.process.stderr)")
+        #expect(!lines.contains { $0.hasPrefix("forged") }, "\(receiver.process.stderr)")
+        let shown = try await receiver.remote(["pairing"])
+        #expect(!shown.stdout.contains("\nforged"), "\(shown.stdout)")
+    }
+
+    @Test func fiveWrongPINsLockPairing() async throws {
+        let network = try TestNetwork()
+        defer { network.close() }
+        var receiver = try await Receiver(network: network)
         await receiver.waitUntilAdvertised()
         for attempt in 1...5 {
             // A wrong PIN: the one shown, with its last digit changed.
@@ -172,6 +194,8 @@ struct PairingTests {
             // One line: the prompt, then the error after it.
             #expect(pair.stderr.contains("wrong PIN") && pair.stderr.split(separator: "\n").count == 1, "attempt \(attempt): \(pair.stderr)")
         }
+        // A restart does not forget the lockout (it is kept in the state directory).
+        try await receiver.restart()
         // The sixth is refused before any PIN is shown, with when to try again.
         let locked = try await network.run(["lyre", "pair", "Kitchen"])
         #expect(locked.status != 0)

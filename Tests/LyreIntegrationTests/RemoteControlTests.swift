@@ -384,4 +384,39 @@ struct RemoteControlTests {
         let refused = try await rig.network.run(["lyre", "play", sound, "--artwork", big, "--to", "Speaker"])
         #expect(refused.status != 0 && refused.stderr.contains("over the limit of 1048576"), "\(refused.stderr)")
     }
+
+    /// The control socket is this user's alone: lyred refuses a directory another user made or may write in
+    /// (a `/tmp/lyred-UID` planted first), and closes a connection from another user unanswered even when
+    /// the socket's mode would let it in (`SO_PEERCRED`).
+    @Test func theControlSocketIsThisUsersAlone() async throws {
+        let network = try TestNetwork()
+        defer { network.close() }
+        let made = try await network.shell("""
+            mkdir -m 777 /run/open && mkdir -m 700 /run/theirs && chown 65534:65534 /run/theirs \
+              && mkdir -p /run/nobody/bin && cp \(TestNetwork.binaries)/lyre /run/nobody/bin/ && chmod -R a+rX /run/nobody
+            """)
+        #expect(made.status == 0, "\(made.stderr)")
+        for (directory, why) in [("/run/open", "others may write in it (mode 777)"), ("/run/theirs", "it belongs to user 65534")] {
+            let refused = try await network.run(
+                ["lyred", "--name", "Den", "--port", "0", "--state-dir", "/run/s", "--output", "null", "--mpris", "off",
+                 "--control-socket", "\(directory)/control.sock"], timeout: 20)
+            #expect(refused.status != 0, "lyred ran with its socket in \(directory)")
+            #expect(refused.stderr.contains("refusing a control socket in \(directory): \(why)"), "\(refused.stderr)")
+            #expect(refused.stderr.split(separator: "\n").count == 1, "\(refused.stderr)")
+        }
+        let socket = "/run/ctl/control.sock"
+        let lyred = try network.spawn(
+            ["lyred", "--name", "Den", "--port", "0", "--state-dir", "/run/s", "--output", "null", "--mpris", "off", "--control-socket", socket],
+            name: "lyred")
+        #expect(await eventually { lyred.stderr.contains("control socket \(socket)") }, "\(lyred.stderr)")
+        let mine = try await network.run(["lyre", "remote", "--socket", socket, "stats"])
+        #expect(mine.status == 0, "\(mine.stderr)")
+        // Opened to everyone on the file system: the kernel's word on who connects still keeps them out.
+        #expect(try await network.shell("chmod 755 /run/ctl && chmod 666 \(socket)").status == 0)
+        let theirs = try await network.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                                            "/run/nobody/bin/lyre", "remote", "--socket", socket, "stats"])
+        #expect(theirs.status != 0, "another user was answered: \(theirs.stdout)")
+        #expect(theirs.stderr.contains("closed its control socket"), "\(theirs.stderr)")
+        #expect(lyred.isRunning)
+    }
 }

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import LyrePairing
 import LyreWire
+import Synchronization
 import Testing
 
 /// Both ends of pairing, sans I/O, on an injected clock (Protocol/pairing.md §4).
@@ -115,7 +116,9 @@ struct PairingTests {
     }
 
     @Test func pinsAreUniformAndNeverFixed() throws {
-        var responder = PairingResponder(receiver: receiver)
+        var rules = PairingResponder.Rules()
+        rules.attemptsBeforeLockout = .max  // 2000 starts, none confirmed
+        var responder = PairingResponder(receiver: receiver, rules: rules)
         var seen = Set<String>()
         var firstDigits = [Int](repeating: 0, count: 10)
         for connection in 0..<2000 {
@@ -132,6 +135,53 @@ struct PairingTests {
     @Test func aReceiverWhoseKeyDoesNotMatchItsFingerprintIsRefused() throws {
         var responder = PairingResponder(receiver: receiver)
         #expect(throws: PairingInitiator.Failure.self) { try pair(&responder, advertised: "0123456789abcdef") }
+    }
+
+    /// A client cannot hold the one pairing slot by starting again and again, on one connection or on new
+    /// ones: each start counts as a run that did not confirm, and five lock pairing as five wrong PINs do.
+    @Test func startingAgainAndAgainLocksPairing() throws {
+        let start = PairingMessage.Start(senderName: "squatter").encoded
+        var responder = PairingResponder(receiver: receiver)
+        for restart in 0..<5 { _ = try responder.start(connection: 1, body: start, now: UInt64(restart) * 10 * Self.second) }
+        #expect(throws: PairingRefusal.self) { try responder.start(connection: 1, body: start, now: 50 * Self.second) }
+        var reconnecting = PairingResponder(receiver: receiver)
+        for connection in 0..<5 {
+            _ = try reconnecting.start(connection: connection, body: start, now: 0)
+            reconnecting.connectionClosed(connection)
+        }
+        var refusal: PairingRefusal?
+        do { _ = try reconnecting.start(connection: 9, body: start, now: 0) } catch { refusal = error }
+        #expect(refusal?.status == 503 && refusal?.retryAfter == 60, "\(String(describing: refusal))")
+        // The owner who knows the PIN pairs once the lockout is over.
+        #expect(try pair(&reconnecting, now: 60 * Self.second) == sender)
+    }
+
+    /// The lockout is kept across a restart (the state is saved on the wall clock): a fresh responder that
+    /// takes it up still refuses, for what is left of it; a wall clock set back does not lengthen it.
+    @Test func aLockoutOutlivesARestart() throws {
+        var responder = PairingResponder(receiver: receiver)
+        for attempt in 1...5 {
+            _ = try? pair(&responder, typed: { pin in pin == "000000" ? "000001" : "000000" }, now: UInt64(attempt) * Self.second)
+        }
+        // Locked at 5 s on this clock for 60 s, which is 1005 s on the wall clock.
+        let saved = responder.lockout(now: 5 * Self.second, wallNow: 1000)
+        #expect(saved == Lockout(failures: 0, lockedUntil: 1060, nextLockoutSeconds: 120))
+        let start = PairingMessage.Start(senderName: "x").encoded
+        var restarted = PairingResponder(receiver: receiver)
+        restarted.restore(saved, now: 7 * Self.second, wallNow: 1010)
+        var refusal: PairingRefusal?
+        do { _ = try restarted.start(connection: 1, body: start, now: 7 * Self.second) } catch { refusal = error }
+        #expect(refusal?.status == 503 && refusal?.retryAfter == 50, "\(String(describing: refusal))")
+        var setBack = PairingResponder(receiver: receiver)
+        setBack.restore(Lockout(failures: 9, lockedUntil: 10_000_000, nextLockoutSeconds: 1 << 40), now: 0, wallNow: 0)
+        do { _ = try setBack.start(connection: 1, body: start, now: 0) } catch { refusal = error }
+        #expect(refusal?.retryAfter == 24 * 3600, "never longer than the longest lockout: \(String(describing: refusal))")
+        // Four unconfirmed runs kept: the next one locks.
+        var counted = PairingResponder(receiver: receiver)
+        counted.restore(Lockout(failures: 4, lockedUntil: 0, nextLockoutSeconds: 60), now: 0, wallNow: 0)
+        _ = try counted.start(connection: 1, body: start, now: 0)
+        counted.connectionClosed(1)
+        #expect(throws: PairingRefusal.self) { try counted.start(connection: 2, body: start, now: Self.second) }
     }
 
     @Test func malformedBodiesAreRefusedAndCount() throws {
@@ -163,5 +213,22 @@ struct PairingTests {
         #expect(try store.load().count == 1)
         try Data("not json".utf8).write(to: URL(fileURLWithPath: store.path))
         #expect(throws: PairedDevices.Failure.damaged(path: store.path)) { try store.load() }
+    }
+
+    /// Writers at once (two `lyre pair`, a pairing beside `lyre remote unpair`) each keep the other's change:
+    /// 32 pairings added from 32 threads, each through its own store, are all there, in a file that reads.
+    @Test func pairingsAddedAtOnceAreAllKept() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lyre-paired-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/" + PairedDevices.sendersFile
+        let parties = (0..<32).map { Self.party("Sender \($0)").party }
+        let failures = Mutex<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: parties.count) { index in
+            do { try PairedDevices(path: path).add(parties[index], at: index) } catch {
+                failures.withLock { $0.append("\(error)") }
+            }
+        }
+        #expect(failures.withLock { $0 }.isEmpty)
+        #expect(Set(try PairedDevices(path: path).load().map(\.id)) == Set(parties.map(\.id)))
     }
 }
