@@ -534,15 +534,18 @@ public final class StreamSession: @unchecked Sendable {
 
     // MARK: control
 
-    /// Starts (or resumes) playing: RECORD with a new anchor, `startDelay` ns from now, in every room.
-    public func start(startDelay: UInt64 = 20_000_000) throws {
+    /// Starts (or resumes) playing: RECORD with a new anchor, `startDelay` ns from now, in every room. A live
+    /// source that queued audio recorded while the session connected (`lyre sink`) sets `backdate` to that
+    /// audio's length past what it starts with: the anchor is that much earlier, what is overdue is sent at
+    /// once, and every sample plays as long after it was recorded as the rest, none dropped to catch up.
+    public func start(startDelay: UInt64 = 20_000_000, backdate: UInt64 = 0) throws {
         try control.withLock {
             let (anchor, rtp, seq) = lock.withLock { () -> (UInt64, UInt32, UInt16) in
                 anchorRTP = anchorRTP &+ UInt32(truncatingIfNeeded: framesSinceAnchor * UInt64(frameSamples))
                 framesSinceAnchor = 0
                 history.removeAll()
                 sentPackets.removeAll()
-                anchorClock = HostClock.now() + startDelay
+                anchorClock = HostClock.now() + startDelay - min(backdate, latency)
                 contentAtAnchor = contentEnqueued - UInt64(queue.count / 2)
                 contentSentSinceAnchor = 0
                 silenceSinceAnchor = 0

@@ -68,15 +68,19 @@ public final class MonitorCapture: @unchecked Sendable {
     ///
     /// The session starts at once (no start delay) when its lead, a packet and a block of margin are
     /// queued: the first sample then plays the session's latency plus that much after it was recorded, and
-    /// each packet is recorded by the time it is sent. What was recorded before that is dropped rather than
-    /// delay the whole stream.
+    /// each packet is recorded by the time it is sent. What was recorded before that, while the session
+    /// connected (the app's first sounds), is sent first and at once, the session's clock started that much
+    /// earlier (`StreamSession.start(backdate:)`), so that it plays as long after it was recorded as the
+    /// rest: nothing is lost and nothing delayed. Only what is more than half the latency old, which could no
+    /// longer reach the receiver in time, is dropped.
     public func attach(_ session: StreamSession, configuration: StreamConfiguration, onEnded: @escaping @Sendable (String) -> Void) {
         state.withLockedValue { s in
             s.session = session
             s.onEnded = onEnded
             s.started = false
             s.startSamples = ((configuration.leadMilliseconds + configuration.frameMilliseconds) * 48 + Self.blockFrames) * 2
-            if s.backlog.count > s.startSamples { s.backlog.removeFirst(s.backlog.count - s.startSamples) }
+            let kept = s.startSamples + configuration.latencyMilliseconds / 2 * 48 * 2
+            if s.backlog.count > kept { s.backlog.removeFirst(s.backlog.count - kept) }
         }
     }
 
@@ -105,24 +109,26 @@ public final class MonitorCapture: @unchecked Sendable {
                 ended?("the sound server stopped")
                 return
             }
-            let (session, pending, start) = state.withLockedValue { s -> (StreamSession?, [Float], Bool) in
+            let (session, pending, start, startFrames) = state.withLockedValue { s -> (StreamSession?, [Float], Bool, Int) in
                 guard let session = s.session else {
                     // While connecting: the last second is kept.
                     if s.connecting {
                         s.backlog += block
                         if s.backlog.count > 96000 { s.backlog.removeFirst(s.backlog.count - 96000) }
                     }
-                    return (nil, [], false)
+                    return (nil, [], false, 0)
                 }
                 defer { s.backlog.removeAll() }
                 let start = !s.started && session.queuedFrames * 2 + s.backlog.count + block.count >= s.startSamples
                 if start { s.started = true }
-                return (session, s.backlog + block, start)
+                return (session, s.backlog + block, start, s.startSamples / 2)
             }
             guard let session else { continue }
             var ended = !session.enqueue(pending)
             if !ended, start {
-                do { try session.start(startDelay: 0) } catch { ended = true }
+                // What is queued past the start's worth was recorded while the session connected.
+                let backdate = UInt64(max(0, session.queuedFrames - startFrames)) * 1_000_000_000 / 48000
+                do { try session.start(startDelay: 0, backdate: backdate) } catch { ended = true }
             }
             if ended {
                 let handler = state.withLockedValue { s -> (@Sendable (String) -> Void)? in

@@ -557,11 +557,7 @@ struct StreamingTests {
     @Test func volumeIsSetOnTheMixerAndOnlyThere() async throws {
         let network = try TestNetwork()
         defer { network.close() }
-        let pulse = try network.spawn([TestNetwork.tools + "/peers/pulse-null.sh"], name: "pulseaudio")
-        let env = ["env", "PULSE_SERVER=unix:/run/lyre-pulse/native", "PULSE_CLIENTCONFIG=/run/lyre-pulse/client.conf",
-                   "ALSA_CONFIG_PATH=/usr/share/alsa/alsa.conf"]
-        #expect(try await eventually { try await network.run(["test", "-S", "/run/lyre-pulse/native"]).status == 0 }, "pulseaudio: \(pulse.stderr)")
-        #expect(try await network.run(env + ["pactl", "info"], timeout: 10).status == 0, "pulseaudio: \(pulse.stderr)")
+        let env = try await Self.startPulseAudio(network)
         let lyred = try network.spawn(
             env + [TestNetwork.binaries + "/lyred", "--name", "Speaker", "--port", "7720", "--state-dir", "/run/lyred",
                    "--output", "pulse", "--log-level", "info", "--control-socket", "/run/lyred.sock", "--mpris", "off"],
@@ -580,19 +576,35 @@ struct StreamingTests {
             sinkVolume = try await network.run(env + ["timeout", "5", "pactl", "get-sink-volume", "lyre"]).stdout
             return sinkVolume.contains("-3.75 dB")
         }, "two steps of 1.875 dB on the sink: \(sinkVolume)")
-        // One second of what the sink plays: the sweep's -9.03 dBFS RMS (a -6 dBFS sine), 3.75 dB down.
+        // What the sink plays: the sweep's -9.03 dBFS RMS (a -6 dBFS sine), 3.75 dB down.
+        let rms = try await Self.sinkLevel(network, env: env)
+        #expect(abs(rms - (-9.03 - 3.75)) < 1, "level \(rms) dBFS: the volume must be applied once")
+    }
+
+    /// A PulseAudio server with one null sink `lyre` in the test network (Tools/peers/pulse-null.sh), up and
+    /// answering; returns the `env` prefix its clients (pactl, ffmpeg, ALSA's pulse PCM) run with.
+    static func startPulseAudio(_ network: TestNetwork) async throws -> [String] {
+        let pulse = try network.spawn([TestNetwork.tools + "/peers/pulse-null.sh"], name: "pulseaudio")
+        let env = ["env", "PULSE_SERVER=unix:/run/lyre-pulse/native", "PULSE_CLIENTCONFIG=/run/lyre-pulse/client.conf",
+                   "ALSA_CONFIG_PATH=/usr/share/alsa/alsa.conf"]
+        #expect(try await eventually { try await network.run(["test", "-S", "/run/lyre-pulse/native"]).status == 0 }, "pulseaudio: \(pulse.stderr)")
+        #expect(try await network.run(env + ["pactl", "info"], timeout: 10).status == 0, "pulseaudio: \(pulse.stderr)")
+        return env
+    }
+
+    /// The level of one second of what the `lyre` sink plays (its monitor, recorded by ffmpeg), dBFS: the
+    /// median of 100 ms windows, so that a dropout under load (one lowered a whole second's RMS by 1.3 dB in
+    /// CI) is not what is measured.
+    static func sinkLevel(_ network: TestNetwork, env: [String]) async throws -> Double {
         let raw = network.scratch.appendingPathComponent("monitor.raw").path
-        let record = try await network.run(env + ["ffmpeg", "-nostdin", "-loglevel", "error", "-f", "pulse", "-i", "lyre.monitor",
+        let record = try await network.run(env + ["ffmpeg", "-nostdin", "-y", "-loglevel", "error", "-f", "pulse", "-i", "lyre.monitor",
                                                   "-t", "1", "-f", "s16le", "-ar", "48000", "-ac", "2", raw])
         #expect(record.status == 0, "ffmpeg recording the sink's monitor: \(record.stderr)")
         let level = try await network.run(["python3", Self.audioTool, "level", raw, "--format", "raw:s16le:48000:2"])
         let json = try JSONSerialization.jsonObject(with: Data(level.stdout.utf8)) as? [String: Any]
-        // The median of 100 ms windows: a dropout under load (one lowered the whole second's RMS by 1.3 dB in
-        // CI) is not what this measures.
-        let rms = json?["median_window_dbfs"] as? Double ?? 0
         let seconds = json?["seconds"] as? Double ?? 0
-        #expect(seconds > 0.5, "parec recorded \(seconds) s: \(level.stderr)")
-        #expect(abs(rms - (-9.03 - 3.75)) < 1, "level \(rms) dBFS: the volume must be applied once (\(json ?? [:]))")
+        #expect(seconds > 0.5, "ffmpeg recorded \(seconds) s: \(level.stderr)")
+        return json?["median_window_dbfs"] as? Double ?? 0
     }
 
     /// Volume policy: a receiver starts at --initial-volume-db, which the picker shows and senders adopt, and
@@ -638,11 +650,7 @@ struct StreamingTests {
     @Test func theVolumeControlChoosesWhatMoves() async throws {
         let network = try TestNetwork()
         defer { network.close() }
-        let pulse = try network.spawn([TestNetwork.tools + "/peers/pulse-null.sh"], name: "pulseaudio")
-        let env = ["env", "PULSE_SERVER=unix:/run/lyre-pulse/native", "PULSE_CLIENTCONFIG=/run/lyre-pulse/client.conf",
-                   "ALSA_CONFIG_PATH=/usr/share/alsa/alsa.conf"]
-        #expect(try await eventually { try await network.run(["test", "-S", "/run/lyre-pulse/native"]).status == 0 }, "pulseaudio: \(pulse.stderr)")
-        #expect(try await network.run(env + ["pactl", "info"], timeout: 10).status == 0, "pulseaudio: \(pulse.stderr)")
+        let env = try await Self.startPulseAudio(network)
         let wrong = try network.spawn(
             env + [TestNetwork.binaries + "/lyred", "--name", "Wrong", "--port", "7721", "--state-dir", "/run/w", "--output", "pulse",
                    "--volume-control", "mixer:Nope", "--control-socket", "off", "--mpris", "off"],
@@ -669,14 +677,8 @@ struct StreamingTests {
         let sinkVolume = try await network.run(env + ["timeout", "5", "pactl", "get-sink-volume", "lyre"]).stdout
         #expect(sinkVolume.contains("0.00 dB"), "the sink's volume moved: \(sinkVolume)")
         // What the sink plays: the sweep's -9.03 dBFS RMS, 10 dB down in the samples.
-        let raw = network.scratch.appendingPathComponent("monitor.raw").path
-        let record = try await network.run(env + ["ffmpeg", "-nostdin", "-loglevel", "error", "-f", "pulse", "-i", "lyre.monitor",
-                                                  "-t", "1", "-f", "s16le", "-ar", "48000", "-ac", "2", raw])
-        #expect(record.status == 0, "ffmpeg recording the sink's monitor: \(record.stderr)")
-        let level = try await network.run(["python3", Self.audioTool, "level", raw, "--format", "raw:s16le:48000:2"])
-        let json = try JSONSerialization.jsonObject(with: Data(level.stdout.utf8)) as? [String: Any]
-        let rms = json?["median_window_dbfs"] as? Double ?? 0
-        #expect(abs(rms - (-9.03 - 10)) < 1, "level \(rms) dBFS (\(json ?? [:]))")
+        let rms = try await Self.sinkLevel(network, env: env)
+        #expect(abs(rms - (-9.03 - 10)) < 1, "level \(rms) dBFS")
     }
 
     @Test func badInputIsRefusedAndLyredKeepsServing() async throws {
