@@ -48,13 +48,29 @@ public struct PairedDevices: Sendable {
 
     /// Everything paired; none when the file does not exist.
     public func load() throws(Failure) -> [Entry] {
-        guard FileManager.default.fileExists(atPath: path) else { return [] }
+        try Self.readJSON([Entry].self, from: path, maximumBytes: Self.maximumBytes) ?? []
+    }
+
+    /// The value kept as JSON at `path` (this module's state files); nil when there is no file. A file larger
+    /// than `maximumBytes` or that does not decode is damaged.
+    static func readJSON<Value: Decodable>(_ type: Value.Type, from path: String, maximumBytes: Int) throws(Failure) -> Value? {
+        guard FileManager.default.fileExists(atPath: path) else { return nil }
         guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
-            (attributes[.size] as? Int ?? .max) <= Self.maximumBytes,
+            (attributes[.size] as? Int ?? .max) <= maximumBytes,
             let data = FileManager.default.contents(atPath: path),
-            let entries = try? JSONDecoder().decode([Entry].self, from: data)
+            let value = try? JSONDecoder().decode(Value.self, from: data)
         else { throw .damaged(path: path) }
-        return entries
+        return value
+    }
+
+    /// Writes `value` as JSON to `path`, whole and readable by this user alone (`DeviceIdentity.writePrivate`).
+    static func writeJSON<Value: Encodable>(_ value: Value, to path: String) throws(Failure) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        guard let data = try? encoder.encode(value) else { throw .unwritable(path: path, reason: "cannot encode") }
+        do { try DeviceIdentity.writePrivate(Array(data), to: path) } catch {
+            throw .unwritable(path: path, reason: "\(error)")
+        }
     }
 
     /// The pairing with `id`, or with the name `name` (any case).
@@ -100,12 +116,5 @@ public struct PairedDevices: Sendable {
         return try body()
     }
 
-    private func save(_ entries: [Entry]) throws(Failure) {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        guard let data = try? encoder.encode(entries) else { throw .unwritable(path: path, reason: "cannot encode") }
-        do { try DeviceIdentity.writePrivate(Array(data), to: path) } catch {
-            throw .unwritable(path: path, reason: "\(error)")
-        }
-    }
+    private func save(_ entries: [Entry]) throws(Failure) { try Self.writeJSON(entries, to: path) }
 }

@@ -169,7 +169,7 @@ final class OutputEngine: @unchecked Sendable {
                 }
             }
             guard let out = sink else { continue }
-            let (controller, newVolume, volumePolicy, outputDelay) = lock.withLock {
+            let (controller, newVolume, outputDelay) = lock.withLock {
                 if let deadline = drainDeadline, let playing = current,
                     HostClock.now() > deadline || playing.withPlayout({ $0.isDrained })
                 {
@@ -178,9 +178,10 @@ final class OutputEngine: @unchecked Sendable {
                     settled.signal()
                 }
                 defer { volumeChanged = false }
-                return (current, volumeChanged ? volume : nil, self.policy, delay)
+                // The policy with the volume, and only when either changed: nothing is copied per block.
+                return (current, volumeChanged ? (volume, policy) : nil, delay)
             }
-            if let newVolume {
+            if let (newVolume, volumePolicy) = newVolume {
                 gain = volumePolicy.apply(newVolume) { level in
                     guard out.setVolume(dB: level) else {
                         if out.volumeControl != nil { logger.warning("output \(target): the mixer refused \(level) dB; applying it as software gain") }
