@@ -14,6 +14,11 @@ import NIOConcurrencyHelpers
 public final class MonitorCapture: @unchecked Sendable {
     /// 10 ms blocks: what the sound server hands over at a time, so it adds about that much latency.
     public static let blockFrames = 480
+    /// Queued before a session starts beyond its lead and first packet: four blocks (40 ms). Each packet is
+    /// sent when due, so the capture thread may run this late before a slot passes empty and the rest of the
+    /// stream plays a block later. One block of margin was too little on a loaded 2-core machine (SinkTests
+    /// saw that shift in most runs); 40 ms more delay is small beside the 250 ms session latency.
+    public static let marginFrames = 4 * blockFrames
 
     private struct State {
         var session: StreamSession?
@@ -66,7 +71,7 @@ public final class MonitorCapture: @unchecked Sendable {
     /// The session that gets the audio from now on (after what was kept since `beginSession`). `onEnded`
     /// is called once if it ends on its own: the receiver went away, or another sender took it over.
     ///
-    /// The session starts at once (no start delay) when its lead, a packet and a block of margin are
+    /// The session starts at once (no start delay) when its lead, a packet and `marginFrames` are
     /// queued: the first sample then plays the session's latency plus that much after it was recorded, and
     /// each packet is recorded by the time it is sent. What was recorded before that, while the session
     /// connected (the app's first sounds), is sent first and at once, the session's clock started that much
@@ -78,7 +83,7 @@ public final class MonitorCapture: @unchecked Sendable {
             s.session = session
             s.onEnded = onEnded
             s.started = false
-            s.startSamples = ((configuration.leadMilliseconds + configuration.frameMilliseconds) * 48 + Self.blockFrames) * 2
+            s.startSamples = ((configuration.leadMilliseconds + configuration.frameMilliseconds) * 48 + Self.marginFrames) * 2
             let kept = s.startSamples + configuration.latencyMilliseconds / 2 * 48 * 2
             if s.backlog.count > kept { s.backlog.removeFirst(s.backlog.count - kept) }
         }
