@@ -88,7 +88,12 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-            ]),
+                // The web page and its API (Protocol/control-api.md): NIO's own HTTP/1 and WebSocket codecs.
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+            ],
+            // The page: plain HTML, CSS and JavaScript, compiled into the binary (nothing read at run time).
+            resources: [.embedInCode("Web/index.html")]),
         .target(
             name: "LyreSender",
             dependencies: [

@@ -10,53 +10,89 @@ import NIOPosix
 enum ControlServer {
     static func bind(path: String, registry: SessionRegistry) async throws(LineServerError) -> Channel {
         try await LineServer.bind(path: path, eventLoop: registry.eventLoop, owner: "lyred") { line, eventLoop in
-            eventLoop.flatSubmit { respond(to: line, registry: registry, eventLoop: eventLoop) }
+            eventLoop.flatSubmit { answer(line, registry: registry, mayPair: true).map(\.line) }
         }
     }
 
-    private static func respond(to line: String, registry: SessionRegistry, eventLoop: EventLoop) -> EventLoopFuture<String> {
+    /// The answer to one request in the control vocabulary: the control socket's, and the web API's
+    /// (control-api.md), one code path for both. `mayPair`: the client may see the PIN and unpair (the
+    /// socket's user, or a web client on loopback).
+    static func answer(_ line: String, registry: SessionRegistry, mayPair: Bool) -> EventLoopFuture<ControlReply> {
+        let eventLoop = registry.eventLoop
         let request: ControlRequest
         do {
             request = try ControlRequest(line: line)
         } catch {
-            if case .unknownCommand = error { return eventLoop.makeSucceededFuture("error unknown: \(error)") }
-            return eventLoop.makeSucceededFuture("error invalid: \(error)")
+            if case .unknownCommand = error { return eventLoop.makeSucceededFuture(.error("unknown", "\(error)")) }
+            return eventLoop.makeSucceededFuture(.error("invalid", "\(error)"))
+        }
+        switch request {
+        case .pairing, .unpair:
+            guard mayPair else {
+                return eventLoop.makeSucceededFuture(
+                    .error("forbidden", "pairing is seen and changed only on the receiver itself: open its page there (http://localhost:7780) or use 'lyre remote'"))
+            }
+        default: break
         }
         switch request {
         case .stats:
-            return eventLoop.makeSucceededFuture("ok \(registry.statisticsLine)")
+            return eventLoop.makeSucceededFuture(.ok(registry.statisticsLine))
         case .outputDelay(let milliseconds):
             if let milliseconds { registry.setOutputDelay(milliseconds: milliseconds) }
-            return eventLoop.makeSucceededFuture("ok \(registry.outputDelayMilliseconds)")
+            return eventLoop.makeSucceededFuture(.ok("\(registry.outputDelayMilliseconds)", json: true))
         case .nowPlaying:
             let report = ControlNowPlaying(registry.active?.snapshot(), volume: registry.volume)
-            return eventLoop.makeSucceededFuture("ok \(report.json)")
+            return eventLoop.makeSucceededFuture(.ok(report.json, json: true))
         case .pairing:
             guard let pending = registry.pairing?.pending else {
-                return eventLoop.makeSucceededFuture("error none: no pairing is under way; run 'lyre pair NAME' on the sender")
+                return eventLoop.makeSucceededFuture(.error("none", "no pairing is under way; run 'lyre pair NAME' on the sender"))
             }
-            return eventLoop.makeSucceededFuture("ok " + json(ControlPairing(pin: pending.pin, sender: pending.senderName, secondsLeft: pending.secondsLeft)))
+            return eventLoop.makeSucceededFuture(.ok(json(ControlPairing(pin: pending.pin, sender: pending.senderName, secondsLeft: pending.secondsLeft)), json: true))
         case .paired:
-            guard let pairing = registry.pairing else { return eventLoop.makeSucceededFuture("ok []") }
-            do { return eventLoop.makeSucceededFuture("ok " + json(try pairing.paired.load())) } catch {
-                return eventLoop.makeSucceededFuture("error damaged: \(error)")
+            guard let pairing = registry.pairing else { return eventLoop.makeSucceededFuture(.ok("[]", json: true)) }
+            do { return eventLoop.makeSucceededFuture(.ok(json(try pairing.paired.load()), json: true)) } catch {
+                return eventLoop.makeSucceededFuture(.error("damaged", "\(error)"))
             }
         case .unpair(let name):
-            guard let pairing = registry.pairing else { return eventLoop.makeSucceededFuture("error unknown: this receiver does not pair") }
+            guard let pairing = registry.pairing else { return eventLoop.makeSucceededFuture(.error("unknown", "this receiver does not pair")) }
             do {
                 guard let entry = try pairing.forget(name) else {
-                    return eventLoop.makeSucceededFuture("error unknown: no paired sender '\(name)'; see 'lyre remote paired'")
+                    return eventLoop.makeSucceededFuture(.error("unknown", "no paired sender '\(name)'; see 'lyre remote paired'"))
                 }
                 registry.logger.notice("unpaired '\(entry.name)' (\(entry.id))")
-                return eventLoop.makeSucceededFuture("ok \(entry.id)")
+                return eventLoop.makeSucceededFuture(.ok(json(entry.id), json: true))
             } catch {
-                return eventLoop.makeSucceededFuture("error damaged: \(error)")
+                return eventLoop.makeSucceededFuture(.error("damaged", "\(error)"))
             }
         case .command(let event):
             return registry.relay(event).map { outcome in
-                outcome.succeeded ? "ok" : "error \(outcome.kind.rawValue): \(outcome.message)"
+                outcome.succeeded ? .ok("") : .error(outcome.kind.rawValue, outcome.message)
             }
         }
+    }
+}
+
+/// One answer in the control vocabulary: `ok [RESULT]` or `error KIND: MESSAGE` on the socket, a `reply`
+/// object on the web API (control-api.md §3).
+struct ControlReply: Sendable, Equatable {
+    var ok: Bool
+    var kind: String
+    /// The result (ok) or the message (error).
+    var text: String
+    /// `text` is JSON.
+    var isJSON: Bool
+
+    static func ok(_ text: String, json: Bool = false) -> ControlReply { ControlReply(ok: true, kind: "", text: text, isJSON: json) }
+    static func error(_ kind: String, _ message: String) -> ControlReply { ControlReply(ok: false, kind: kind, text: message, isJSON: false) }
+
+    /// As the control socket says it. A JSON string result goes bare, as it always has (`ok 12AB…` for unpair).
+    var line: String {
+        guard ok else { return "error \(kind): \(text)" }
+        guard !text.isEmpty else { return "ok" }
+        if isJSON, text.hasPrefix("\""), let data = text.data(using: .utf8), let bare = try? JSONDecoder().decode(String.self, from: data) {
+            return "ok \(bare)"
+        }
+        return "ok \(text)"
     }
 }
 

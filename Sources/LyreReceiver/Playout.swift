@@ -3,7 +3,7 @@ import LyreCodec
 import LyreWire
 
 /// Counters a session reports (streaming.md §3 `stats`).
-public struct PlayoutStatistics: Sendable, Equatable {
+public struct PlayoutStatistics: Sendable, Equatable, Encodable {
     public var received = 0
     public var late = 0
     public var lost = 0
@@ -28,6 +28,8 @@ public struct PlayoutStatistics: Sendable, Equatable {
     /// moment's correction of the schedule error.
     public var skewPPM: Double?
     public var depthMilliseconds = 0.0
+    /// Interarrival jitter (RFC 3550 A.8), ms.
+    public var jitterMilliseconds = 0.0
     public var clockOffsetMicroseconds: Double?
     public var clockDelayMicroseconds: Double?
     public var driftPPM: Double?
@@ -196,6 +198,7 @@ public struct Playout: ~Copyable {
         if !timed, recording, anchor == nil { anchor = (packet.timestamp, arrival) }
         let sequence = buffer.extend(packet.sequenceNumber)
         reception.arrived(sequence: sequence, timestamp: packet.timestamp, arrival: arrival)
+        statistics.jitterMilliseconds = reception.jitterMilliseconds
         var missing: [Int64] = []
         switch buffer.insert(packet) {
         case .accepted:

@@ -47,6 +47,13 @@ public struct ReceiverConfiguration: Sendable {
     public var tls: TLSIdentity?
     /// Who may play: paired senders only (over TLS), or anyone (plain RTSP publishers such as ffmpeg too).
     public var access = ReceiverAccess.paired
+    /// The name the web page shows (the advertised one).
+    public var name = ""
+    /// The web page and its API (control-api.md): who gets an answer, and the TCP port.
+    public var web = WebAccess.off
+    public var webPort = 7780
+    /// Whether a web port in use fails the start (it was asked for), or only leaves the receiver without a page.
+    public var webRequired = true
 
     public init() {}
 }
@@ -59,6 +66,16 @@ public enum ReceiverAccess: String, Sendable, CaseIterable {
     case open
 }
 
+/// `lyred --web`: who may open the receiver's page and use its API (control-api.md §1).
+public enum WebAccess: String, Sendable, CaseIterable {
+    /// No page.
+    case off
+    /// This machine only: the page listens on loopback.
+    case local
+    /// Anyone on the network; pairing is seen and changed from loopback only.
+    case lan
+}
+
 /// What a receiver tells its owner, to advertise.
 public enum ReceiverEvent: Sendable, Equatable {
     case status(ReceiverStatus)
@@ -68,12 +85,25 @@ public enum ReceiverEvent: Sendable, Equatable {
     case nowPlaying(NowPlayingSnapshot?)
 }
 
+/// What changed in the registry, for its observers.
+enum RegistryChange: Sendable {
+    /// The session's now playing, or the session itself.
+    case nowPlaying
+    /// The receiver's status, volume, output delay or name.
+    case receiver
+}
+
 /// Receiver-wide counters of dropped input.
 public struct ReceiverCounters: Sendable, Equatable {
     public var connections = 0
     public var badRequests = 0
     public var droppedMedia = 0
     public var droppedTiming = 0
+    /// Web connections closed at once (over WebServer.maximumConnections), web messages refused, and web
+    /// clients dropped for not reading.
+    public var webRefused = 0
+    public var webBadMessages = 0
+    public var webSlowReaders = 0
 }
 
 /// The state shared by all connections: which one holds the session, the volume, the output.
@@ -97,6 +127,12 @@ final class SessionRegistry: @unchecked Sendable {
     private var connectionsSeen = 0
     /// Who may start a session: the configuration's, until a reload changes it (the running session stays).
     var access: ReceiverAccess
+    /// The advertised name, as the page shows it.
+    private(set) var name: String
+    /// Who hears of changes as they happen (the web API's connections), by owner.
+    private var observers: [ObjectIdentifier: (RegistryChange) -> Void] = [:]
+    /// Web connections open now (WebServer's cap).
+    var webConnections = 0
 
     init(eventLoop: EventLoop, configuration: ReceiverConfiguration, output: OutputEngine, logger: Logger,
          events: AsyncStream<ReceiverEvent>.Continuation) {
@@ -106,6 +142,7 @@ final class SessionRegistry: @unchecked Sendable {
         self.logger = logger
         self.events = events
         access = configuration.access
+        name = configuration.name
         volume = configuration.initialVolumeDB
         artwork = configuration.artworkDirectory.map(ArtworkStore.init(directory:))
         pairing = configuration.pairing.map { ReceiverPairing(receiver: $0.receiver, pairedSendersPath: $0.pairedSendersPath, logger: logger) }
@@ -143,6 +180,7 @@ final class SessionRegistry: @unchecked Sendable {
             loggedInfo = nil
             artwork?.remove()
             events.yield(.nowPlaying(nil))
+            changed(.nowPlaying)
         }
         publishStatus()
     }
@@ -157,6 +195,7 @@ final class SessionRegistry: @unchecked Sendable {
             logger.info("now playing: \(Printable.escaped(snapshot.summary))")
         }
         events.yield(.nowPlaying(snapshot))
+        changed(.nowPlaying)
     }
 
     /// Relays a command to the current session's sender.
@@ -177,7 +216,7 @@ final class SessionRegistry: @unchecked Sendable {
     var statisticsLine: String {
         let c = counters
         let session = active?.controller?.statistics.text ?? "no session"
-        return "\(session); connections=\(c.connections) bad-requests=\(c.badRequests) dropped-media=\(c.droppedMedia) dropped-timing=\(c.droppedTiming)"
+        return "\(session); connections=\(c.connections) bad-requests=\(c.badRequests) dropped-media=\(c.droppedMedia) dropped-timing=\(c.droppedTiming) web-refused=\(c.webRefused) web-bad=\(c.webBadMessages) web-slow=\(c.webSlowReaders)"
     }
 
     /// The output delay, ms (`--output-delay`, or set through the control socket).
@@ -187,6 +226,14 @@ final class SessionRegistry: @unchecked Sendable {
         eventLoop.assertInEventLoop()
         output.outputDelay = Int64(milliseconds) * 1_000_000
         logger.info("output delay \(milliseconds) ms")
+        changed(.receiver)
+    }
+
+    func setName(_ name: String) {
+        eventLoop.assertInEventLoop()
+        self.name = name
+        pairing?.rename(name)
+        changed(.receiver)
     }
 
     func setVolume(_ db: Double) {
@@ -194,6 +241,7 @@ final class SessionRegistry: @unchecked Sendable {
         volume = db
         output.setVolume(db)
         events.yield(.volume(db))
+        changed(.receiver)
     }
 
     func setOutputAvailable(_ available: Bool) {
@@ -208,6 +256,25 @@ final class SessionRegistry: @unchecked Sendable {
         guard status != lastStatus else { return }
         lastStatus = status
         events.yield(.status(status))
+        changed(.receiver)
+    }
+
+    /// The receiver's status as pickers see it.
+    var status: ReceiverStatus { lastStatus ?? .idle }
+
+    /// `handler` is called on the event loop with each change, until `stopObserving(owner)`.
+    func observe(_ owner: AnyObject, _ handler: @escaping (RegistryChange) -> Void) {
+        eventLoop.assertInEventLoop()
+        observers[ObjectIdentifier(owner)] = handler
+    }
+
+    func stopObserving(_ owner: AnyObject) {
+        eventLoop.assertInEventLoop()
+        observers[ObjectIdentifier(owner)] = nil
+    }
+
+    private func changed(_ change: RegistryChange) {
+        for handler in observers.values { handler(change) }
     }
 }
 
@@ -223,6 +290,7 @@ public final class Receiver: Sendable {
     private let servers: NIOLockedValueBox<[Channel]> = NIOLockedValueBox([])
     private let statisticsTask: NIOLockedValueBox<RepeatedTask?> = NIOLockedValueBox(nil)
     private let control: NIOLockedValueBox<Channel?> = NIOLockedValueBox(nil)
+    private let webServers: NIOLockedValueBox<[Channel]> = NIOLockedValueBox([])
 
     public init(configuration: ReceiverConfiguration, logger: Logger) {
         self.configuration = configuration
@@ -298,6 +366,20 @@ public final class Receiver: Sendable {
                 throw error
             }
         }
+        if configuration.web != .off {
+            do {
+                let web = try await WebServer.bind(registry: registry, access: configuration.web, port: configuration.webPort,
+                                                   host: configuration.host)
+                webServers.withLockedValue { $0 = web }
+                logger.info("web page on port \(configuration.webPort) (\(configuration.web.rawValue))")
+            } catch let error as IOError where error.errnoCode == EADDRINUSE && !configuration.webRequired {
+                logger.warning("no web page: port \(configuration.webPort) is in use (another lyred?); pass --web-port PORT")
+            } catch {
+                for channel in channels { try? await channel.close() }
+                try? await control.withLockedValue { $0 }?.close()
+                throw WebServerError(port: configuration.webPort, underlying: error)
+            }
+        }
         output.start()
         if let interval = configuration.statisticsInterval {
             let task = registry.eventLoop.scheduleRepeatedTask(
@@ -315,7 +397,7 @@ public final class Receiver: Sendable {
         statisticsTask.withLockedValue { $0?.cancel() }
         let registry = self.registry
         try? await registry.eventLoop.submit { registry.active?.end(.shutdown) }.get()
-        for server in servers.withLockedValue({ $0 }) { try? await server.close() }
+        for server in servers.withLockedValue({ $0 }) + webServers.withLockedValue({ $0 }) { try? await server.close() }
         try? await control.withLockedValue { $0 }?.close()
         if let path = configuration.controlSocketPath, control.withLockedValue({ $0 }) != nil { unlink(path) }
         await registry.artwork?.removed()
@@ -362,7 +444,7 @@ public final class Receiver: Sendable {
     /// advertiser's).
     public func setName(_ name: String) async {
         let registry = self.registry
-        try? await registry.eventLoop.submit { registry.pairing?.rename(name) }.get()
+        try? await registry.eventLoop.submit { registry.setName(name) }.get()
     }
 
     /// What the current session says is playing; nil when there is no session.

@@ -94,6 +94,12 @@ struct Lyred: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Unix socket for 'lyre remote' and now-playing queries, this user only; 'off' for none (default: \(ControlSocketPath.default)).", valueName: "PATH"))
     var controlSocket: String?
 
+    @Option(help: ArgumentHelp("The receiver's web page and JSON API (Protocol/control-api.md): lan (anyone on the network; pairing only from this machine), local (this machine only) or off.", valueName: "lan|local|off"))
+    var web: WebAccess = .lan
+
+    @Option(help: ArgumentHelp("TCP port of the web page and API (default: 7780).", valueName: "PORT"))
+    var webPort: Int?
+
     @Option(help: "MPRIS on D-Bus: session, system, off, or auto (the session bus when DBUS_SESSION_BUS_ADDRESS is set).")
     var mpris: MPRISMode = .auto
 
@@ -157,6 +163,7 @@ struct Lyred: AsyncParsableCommand {
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
+        if let webPort, !(1...65535).contains(webPort) { throw ValidationError("--web-port must be between 1 and 65535") }
         guard (20...2000).contains(latency) else { throw ValidationError("--latency must be between 20 and 2000 ms") }
         if let statsInterval, !(statsInterval > 0) { throw ValidationError("--stats-interval must be more than 0 seconds") }
         if output.isEmpty || output == "wav:" { throw ValidationError("--output needs an ALSA PCM name or wav:PATH") }
@@ -218,6 +225,11 @@ struct Lyred: AsyncParsableCommand {
         configuration.artworkDirectory = Self.artworkDirectory(controlSocket: socketPath)
         configuration.deviceID = id.rawValue
         configuration.access = access
+        configuration.name = name ?? Self.hostName()
+        configuration.web = web
+        configuration.webPort = webPort ?? 7780
+        // Several receivers on one host: only the first gets the default port, unless the port was asked for.
+        configuration.webRequired = webPort != nil
         do { configuration.tls = try TLSIdentity(key: key.privateKey, name: name ?? Self.hostName()) } catch {
             throw CommandFailure("\(error)")
         }
@@ -230,6 +242,9 @@ struct Lyred: AsyncParsableCommand {
         } catch let error as LineServerError {
             await streaming.stop()
             throw CommandFailure("\(error); pass --control-socket PATH")
+        } catch let error as WebServerError {
+            await streaming.stop()
+            throw CommandFailure(error.description)
         } catch let error as IOError where error.errnoCode == EADDRINUSE {
             await streaming.stop()
             throw CommandFailure("port \(port) is already in use; pick another with --port (0 picks a free one)")
@@ -448,6 +463,7 @@ struct ReloadService: Service {
 }
 
 extension ReceiverAccess: ExpressibleByArgument {}
+extension WebAccess: ExpressibleByArgument {}
 
 extension VolumeControl: ExpressibleByArgument {
     public init?(argument: String) { self.init(argument) }

@@ -1,0 +1,114 @@
+import Foundation
+import LyreWire
+
+/// The web API's messages (Protocol/control-api.md): what a client sends, parsed, and what the receiver
+/// sends, as JSON text. No I/O: WebServer carries them.
+enum WebAPI {
+    /// The protocol's version, in every snapshot (§2).
+    static let version = 1
+
+    /// A client's message: `{"id": 7, "command": "pause"}` (§3). The command is a line of the control
+    /// socket's vocabulary (`lyre remote`'s words).
+    struct Command: Equatable, Decodable {
+        var id: Int?
+        var command: String
+
+        var line: String { command }
+    }
+
+    struct Malformed: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    static func command(_ text: String) -> Result<Command, Malformed> {
+        guard let data = text.data(using: .utf8),
+            let object = try? JSONSerialization.jsonObject(with: data), object is [String: Any]
+        else {
+            return .failure(Malformed(description: "not a JSON object; send {\"id\": 1, \"command\": \"pause\"} (control-api.md §3)"))
+        }
+        guard let command = try? JSONDecoder().decode(Command.self, from: data) else {
+            return .failure(Malformed(description: "a command is {\"id\": NUMBER, \"command\": \"WORDS\"} (control-api.md §3)"))
+        }
+        guard !command.command.contains(where: \.isNewline) else {
+            return .failure(Malformed(description: "a command is one line"))
+        }
+        return .success(command)
+    }
+
+    /// The receiver as the page shows it (§2).
+    struct ReceiverState: Encodable {
+        var name: String
+        var status: String
+        var sender: String?
+        var volume: Double
+        var outputDelay: Int
+        /// This client may see the pairing PIN and unpair (it is on loopback).
+        var pairing: Bool
+    }
+
+    static func receiverState(_ registry: SessionRegistry, mayPair: Bool) -> ReceiverState {
+        let sender: String? = if case .playing(let name) = registry.status { name } else { nil }
+        return ReceiverState(name: registry.name, status: registry.status.token, sender: sender, volume: registry.volume,
+                             outputDelay: registry.outputDelayMilliseconds, pairing: mayPair)
+    }
+
+    private struct Snapshot: Encodable {
+        var type = "snapshot"
+        var version = WebAPI.version
+        var receiver: ReceiverState
+        var nowPlaying: ControlNowPlaying
+        var link: PlayoutStatistics?
+    }
+
+    private struct ReceiverEvent: Encodable {
+        var type = "receiver"
+        var receiver: ReceiverState
+    }
+
+    private struct NowPlayingEvent: Encodable {
+        var type = "now-playing"
+        var nowPlaying: ControlNowPlaying
+    }
+
+    private struct LinkEvent: Encodable {
+        var type = "link"
+        var link: PlayoutStatistics
+    }
+
+    private struct ErrorFrame: Encodable {
+        var type = "error"
+        var message: String
+    }
+
+    /// The whole state: `GET /api/state`, and a WebSocket's first message.
+    static func snapshot(_ registry: SessionRegistry, mayPair: Bool) -> String {
+        json(Snapshot(receiver: receiverState(registry, mayPair: mayPair),
+                      nowPlaying: ControlNowPlaying(registry.active?.snapshot(), volume: registry.volume),
+                      link: registry.active?.controller?.statistics))
+    }
+
+    static func event(_ change: RegistryChange, registry: SessionRegistry, mayPair: Bool) -> String {
+        switch change {
+        case .receiver: json(ReceiverEvent(receiver: receiverState(registry, mayPair: mayPair)))
+        case .nowPlaying: json(NowPlayingEvent(nowPlaying: ControlNowPlaying(registry.active?.snapshot(), volume: registry.volume)))
+        }
+    }
+
+    /// The link figures, while a session plays.
+    static func linkEvent(_ registry: SessionRegistry) -> String? {
+        registry.active?.controller.map { json(LinkEvent(link: $0.statistics)) }
+    }
+
+    static func errorFrame(_ message: String) -> String { json(ErrorFrame(message: message)) }
+
+    /// The answer to command `id` (§3): `{"type":"reply","id":7,"ok":true,"result":…}` or with `error` and `message`.
+    static func reply(id: Int?, _ reply: ControlReply) -> String {
+        var text = "{\"type\":\"reply\",\"id\":\(id.map(String.init) ?? "null"),\"ok\":\(reply.ok)"
+        if reply.ok {
+            if !reply.text.isEmpty { text += ",\"result\":" + (reply.isJSON ? reply.text : json(reply.text)) }
+        } else {
+            text += ",\"error\":\(json(reply.kind)),\"message\":\(json(reply.text))"
+        }
+        return text + "}"
+    }
+}
