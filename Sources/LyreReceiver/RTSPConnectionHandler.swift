@@ -71,7 +71,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     private var peerIP = ""
     /// The sender's address, for the per-packet check of where media comes from (no formatting per packet).
     private var peerAddress: SocketAddress?
-    private var lastActivity = HostClock.now()
+    private(set) var lastActivity = HostClock.now()
     private var timer: Scheduled<Void>?
     // Now playing and remote control (now-playing.md).
     private var nowPlaying: NowPlayingInfo?
@@ -99,9 +99,14 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         peerIP = context.remoteAddress?.hostText ?? ""
         peerAddress = context.remoteAddress
         logger[metadataKey: "peer"] = "\(context.remoteAddress.map { "\($0)" } ?? "?")"
+        registry.opened(self)
     }
 
+    /// Closes the connection (the registry makes room for a new one).
+    func close() { context?.close(promise: nil) }
+
     func channelInactive(context: ChannelHandlerContext) {
+        registry.closed(self)
         registry.pairing?.connectionClosed(number)
         end(.connectionClosed)
         self.context = nil
@@ -137,9 +142,17 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
                 refuse(413, cseq: message.cseq, "a body of \(length) bytes is over the limit of \(RTSPParser.Limits().body)")
             }
         case .interleaved(let channel, let payload):
-            if let interleaved, channel == interleaved.rtp {
+            guard let interleaved else {
+                // Interleaved data on a connection whose session does not use TCP (streaming.md §2): nothing
+                // any sender does. The connection is closed, so that a flood of it costs one frame.
+                dropMedia(.foreign)
+                logger.debug("interleaved data outside an interleaved session; closing")
+                context.close(promise: nil)
+                return
+            }
+            if channel == interleaved.rtp {
                 ingest(payload)
-            } else if interleaved == nil || channel != interleaved!.rtcp {
+            } else if channel != interleaved.rtcp {
                 dropMedia(.foreign)
             }
         case .oversizedInterleaved:
@@ -206,6 +219,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             send(.response(415, cseq: cseq))
             return
         }
+        if refuseLongText(request, cseq: cseq) { return }
         let format: AudioFormat
         let crypto: SDPCrypto?
         do {
@@ -427,7 +441,19 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         }
     }
 
+    /// `text/parameters` and SDP bodies are read only up to this (streaming.md §2): theirs are a few hundred
+    /// bytes, and parsing 2 MiB of short lines would hold the event loop, and every session on it, for seconds.
+    static let maximumTextBody = 64 * 1024
+
+    private func refuseLongText(_ request: RTSPMessage, cseq: Int) -> Bool {
+        guard request.body.count > Self.maximumTextBody else { return false }
+        registry.count(\.badRequests)
+        refuse(413, cseq: cseq, "a \(request.method ?? "") text body is at most \(Self.maximumTextBody) bytes")
+        return true
+    }
+
     private func setTextParameters(_ request: RTSPMessage, cseq: Int) {
+        if refuseLongText(request, cseq: cseq) { return }
         guard String(validating: request.body, as: UTF8.self) != nil else {
             registry.count(\.badRequests)
             return refuse(400, cseq: cseq, NowPlayingError.invalidUTF8.description)
@@ -545,9 +571,12 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         send(.response(status, cseq: cseq, headers: [("Lyre-Error", line)]))
     }
 
+    /// Each name is answered once, however often it is asked: the answer stays small whatever the body.
     private func getParameter(_ request: RTSPMessage, cseq: Int) {
+        if refuseLongText(request, cseq: cseq) { return }
         var answers: [(String, String)] = []
-        for (name, _) in TextParameters(parsing: request.bodyText).entries {
+        var asked: Set<String> = []
+        for (name, _) in TextParameters(parsing: request.bodyText).entries where asked.insert(name).inserted {
             switch name {
             case "volume": answers.append((name, "\(registry.volume)"))
             case "output-latency": answers.append((name, Self.milliseconds(registry.output.outputLatency)))
@@ -841,8 +870,16 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         context.close(promise: nil)
     }
 
+    /// Sends unless the peer has stopped reading: past the write buffer's high mark (256 KiB) the connection
+    /// is closed and counted, rather than holding more for it.
     private func send(_ message: RTSPMessage) {
         guard let context else { return }
+        guard context.channel.isWritable else {
+            registry.count(\.slowReaders)
+            logger.notice("closing a connection that does not read what it is sent")
+            context.close(promise: nil)
+            return
+        }
         context.writeAndFlush(wrapOutboundOut(.response(message)), promise: nil)
     }
 

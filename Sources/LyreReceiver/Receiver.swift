@@ -104,6 +104,10 @@ public struct ReceiverCounters: Sendable, Equatable {
     public var webRefused = 0
     public var webBadMessages = 0
     public var webSlowReaders = 0
+    /// RTSP connections closed to make room for a new one (over SessionRegistry.maximumConnections), and
+    /// closed because the peer stopped reading what was sent to it.
+    public var evicted = 0
+    public var slowReaders = 0
 }
 
 /// The state shared by all connections: which one holds the session, the volume, the output.
@@ -133,6 +137,9 @@ final class SessionRegistry: @unchecked Sendable {
     private var observers: [ObjectIdentifier: (RegistryChange) -> Void] = [:]
     /// Web connections open now (WebServer's cap).
     var webConnections = 0
+    /// RTSP connections open now (streaming.md §2: at most `maximumConnections`).
+    private var connections: [ObjectIdentifier: RTSPConnectionHandler] = [:]
+    static let maximumConnections = 32
 
     init(eventLoop: EventLoop, configuration: ReceiverConfiguration, output: OutputEngine, logger: Logger,
          events: AsyncStream<ReceiverEvent>.Continuation) {
@@ -153,6 +160,26 @@ final class SessionRegistry: @unchecked Sendable {
         eventLoop.assertInEventLoop()
         connectionsSeen += 1
         return connectionsSeen
+    }
+
+    /// A new RTSP connection. Past the limit, the connection that has been quiet longest and holds no session
+    /// is closed to make room: a flood of connections cannot lock a sender out, nor touch the playing session.
+    func opened(_ handler: RTSPConnectionHandler) {
+        eventLoop.assertInEventLoop()
+        connections[ObjectIdentifier(handler)] = handler
+        guard connections.count > Self.maximumConnections else { return }
+        let victim = connections.values.filter { $0 !== handler && $0 !== active }.min { $0.lastActivity < $1.lastActivity }
+        if let victim {
+            connections[ObjectIdentifier(victim)] = nil
+            counters.evicted += 1
+            logger.debug("closing the quietest connection (over \(Self.maximumConnections))")
+            victim.close()
+        }
+    }
+
+    func closed(_ handler: RTSPConnectionHandler) {
+        eventLoop.assertInEventLoop()
+        connections[ObjectIdentifier(handler)] = nil
     }
 
     func count(_ counter: WritableKeyPath<ReceiverCounters, Int>) {
@@ -216,7 +243,7 @@ final class SessionRegistry: @unchecked Sendable {
     var statisticsLine: String {
         let c = counters
         let session = active?.controller?.statistics.text ?? "no session"
-        return "\(session); connections=\(c.connections) bad-requests=\(c.badRequests) dropped-media=\(c.droppedMedia) dropped-timing=\(c.droppedTiming) web-refused=\(c.webRefused) web-bad=\(c.webBadMessages) web-slow=\(c.webSlowReaders)"
+        return "\(session); connections=\(c.connections) bad-requests=\(c.badRequests) dropped-media=\(c.droppedMedia) dropped-timing=\(c.droppedTiming) web-refused=\(c.webRefused) web-bad=\(c.webBadMessages) web-slow=\(c.webSlowReaders) evicted=\(c.evicted) slow=\(c.slowReaders)"
     }
 
     /// The output delay, ms (`--output-delay`, or set through the control socket).
@@ -324,6 +351,8 @@ public final class Receiver: Sendable {
             let bootstrap = ServerBootstrap(group: registry.eventLoop)
                 .serverChannelOption(.backlog, value: 64)
                 .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                // What waits for a peer that does not read is bounded (RTSPConnectionHandler.send).
+                .childChannelOption(.writeBufferWaterMark, value: .init(low: 32 * 1024, high: 256 * 1024))
                 .childChannelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
                         registry.count(\.connections)

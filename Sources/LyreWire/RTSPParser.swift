@@ -21,6 +21,9 @@ public enum RTSPParseError: Error, Equatable, Sendable, CustomStringConvertible 
     case malformedHeaderLine
     case invalidContentLength
     case bodyTooLarge(Int)
+    /// The first message did not come within its deadline, or a message did not come whole within its own
+    /// (streaming.md §2): a peer holding a connection open with nothing, or half a message.
+    case timeout
 
     /// The RTSP status that answers it (streaming.md §2).
     public var status: Int {
@@ -29,6 +32,7 @@ public enum RTSPParseError: Error, Equatable, Sendable, CustomStringConvertible 
         case .unsupportedVersion: 505
         case .headerSectionTooLarge, .tooManyHeaderLines: 431
         case .bodyTooLarge: 413
+        case .timeout: 408
         }
     }
 
@@ -42,6 +46,7 @@ public enum RTSPParseError: Error, Equatable, Sendable, CustomStringConvertible 
         case .malformedHeaderLine: "malformed header line"
         case .invalidContentLength: "invalid Content-Length"
         case .bodyTooLarge(let n): "Content-Length \(n) over the limit"
+        case .timeout: "no whole message in time"
         }
     }
 }
@@ -69,21 +74,41 @@ public struct RTSPParser: Sendable {
     private var skippingBody = 0
     /// A parsed head waiting for its body.
     private var pendingHead: (startLine: RTSPMessage.StartLine, headers: RTSPHeaders, length: Int)?
+    /// How many bytes at the front were searched for the end of a head, without finding it: bytes that
+    /// arrive later are searched from there, not from the start again.
+    private var headSearched = 0
 
     public init(limits: Limits = Limits()) { self.limits = limits }
 
+    /// Whether part of a message (or of a skipped body or frame) has been taken and the rest is awaited.
+    public var isMidFrame: Bool { pendingHead != nil || skippingBody > 0 || skipping != nil }
+
     /// The next complete frame at the front of `buffer`, consuming its bytes; nil when more bytes are needed.
+    /// Consuming copies what is left: a stream of many frames is framed with the `ArraySlice` form.
     public mutating func next(_ buffer: inout [UInt8]) throws(RTSPParseError) -> RTSPFrame? {
+        var slice = buffer[...]
+        defer { if slice.count != buffer.count { buffer = Array(slice) } }
+        return try next(&slice)
+    }
+
+    /// The next complete frame at the front of `buffer`, consuming its bytes (in constant time: the slice
+    /// moves on); nil when more bytes are needed.
+    public mutating func next(_ buffer: inout ArraySlice<UInt8>) throws(RTSPParseError) -> RTSPFrame? {
         while true {
             let (frame, used, progressed) = try step(buffer)
-            if used > 0 { buffer.removeFirst(used) }
+            if used > 0 {
+                buffer = buffer[(buffer.startIndex + used)...]
+                headSearched = 0
+            }
             if let frame { return frame }
             if !progressed { return nil }
         }
     }
 
     /// One framing step: a frame or not, how many bytes it used, and whether to try again.
-    private mutating func step(_ bytes: [UInt8]) throws(RTSPParseError) -> (RTSPFrame?, Int, Bool) {
+    private mutating func step(_ slice: ArraySlice<UInt8>) throws(RTSPParseError) -> (RTSPFrame?, Int, Bool) {
+        // Indices from 0, whatever the slice's.
+        let bytes = Rebased(slice: slice)
         if var skip = skipping {
             let take = min(skip.remaining, bytes.count)
             skip.remaining -= take
@@ -99,7 +124,7 @@ public struct RTSPParser: Sendable {
         if let head = pendingHead {
             guard bytes.count >= head.length else { return (nil, 0, false) }
             pendingHead = nil
-            let message = RTSPMessage(startLine: head.startLine, headers: head.headers, body: Array(bytes[0..<head.length]))
+            let message = RTSPMessage(startLine: head.startLine, headers: head.headers, body: Array(bytes.slice(0, head.length)))
             return (.message(message), head.length, false)
         }
         guard let first = bytes.first else { return (nil, 0, false) }
@@ -112,13 +137,19 @@ public struct RTSPParser: Sendable {
                 return (nil, 4, true)
             }
             guard bytes.count >= 4 + length else { return (nil, 0, false) }
-            return (.interleaved(channel: channel, payload: Array(bytes[4..<(4 + length)])), 4 + length, false)
+            return (.interleaved(channel: channel, payload: Array(bytes.slice(4, 4 + length))), 4 + length, false)
         }
         // Empty lines between messages are allowed (CRLF keep-alives): skip them.
         var blank = 0
         while blank < bytes.count, bytes[blank] == 0x0D || bytes[blank] == 0x0A { blank += 1 }
         if blank > 0 { return (nil, blank, true) }
 
+        // Until the head's end has come (or a limit is passed), only the new bytes are searched.
+        if bytes.count <= limits.headerSection, !bytes.hasHeadEnd(from: max(0, headSearched - 2)) {
+            headSearched = bytes.count
+            let newline = (0..<min(bytes.count, limits.startLine + 1)).contains { bytes[$0] == 0x0A }
+            if newline || bytes.count <= limits.startLine { return (nil, 0, false) }
+        }
         guard let (lines, headEnd) = try Self.headLines(bytes, limits: limits) else { return (nil, 0, false) }
         let startLine = try Self.parseStartLine(lines[0])
         var headers = RTSPHeaders()
@@ -148,7 +179,7 @@ public struct RTSPParser: Sendable {
     }
 
     /// The start line and header lines up to the empty line, and the index after it; nil if incomplete.
-    private static func headLines(_ bytes: [UInt8], limits: Limits) throws(RTSPParseError) -> ([ArraySlice<UInt8>], Int)? {
+    private static func headLines(_ bytes: Rebased, limits: Limits) throws(RTSPParseError) -> ([ArraySlice<UInt8>], Int)? {
         var lines: [ArraySlice<UInt8>] = []
         var lineStart = 0
         var index = 0
@@ -158,7 +189,7 @@ public struct RTSPParser: Sendable {
                 if lineEnd > lineStart, bytes[lineEnd - 1] == 0x0D { lineEnd -= 1 }
                 if lineEnd == lineStart { return (lines, index + 1) }
                 if lines.isEmpty, lineEnd - lineStart > limits.startLine { throw .startLineTooLong }
-                lines.append(bytes[lineStart..<lineEnd])
+                lines.append(bytes.slice(lineStart, lineEnd))
                 if lines.count > limits.headerLines + 1 { throw .tooManyHeaderLines }
                 lineStart = index + 1
             }
@@ -189,5 +220,27 @@ public struct RTSPParser: Sendable {
             throw parts[2].hasPrefix("RTSP/") ? .unsupportedVersion : .malformedStartLine
         }
         return .request(method: parts[0], uri: parts[1])
+    }
+}
+
+/// A slice read with indices from 0.
+private struct Rebased {
+    let slice: ArraySlice<UInt8>
+    var count: Int { slice.count }
+    var first: UInt8? { slice.first }
+    subscript(_ index: Int) -> UInt8 { slice[slice.startIndex + index] }
+    func slice(_ from: Int, _ to: Int) -> ArraySlice<UInt8> { slice[(slice.startIndex + from)..<(slice.startIndex + to)] }
+
+    /// Whether an empty line ("\n\n" or "\n\r\n") ends a head at or after `from`.
+    func hasHeadEnd(from: Int) -> Bool {
+        var index = from
+        while index < count {
+            if self[index] == 0x0A {
+                if index + 1 < count, self[index + 1] == 0x0A { return true }
+                if index + 2 < count, self[index + 1] == 0x0D, self[index + 2] == 0x0A { return true }
+            }
+            index += 1
+        }
+        return false
     }
 }

@@ -1,0 +1,87 @@
+import LyreRTSP
+import LyreWire
+import NIOCore
+import NIOEmbedded
+import Testing
+
+/// RTSPFrameDecoder's framing in a pipeline, and its deadlines (streaming.md §2), on EmbeddedChannel's clock.
+struct RTSPFrameDecoderTests {
+    /// Records the frames and errors that reach the end of the pipeline.
+    final class Catcher: ChannelInboundHandler {
+        typealias InboundIn = RTSPFrame
+        var frames: [RTSPFrame] = []
+        var errors: [Error] = []
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) { frames.append(unwrapInboundIn(data)) }
+        func errorCaught(context: ChannelHandlerContext, error: Error) { errors.append(error) }
+    }
+
+    static func channel() throws -> (EmbeddedChannel, Catcher) {
+        let catcher = Catcher()
+        let channel = EmbeddedChannel()
+        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(RTSPFrameDecoder()))
+        try channel.pipeline.syncOperations.addHandler(catcher)
+        return (channel, catcher)
+    }
+
+    static func write(_ channel: EmbeddedChannel, _ bytes: [UInt8]) throws {
+        try channel.writeInbound(channel.allocator.buffer(bytes: bytes))
+    }
+
+    static func timedOut(_ catcher: Catcher) -> Bool { catcher.errors.contains { ($0 as? RTSPParseError) == .timeout } }
+
+    /// A connection that sends nothing, or only part of its first message (a stalled TLS handshake looks the
+    /// same), gets 408 after 10 s.
+    @Test func theFirstMessageMustComeWithin10Seconds() throws {
+        let (channel, catcher) = try Self.channel()
+        let loop = channel.embeddedEventLoop
+        try Self.write(channel, Array("OPTIONS * RTSP/1.0\r\n".utf8))
+        loop.advanceTime(by: .seconds(9))
+        #expect(!Self.timedOut(catcher))
+        loop.advanceTime(by: .seconds(2))
+        #expect(Self.timedOut(catcher) && RTSPParseError.timeout.status == 408)
+    }
+
+    /// After the first message, a connection may be quiet as long as it likes between messages, but a message
+    /// begun must come whole within 30 s (a 2 MiB body cannot be held open).
+    @Test func aMessageBegunMustEndWithin30Seconds() throws {
+        let (channel, catcher) = try Self.channel()
+        let loop = channel.embeddedEventLoop
+        try Self.write(channel, Array("OPTIONS * RTSP/1.0\r\nCSeq: 1\r\n\r\n".utf8))
+        #expect(catcher.frames.count == 1)
+        loop.advanceTime(by: .seconds(300))
+        #expect(catcher.errors.isEmpty, "a quiet connection between messages was timed out")
+        try Self.write(channel, Array("SET_PARAMETER rtsp://h/ RTSP/1.0\r\nCSeq: 2\r\nContent-Length: 2097151\r\n\r\n".utf8) + [UInt8](repeating: 0x61, count: 1000))
+        loop.advanceTime(by: .seconds(20))
+        try Self.write(channel, [UInt8](repeating: 0x61, count: 1000))  // trickling does not move the deadline
+        loop.advanceTime(by: .seconds(9))
+        #expect(!Self.timedOut(catcher))
+        loop.advanceTime(by: .seconds(2))
+        #expect(Self.timedOut(catcher))
+    }
+
+    /// Many small frames in one read are framed in time linear in the read: 250,000 empty interleaved frames
+    /// (1 MB). Taking each off the front of the whole read made this quadratic (about 125 GB of copying).
+    @Test func manySmallFramesAreFramedInOnePass() throws {
+        var parser = RTSPParser()
+        var buffer = ArraySlice([UInt8](repeating: 0, count: 4 * 250_000))
+        for i in stride(from: 0, to: buffer.count, by: 4) { buffer[i] = UInt8(ascii: "$") }
+        var frames = 0
+        while let frame = try parser.next(&buffer) {
+            #expect(frame == .interleaved(channel: 0, payload: []))
+            frames += 1
+        }
+        #expect(frames == 250_000 && buffer.isEmpty)
+    }
+
+    /// A head that arrives a byte at a time is framed the same as one that arrives whole.
+    @Test func aHeadByteByByteIsTheSame() throws {
+        let (channel, catcher) = try Self.channel()
+        let message = Array("ANNOUNCE rtsp://h/ RTSP/1.0\r\nCSeq: 2\r\nContent-Length: 3\r\n\r\nabc".utf8)
+        for byte in message { try Self.write(channel, [byte]) }
+        guard case .message(let parsed) = catcher.frames.first else {
+            Issue.record("no message: \(catcher.frames) \(catcher.errors)")
+            return
+        }
+        #expect(parsed.cseq == 2 && parsed.body == Array("abc".utf8) && catcher.frames.count == 1)
+    }
+}
