@@ -40,6 +40,8 @@ enum WebServer {
                 .serverChannelOption(.backlog, value: 128)
                 .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
                 .childChannelOption(.writeBufferWaterMark, value: .init(low: 16 * 1024, high: maximumQueuedBytes))
+                // The kernel's share of a client's backlog kept small too (the page's messages are small).
+                .childChannelOption(.socketOption(.so_sndbuf), value: 64 * 1024)
                 .childChannelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture { try configure(channel, registry: registry) }
                 }

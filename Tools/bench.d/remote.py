@@ -15,6 +15,12 @@ what `lyre play` sends: three 10-minute tagged tones.
   and send new now-playing info. The time is measured from the command being sent to dbus-monitor
   printing the PropertiesChanged signal that carries the new title. This includes the command's own round
   trip, so it bounds the metadata path from above.
+- The web API (Protocol/control-api.md), over its WebSocket on port 7780, the page's own path:
+  - `play` round trip: the command frame sent to its reply frame;
+  - next/previous -> the `now-playing` event with the new title on the WebSocket (sent through the control
+    socket, as above, so it also bounds the path from a button click on the page to the page updated);
+  - lyred's CPU and RSS while idle, without a page open and with the page open in headless Chromium
+    (Tools/peers/browser.py), --idle-seconds each, once per run.
 Percentiles are over all samples of all runs; the per-run medians are shown too.
 """
 import argparse
@@ -27,6 +33,8 @@ import sys
 import tempfile
 import threading
 import time
+
+import websocket
 
 BIN = os.environ.get("LYRE_BIN", ".build/release")
 if os.environ.get("LYRE_NETNS") != "1":
@@ -77,16 +85,32 @@ def make_tracks(work, seconds):
     return files
 
 
-class SignalWatch:
+class TitleEvents:
+    """(monotonic ns, title) events as a reader thread records them, and a wait for one."""
+
+    def __init__(self):
+        self.events = []
+        self.cond = threading.Condition()
+
+    def wait_title(self, title, since, timeout=5):
+        deadline = time.time() + timeout
+        with self.cond:
+            while time.time() < deadline:
+                for t, name in self.events:
+                    if t >= since and name == title:
+                        return t
+                self.cond.wait(0.05)
+        return None
+
+
+class SignalWatch(TitleEvents):
     """dbus-monitor on the session bus; records (monotonic ns, title) for PropertiesChanged with a title."""
 
     def __init__(self):
         self.proc = subprocess.Popen(
             ["dbus-monitor", "--session", "type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',path='/org/mpris/MediaPlayer2'"],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
-        self.events = []
-        self.lock = threading.Lock()
-        self.cond = threading.Condition(self.lock)
+        super().__init__()
         threading.Thread(target=self.read, daemon=True).start()
 
     def read(self):
@@ -102,16 +126,6 @@ class SignalWatch:
                     self.events.append((now, title))
                     self.cond.notify_all()
                 expect_title = False
-
-    def wait_title(self, title, since, timeout=5):
-        deadline = time.time() + timeout
-        with self.cond:
-            while time.time() < deadline:
-                for t, name in self.events:
-                    if t >= since and name == title:
-                        return t
-                self.cond.wait(0.05)
-        return None
 
     def close(self):
         self.proc.terminate()
@@ -152,6 +166,87 @@ def snapcast_rpc(work, samples):
         server.wait(5)
 
 
+class WebWatch(TitleEvents):
+    """lyred's API WebSocket: records (monotonic ns, title) of each now-playing event, and times commands."""
+
+    def __init__(self):
+        self.ws = websocket.create_connection("ws://127.0.0.1:7780/api/ws", timeout=10)
+        json.loads(self.ws.recv())  # the snapshot
+        super().__init__()
+        self.replies = {}
+        threading.Thread(target=self.read, daemon=True).start()
+
+    def read(self):
+        try:
+            while True:
+                message = json.loads(self.ws.recv())
+                now = time.perf_counter_ns()
+                with self.cond:
+                    if message.get("type") == "now-playing":
+                        self.events.append((now, message["nowPlaying"].get("title")))
+                    elif message.get("type") == "reply":
+                        self.replies[message["id"]] = (now, message)
+                    self.cond.notify_all()
+        except Exception:
+            pass
+
+    def ask(self, command, ident):
+        start = time.perf_counter_ns()
+        self.ws.send(json.dumps({"id": ident, "command": command}))
+        with self.cond:
+            while ident not in self.replies:
+                if not self.cond.wait(5):
+                    raise TimeoutError(command)
+            at, message = self.replies.pop(ident)
+        assert message.get("ok"), message
+        return (at - start) / 1e6
+
+    def close(self):
+        self.ws.close()
+
+
+def process_cost(pid, seconds):
+    """CPU share (% of one core) and RSS (MiB, at the end) of process pid over seconds."""
+    def ticks():
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+    before = ticks()
+    time.sleep(seconds)
+    used = ticks() - before
+    rss = next(int(l.split()[1]) for l in open(f"/proc/{pid}/status") if l.startswith("VmRSS:"))
+    return 100.0 * used / os.sysconf("SC_CLK_TCK") / seconds, rss / 1024
+
+
+def idle_cost(work, run, seconds):
+    """lyred idle, without and then with the page open in headless Chromium."""
+    log = os.path.join(work, f"lyred-idle-{run}.log")
+    lyred = subprocess.Popen([os.path.join(BIN, "lyred"), "--access", "open", "--name", "Idle", "--port", "7792", "--state-dir", os.path.join(work, "state"),
+                              "--output", f"wav:{os.path.join(work, 'idle.wav')}", "--control-socket", os.path.join(work, f"idle-{run}.sock"), "--mpris", "off"],
+                             stdout=subprocess.DEVNULL, stderr=open(log, "w"))
+    browser = None
+    try:
+        if not wait_for(lambda: "web page on port 7780" in open(log).read()):
+            sys.exit(f"bench remote: lyred did not start its page; see {log}")
+        time.sleep(1)
+        without = process_cost(lyred.pid, seconds)
+        browser = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "peers", "browser.py")],
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=open(os.path.join(work, "browser.log"), "w"), text=True, bufsize=1)
+        browser.stdin.write("open http://127.0.0.1:7780/\n")
+        answer = json.loads(browser.stdout.readline())
+        if not answer.get("ok"):
+            sys.exit(f"bench remote: the browser did not open the page: {answer}")
+        time.sleep(1)
+        with_page = process_cost(lyred.pid, seconds)
+        return without, with_page
+    finally:
+        if browser:
+            browser.stdin.write("quit\n")
+            browser.stdin.flush()
+            browser.wait(20)
+        lyred.terminate()
+        lyred.wait(10)
+
+
 def one_run(work, run, samples, files):
     log = os.path.join(work, f"lyred-{run}.log")
     control = os.path.join(work, f"control-{run}.sock")
@@ -171,7 +266,10 @@ def one_run(work, run, samples, files):
         if not wait_for(lambda: '"state":"playing"' in c.ask("now-playing")[1], timeout=15):
             sys.exit("bench remote: nothing played")
         time.sleep(0.5)
-        result = {"play": [], "volume": [], "floor": [], "metadata": []}
+        web = WebWatch()
+        result = {"play": [], "volume": [], "floor": [], "metadata": [], "webPlay": [], "webMetadata": []}
+        for i in range(samples):
+            result["webPlay"].append(web.ask("play", i))
         for i in range(samples):
             ms, answer = c.ask("play")
             assert answer == "ok", answer
@@ -190,9 +288,14 @@ def one_run(work, run, samples, files):
             if seen is None:
                 sys.exit(f"bench remote: no PropertiesChanged with title {title}")
             result["metadata"].append((seen - since) / 1e6)
+            shown = web.wait_title(title, since)
+            if shown is None:
+                sys.exit(f"bench remote: no now-playing event with title {title} on the WebSocket")
+            result["webMetadata"].append((shown - since) / 1e6)
             time.sleep(0.2)
         c.ask("stop")
         sock.close()
+        web.close()
         return result
     finally:
         watch.close()
@@ -207,12 +310,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--samples", type=int, default=300)
+    ap.add_argument("--idle-seconds", type=float, default=10)
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="lyre-bench-remote-")
     os.makedirs(os.path.join(work, "state"), exist_ok=True)
     files = make_tracks(work, 600)
     runs = [one_run(work, r, a.samples, files) for r in range(a.runs)]
     peer = snapcast_rpc(work, a.samples * a.runs)
+    idle = [idle_cost(work, r, a.idle_seconds) for r in range(a.runs)]
 
     def row(name, key, values, target=None):
         medians = [round(statistics.median(r[key]), 3) for r in runs] if key else []
@@ -223,7 +328,9 @@ def main():
     for key, name, target in [("play", "command round trip: play (handler returns at once)", "p99 <= 5 ms"),
                               ("volume", "command round trip: volume up/down (handler sends SET_PARAMETER volume)", "p99 <= 5 ms"),
                               ("floor", "control socket floor: now-playing (lyred alone)", None),
-                              ("metadata", "next/previous -> PropertiesChanged with the new title (upper bound for metadata)", "p99 <= 50 ms")]:
+                              ("metadata", "next/previous -> PropertiesChanged with the new title (upper bound for metadata)", "p99 <= 50 ms"),
+                              ("webPlay", "web API round trip: play over the WebSocket (as a page button)", None),
+                              ("webMetadata", "next/previous -> now-playing event with the new title on the WebSocket", None)]:
         rows.append(row(name, key, [v for r in runs for v in r[key]], target))
     if peer:
         rows.append(row("peer: Snapcast 0.26 JSON-RPC Server.GetRPCVersion (snapserver alone)", None, peer))
@@ -233,7 +340,16 @@ def main():
         print(f"{r['what']:<88} {r['p50_ms']:>8} {r['p99_ms']:>8} {r['max_ms']:>8}  {extra}")
     if peer:
         print(f"ratio of p99, lyre relayed play command / Snapcast local RPC: {rows[0]['p99_ms'] / rows[-1]['p99_ms']:.2f}")
-    print(json.dumps({"runs": a.runs, "rows": rows}))
+        web = next(r for r in rows if r["what"].startswith("web API round trip"))
+        print(f"ratio of p99, lyre web API play command / Snapcast local RPC: {web['p99_ms'] / rows[-1]['p99_ms']:.2f}")
+    cpu = [[round(x[i][0], 3) for x in idle] for i in (0, 1)]
+    rss = [[round(x[i][1], 1) for x in idle] for i in (0, 1)]
+    print(f"lyred idle over {a.idle_seconds:g} s, per run: without the page CPU {cpu[0]} % RSS {rss[0]} MiB; "
+          f"with the page open in Chromium CPU {cpu[1]} % RSS {rss[1]} MiB; "
+          f"medians {statistics.median(cpu[0]):.3f} % / {statistics.median(cpu[1]):.3f} %, "
+          f"{statistics.median(rss[0]):.1f} / {statistics.median(rss[1]):.1f} MiB")
+    print(json.dumps({"runs": a.runs, "rows": rows, "idle": {"cpu_percent": {"without": cpu[0], "with_page": cpu[1]},
+                                                            "rss_mib": {"without": rss[0], "with_page": rss[1]}}}))
 
 
 if __name__ == "__main__":

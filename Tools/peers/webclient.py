@@ -13,9 +13,15 @@
       snapshot, and how many were closed or refused.
   webclient.py handshake URL [--origin ORIGIN]
       Prints the HTTP status of the WebSocket handshake (101 when accepted).
+  webclient.py slow HOST PORT N
+      A client that upgrades and then never reads (a 4 KiB receive buffer), while a second one sends N
+      commands that each make an event for every client (`output-delay`, alternating 1 and 2 ms). Prints
+      {"dropped": true} when the receiver closed the one that does not read.
 """
 import argparse
+import base64
 import json
+import os
 import socket
 import sys
 import time
@@ -67,6 +73,10 @@ def main():
     f = sub.add_parser("flood")
     f.add_argument("url")
     f.add_argument("count", type=int)
+    w = sub.add_parser("slow")
+    w.add_argument("host")
+    w.add_argument("port", type=int)
+    w.add_argument("count", type=int)
     h = sub.add_parser("handshake")
     h.add_argument("url")
     h.add_argument("--origin")
@@ -110,6 +120,34 @@ def main():
                 ws.close()
             except Exception:
                 pass
+    elif a.verb == "slow":
+        slow = socket.socket()
+        slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        slow.connect((a.host, a.port))
+        key = base64.b64encode(os.urandom(16)).decode()
+        slow.sendall((f"GET /api/ws HTTP/1.1\r\nHost: {a.host}:{a.port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                      f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
+        fast = websocket.create_connection(f"ws://{a.host}:{a.port}/api/ws", timeout=10)
+        fast.recv()
+        for i in range(a.count):
+            fast.send(json.dumps({"id": i, "command": f"output-delay {1 + i % 2}"}))
+            while json.loads(fast.recv()).get("type") != "reply":
+                pass
+        fast.close()
+        # Drain what the receiver had sent before it gave up: the end of the stream says it closed.
+        slow.settimeout(5)
+        dropped = False
+        try:
+            while True:
+                chunk = slow.recv(65536)
+                if not chunk:
+                    dropped = True
+                    break
+        except ConnectionResetError:
+            dropped = True
+        except socket.timeout:
+            dropped = False
+        emit({"dropped": dropped})
     elif a.verb == "handshake":
         try:
             ws = websocket.create_connection(a.url, timeout=5, origin=a.origin) if a.origin else websocket.create_connection(a.url, timeout=5)
