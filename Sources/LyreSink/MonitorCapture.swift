@@ -14,11 +14,12 @@ import NIOConcurrencyHelpers
 public final class MonitorCapture: @unchecked Sendable {
     /// 10 ms blocks: what the sound server hands over at a time, so it adds about that much latency.
     public static let blockFrames = 480
-    /// Queued before a session starts beyond its lead and first packet: four blocks (40 ms). Each packet is
+    /// Queued before a session starts beyond its lead and first packet: three blocks (30 ms). Each packet is
     /// sent when due, so the capture thread may run this late before a slot passes empty and the rest of the
     /// stream plays a block later. One block of margin was too little on a loaded 2-core machine (SinkTests
-    /// saw that shift in most runs); 40 ms more delay is small beside the 250 ms session latency.
-    public static let marginFrames = 4 * blockFrames
+    /// saw that shift in most runs); three keep what lyre sink adds under 50 ms (`Tools/bench sink`: 46 ms,
+    /// where four blocks measured 56.6).
+    public static let marginFrames = 3 * blockFrames
 
     private struct State {
         var session: StreamSession?
@@ -60,11 +61,16 @@ public final class MonitorCapture: @unchecked Sendable {
 
     deinit { pa_simple_free(capture) }
 
-    /// From now on what is recorded is kept for a session that is connecting.
+    /// What was recorded just before a session begins is kept for it: the app's first block can be read
+    /// before its stream is seen and the session begun (a race SinkTests lost 2 runs in 8, one block off the head).
+    public static let prerollFrames = 5 * blockFrames
+
+    /// From now on what is recorded is kept for a session that is connecting, after the last
+    /// `prerollFrames` recorded before.
     public func beginSession() {
         state.withLockedValue { s in
             s.connecting = true
-            s.backlog.removeAll()
+            if s.backlog.count > Self.prerollFrames * 2 { s.backlog.removeFirst(s.backlog.count - Self.prerollFrames * 2) }
         }
     }
 
@@ -116,11 +122,10 @@ public final class MonitorCapture: @unchecked Sendable {
             }
             let (session, pending, start, startFrames) = state.withLockedValue { s -> (StreamSession?, [Float], Bool, Int) in
                 guard let session = s.session else {
-                    // While connecting: the last second is kept.
-                    if s.connecting {
-                        s.backlog += block
-                        if s.backlog.count > 96000 { s.backlog.removeFirst(s.backlog.count - 96000) }
-                    }
+                    // While connecting the last second is kept; before, the last `prerollFrames`.
+                    s.backlog += block
+                    let keep = s.connecting ? 96000 : Self.prerollFrames * 2
+                    if s.backlog.count > keep { s.backlog.removeFirst(s.backlog.count - keep) }
                     return (nil, [], false, 0)
                 }
                 defer { s.backlog.removeAll() }

@@ -130,7 +130,13 @@ def run_once(latency, clicks, scratch):
         wait_until(lambda: "advertised as" in open(lyred_err.name).read(), what="lyred")
         procs.append(subprocess.Popen([os.path.join(BIN, "lyre"), "sink", "--latency", str(latency)], env=ENV,
                                       stderr=subprocess.DEVNULL))
-        listed = json.loads(subprocess.run([os.path.join(BIN, "lyre"), "devices", "--json"], capture_output=True, text=True).stdout)
+        listed = []
+
+        def found():
+            # The browse can end before avahi has the new record: ask again until it does.
+            listed[:] = json.loads(subprocess.run([os.path.join(BIN, "lyre"), "devices", "--json"], capture_output=True, text=True).stdout or "[]")
+            return bool(listed)
+        wait_until(found, what="the receiver in lyre devices")
         node = "lyre_" + listed[0]["id"]
         wait_until(lambda: node in subprocess.run(["pactl", "list", "short", "sinks"], capture_output=True, text=True, env=ENV).stdout,
                    what=f"the output {node}")
