@@ -41,10 +41,13 @@ public struct ConfigFile: Sendable, Equatable {
 
     public var path: String
     public var entries: [Entry]
+    /// The text it was parsed from.
+    public let source: String
 
     /// Parses `text`, read from `path` (named in errors). `repeatable` keys may be set on several lines.
     public init(path: String, text: String, repeatable: Set<String> = []) throws(ConfigFileError) {
         self.path = path
+        source = text
         entries = []
         var firstLine: [String: Int] = [:]
         // "\r\n" is one Character in Swift: a file written on Windows splits as well.
@@ -110,6 +113,92 @@ public struct ConfigFile: Sendable, Equatable {
             }
         }
         throw ConfigFileError(path: path, line: line, key: key, "no closing quote")
+    }
+}
+
+extension ConfigFile {
+    /// `text` with `key` set to `value`: the key's line rewritten in place, or added at the end, every other
+    /// line (comments included) as it was. A value that the plain form would change (blanks at either end, a
+    /// leading quote) is written in quotes. `value` holds no line break.
+    public static func text(_ text: String, setting key: String, to value: String) -> String {
+        let written = value.first == "\"" || value.first == " " || value.first == "\t" || value.last == " " || value.last == "\t"
+            ? "\"" + value.reduce(into: "") { out, c in if c == "\"" || c == "\\" { out.append("\\") }; out.append(c) } + "\""
+            : value
+        let line = "\(key) = \(written)"
+        var lines = text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }).map(String.init)
+        let index = lines.firstIndex { raw in
+            let trimmed = Substring(raw).trimmingBlanks()
+            guard !trimmed.hasPrefix("#"), let equals = trimmed.firstIndex(of: "=") else { return false }
+            return trimmed[..<equals].trimmingBlanks() == key
+        }
+        if let index {
+            lines[index] = line
+        } else {
+            if lines.last == "" { lines.removeLast() }
+            lines.append(line)
+            lines.append("")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// Sets `key` to `value` in the file at `path`, made when it is missing (with its directory, for its user
+    /// alone). The new text replaces the old at once (a file beside it, renamed over it) where the directory
+    /// may be written, else in place; it keeps the file's mode. The text must still parse, so a setting never
+    /// leaves a file that the next start refuses.
+    public static func set(_ key: String, to value: String, inFileAt path: String, repeatable: Set<String> = []) throws(ConfigFileError) {
+        let old: String
+        var mode: mode_t = 0o644
+        var status = stat()
+        if stat(path, &status) == 0 {
+            old = try load(path: path, repeatable: repeatable).source
+            mode = status.st_mode & 0o7777
+        } else {
+            guard errno == ENOENT else { throw ConfigFileError(path: path, line: nil, "cannot read: \(String(cString: strerror(errno)))") }
+            old = ""
+            let directory = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
+            if !directory.isEmpty { try makeDirectories(directory, path: path) }
+        }
+        let new = text(old, setting: key, to: value)
+        _ = try ConfigFile(path: path, text: new, repeatable: repeatable)
+        let bytes = Array(new.utf8)
+        let temporary = path + ".new"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
+        if fd >= 0 {
+            defer { close(fd) }
+            guard writeAll(fd, bytes), fchmod(fd, mode) == 0, fsync(fd) == 0, rename(temporary, path) == 0 else {
+                let reason = String(cString: strerror(errno))
+                unlink(temporary)
+                throw ConfigFileError(path: path, line: nil, "cannot write: \(reason)")
+            }
+            return
+        }
+        // The directory is not ours to write (/etc/lyre for the system service): the file itself may be.
+        let inPlace = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
+        guard inPlace >= 0 else { throw ConfigFileError(path: path, line: nil, "cannot write: \(String(cString: strerror(errno)))") }
+        defer { close(inPlace) }
+        guard writeAll(inPlace, bytes), fsync(inPlace) == 0 else {
+            throw ConfigFileError(path: path, line: nil, "cannot write: \(String(cString: strerror(errno)))")
+        }
+    }
+
+    private static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            if written < 0 { if errno == EINTR { continue }; return false }
+            offset += written
+        }
+        return true
+    }
+
+    private static func makeDirectories(_ directory: String, path: String) throws(ConfigFileError) {
+        var prefix = ""
+        for part in directory.split(separator: "/") {
+            prefix += "/" + part
+            if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
+                throw ConfigFileError(path: path, line: nil, "cannot make \(prefix): \(String(cString: strerror(errno)))")
+            }
+        }
     }
 }
 

@@ -38,8 +38,16 @@ enum ControlServer {
         case .stats:
             return eventLoop.makeSucceededFuture(.ok(registry.statisticsLine))
         case .outputDelay(let milliseconds):
-            if let milliseconds { registry.setOutputDelay(milliseconds: milliseconds) }
-            return eventLoop.makeSucceededFuture(.ok("\(registry.outputDelayMilliseconds)", json: true))
+            guard let milliseconds else { return eventLoop.makeSucceededFuture(.ok("\(registry.outputDelayMilliseconds)", json: true)) }
+            // At once, kept or not: the ear decides, and a setting that cannot be kept still helps until a restart.
+            registry.setOutputDelay(milliseconds: milliseconds)
+            return keep(.outputDelay(milliseconds: milliseconds), registry: registry, done: .ok("\(milliseconds)", json: true))
+        case .name(let name):
+            guard let name else { return eventLoop.makeSucceededFuture(.ok(json(registry.name), json: true)) }
+            guard registry.keep != nil else {
+                return eventLoop.makeSucceededFuture(.error("unsupported", "this receiver's name is set by the program that runs it"))
+            }
+            return keep(.name(name), registry: registry, done: .ok(json(name), json: true))
         case .nowPlaying:
             let report = ControlNowPlaying(registry.active?.snapshot(), volume: registry.volume)
             return eventLoop.makeSucceededFuture(.ok(report.json, json: true))
@@ -69,6 +77,20 @@ enum ControlServer {
                 outcome.succeeded ? .ok("") : .error(outcome.kind.rawValue, outcome.message)
             }
         }
+    }
+}
+
+extension ControlServer {
+    /// Hands `setting` to the receiver's keeper (lyred: the advertisement and its config file) off the event
+    /// loop; `done` when it is kept, else `notKept` and why.
+    static func keep(_ setting: ReceiverSetting, registry: SessionRegistry, done: ControlReply) -> EventLoopFuture<ControlReply> {
+        guard let keep = registry.keep else { return registry.eventLoop.makeSucceededFuture(done) }
+        let promise = registry.eventLoop.makePromise(of: ControlReply.self)
+        promise.completeWithTask {
+            if let failure = await keep(setting) { return .error("notKept", failure) }
+            return done
+        }
+        return promise.futureResult
     }
 }
 

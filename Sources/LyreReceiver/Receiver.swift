@@ -54,8 +54,19 @@ public struct ReceiverConfiguration: Sendable {
     public var webPort = 7780
     /// Whether a web port in use fails the start (it was asked for), or only leaves the receiver without a page.
     public var webRequired = true
+    /// Keeps a setting changed from the control socket or the page, and does what only the program that runs
+    /// the receiver can (lyred advertises a new name, and writes both to its config file). Returns nil when
+    /// it is kept, else why not, one line. nil: the output delay changes for this run only, and the name
+    /// cannot change.
+    public var keep: (@Sendable (ReceiverSetting) async -> String?)?
 
     public init() {}
+}
+
+/// A setting the control socket and the page change (control-api.md §3).
+public enum ReceiverSetting: Sendable, Equatable {
+    case name(String)
+    case outputDelay(milliseconds: Int)
 }
 
 /// `lyred --access`: who may start a session.
@@ -133,6 +144,8 @@ final class SessionRegistry: @unchecked Sendable {
     var access: ReceiverAccess
     /// The advertised name, as the page shows it.
     private(set) var name: String
+    /// ``ReceiverConfiguration/keep``.
+    let keep: (@Sendable (ReceiverSetting) async -> String?)?
     /// Who hears of changes as they happen (the web API's connections), by owner.
     private var observers: [ObjectIdentifier: (RegistryChange) -> Void] = [:]
     /// Web connections open now (WebServer's cap).
@@ -150,6 +163,7 @@ final class SessionRegistry: @unchecked Sendable {
         self.events = events
         access = configuration.access
         name = configuration.name
+        keep = configuration.keep
         volume = configuration.initialVolumeDB
         artwork = configuration.artworkDirectory.map(ArtworkStore.init(directory:))
         pairing = configuration.pairing.map { ReceiverPairing(receiver: $0.receiver, pairedSendersPath: $0.pairedSendersPath, logger: logger) }

@@ -252,6 +252,10 @@ public final class StreamSession: @unchecked Sendable {
         commandQueue.setSpecific(key: Self.onCommandQueue, value: true)
         remoteCommands.addHandler(.volumeUp) { [weak self] _ in self?.stepVolume(up: true) ?? .commandFailed }
         remoteCommands.addHandler(.volumeDown) { [weak self] _ in self?.stepVolume(up: false) ?? .commandFailed }
+        remoteCommands.addHandler(.changeVolume) { [weak self] event in
+            guard let self, let db = event.volume else { return .commandFailed }
+            return self.applyVolume(from: self.commandOrigin, db)
+        }
         remoteCommands.onChange = { [weak self] enabled in self?.sendEnabledCommands(enabled) }
         remoteCommands.publish()
         let thread = Thread { [self] in pace() }
@@ -663,9 +667,14 @@ public final class StreamSession: @unchecked Sendable {
         let origin = commandOrigin
         let current = origin.flatMap { link in lock.withLock { levels[ObjectIdentifier(link)] } }.map(Self.effective) ?? volume
         let step = 30.0 / 16
-        let next = up ? (current <= -144 ? -30 : min(0, current + step)) : (current - step < -30 ? -144 : current - step)
+        return applyVolume(from: origin, up ? (current <= -144 ? -30 : min(0, current + step)) : (current - step < -30 ? -144 : current - step))
+    }
+
+    /// A volume a receiver's controls asked for (a step, or its slider): that room's, or the group's when it
+    /// came from no room; the app's observers hear the group volume.
+    private func applyVolume(from origin: Link?, _ db: Double) -> RemoteCommandStatus {
         do {
-            if let origin { try setLevel(next, of: origin) } else { try setVolume(next) }
+            if let origin { try setLevel(db, of: origin) } else { try setVolume(db) }
             let (handlers, now) = (lock.withLock { volumeHandlers }, volume)
             for handler in handlers { handler(now) }
             return .success

@@ -12,15 +12,17 @@ public enum ControlRequest: Sendable, Equatable {
     case paired
     /// Forget a paired sender, by id or name.
     case unpair(String)
+    /// The receiver's name: read it (nil), or change it (advertised at once, and kept).
+    case name(String?)
 
     /// Valid output delays, ms (`lyred --output-delay`, streaming.md §6.3).
     public static let outputDelayRange = -500...500
 
     /// The words `lyre remote` takes, for help and error text.
     public static let usage =
-        "play, pause, toggle, next, previous, stop, seek SECONDS, skip ±SECONDS, rate R, volume up|down, "
+        "play, pause, toggle, next, previous, stop, seek SECONDS, skip ±SECONDS, rate R, volume up|down|DB|mute, "
         + "seek-forward begin|end, seek-backward begin|end, repeat off|one|all, shuffle off|items|collection, now-playing, stats, "
-        + "output-delay [MS], pairing, paired, unpair ID"
+        + "output-delay [MS], name [NAME], pairing, paired, unpair ID"
 
     /// Parses `words` (the line split by `LineWords`). The error is one line that says what to send instead.
     public init(words: [String]) throws(RemoteCommandError) {
@@ -62,6 +64,17 @@ public enum ControlRequest: Sendable, Equatable {
             }
             self = .outputDelay(ms)
             return
+        case "name":
+            guard words.count <= 2 else { throw .malformed("'name' takes one name; quote one with spaces: name \"Living Room\"") }
+            guard let name = argument else {
+                self = .name(nil)
+                return
+            }
+            guard !name.isEmpty, name.utf8.count <= ServiceName.maximumBytes, !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+                throw .malformed("'name' needs 1 to \(ServiceName.maximumBytes) bytes of text without control characters")
+            }
+            self = .name(name)
+            return
         case "pairing":
             try noArgument()
             self = .pairing
@@ -87,9 +100,17 @@ public enum ControlRequest: Sendable, Equatable {
             event = RemoteCommandEvent(interval > 0 ? .skipForward : .skipBackward, interval: abs(interval))
         case "rate": event = RemoteCommandEvent(.changePlaybackRate, rate: try seconds("a rate, e.g. rate 1.5"))
         case "volume":
-            let direction = words.count == 2 ? argument!.lowercased() : ""
-            guard direction == "up" || direction == "down" else { throw .malformed("'volume' needs up or down") }
-            event = RemoteCommandEvent(direction == "up" ? .volumeUp : .volumeDown)
+            let word = words.count == 2 ? argument!.lowercased() : ""
+            switch word {
+            case "up": event = RemoteCommandEvent(.volumeUp)
+            case "down": event = RemoteCommandEvent(.volumeDown)
+            case "mute": event = RemoteCommandEvent(.changeVolume, volume: ReceiverTXT.mutedVolume)
+            default:
+                guard let db = Double(word), ReceiverTXT.validVolume(db) != nil else {
+                    throw .malformed("'volume' needs up, down, mute or a level in dB from -30 to 0, e.g. volume -12.5")
+                }
+                event = RemoteCommandEvent(.changeVolume, volume: db)
+            }
         case "seek-forward", "seek-backward":
             event = RemoteCommandEvent(verb == "seek-forward" ? .seekForward : .seekBackward,
                                        phase: try choice(SeekPhase.self, "begin or end"))

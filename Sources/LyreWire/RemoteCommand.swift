@@ -5,6 +5,8 @@ public enum RemoteCommand: String, Sendable, CaseIterable, Hashable, Codable {
     case skipForward, skipBackward, seekForward, seekBackward
     case changePlaybackPosition, changePlaybackRate, changeRepeatMode, changeShuffleMode
     case volumeUp, volumeDown
+    /// Set the volume to `volume` dB (a receiver's slider; AirPlay's `dmcp.device-volume`).
+    case changeVolume
 }
 
 /// `seekForward` / `seekBackward` start when the button goes down and end when it comes up.
@@ -26,10 +28,13 @@ public struct RemoteCommandEvent: Sendable, Equatable {
     public var phase: SeekPhase?
     public var repeatMode: RepeatMode?
     public var shuffleMode: ShuffleMode?
+    /// dB, for `changeVolume`: −30…0, or −144 for mute.
+    public var volume: Double?
 
     public init(_ command: RemoteCommand, interval: Double? = nil, position: Double? = nil, rate: Double? = nil,
-                phase: SeekPhase? = nil, repeatMode: RepeatMode? = nil, shuffleMode: ShuffleMode? = nil) {
+                phase: SeekPhase? = nil, repeatMode: RepeatMode? = nil, shuffleMode: ShuffleMode? = nil, volume: Double? = nil) {
         self.command = command
+        self.volume = volume
         self.interval = interval
         self.position = position
         self.rate = rate
@@ -47,6 +52,7 @@ public struct RemoteCommandEvent: Sendable, Equatable {
         if let phase { entries.append(("phase", phase.rawValue)) }
         if let repeatMode { entries.append(("repeat-mode", repeatMode.rawValue)) }
         if let shuffleMode { entries.append(("shuffle-mode", shuffleMode.rawValue)) }
+        if let volume { entries.append(("volume", Self.number(volume))) }
         return TextParameters(entries)
     }
 
@@ -63,6 +69,7 @@ public struct RemoteCommandEvent: Sendable, Equatable {
         interval = try number("interval")
         position = try number("position")
         rate = try number("rate")
+        volume = try number("volume")
         if let text = parameters["phase"] { guard let p = SeekPhase(rawValue: text) else { throw .malformed("phase must be begin or end") }; phase = p }
         if let text = parameters["repeat-mode"] {
             guard let m = RepeatMode(rawValue: text) else { throw .malformed("repeat-mode must be off, one or all") }
@@ -90,6 +97,10 @@ public struct RemoteCommandEvent: Sendable, Equatable {
             guard repeatMode != nil else { throw .malformed("changeRepeatMode needs a repeat-mode") }
         case .changeShuffleMode:
             guard shuffleMode != nil else { throw .malformed("changeShuffleMode needs a shuffle-mode") }
+        case .changeVolume:
+            guard let volume, ReceiverTXT.validVolume(volume) != nil else {
+                throw .malformed("changeVolume needs a volume of -30 to 0 dB, or -144 for mute")
+            }
         default: break
         }
     }

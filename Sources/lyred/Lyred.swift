@@ -11,6 +11,7 @@ import LyreRTSP
 import LyreReceiver
 import LyreVersion
 import LyreWire
+import NIOConcurrencyHelpers
 import NIOCore
 import ServiceLifecycle
 import UnixSignals
@@ -124,7 +125,7 @@ struct Lyred: AsyncParsableCommand {
     /// then the command line.
     static func configured(_ commandLine: [String]) throws(ConfigFileError) -> (file: ConfigFile?, arguments: [String]) {
         guard let path = ConfiguredArguments.option("config", in: commandLine) ?? defaultConfigPath() else { return (nil, commandLine) }
-        let file = try ConfigFile.load(path: path, repeatable: ["interface"])
+        let file = try ConfigFile.load(path: path, repeatable: repeatableKeys)
         let arguments = try ConfiguredArguments.arguments(
             for: Self.self, file: file, commandLine: commandLine, excluded: ["config", "check-config", "list-outputs", "help", "version"])
         return (file, arguments)
@@ -146,8 +147,16 @@ struct Lyred: AsyncParsableCommand {
         }
     }
 
+    /// The keys a config file may set on several lines.
+    static let repeatableKeys: Set<String> = ["interface"]
+
     /// The config file read when --config is not given: the user's, then the system's, if it exists.
     static func defaultConfigPath() -> String? {
+        configCandidates().first { Glibc.access($0, F_OK) == 0 }
+    }
+
+    /// Where lyred looks for its config file, in order.
+    static func configCandidates() -> [String] {
         var candidates: [String] = []
         if geteuid() != 0 {
             let environment = ProcessInfo.processInfo.environment
@@ -158,7 +167,7 @@ struct Lyred: AsyncParsableCommand {
             }
         }
         candidates.append("/etc/lyre/lyred.conf")
-        return candidates.first { Glibc.access($0, F_OK) == 0 }
+        return candidates
     }
 
     func validate() throws {
@@ -230,6 +239,8 @@ struct Lyred: AsyncParsableCommand {
         configuration.webPort = webPort ?? 7780
         // Several receivers on one host: only the first gets the default port, unless the port was asked for.
         configuration.webRequired = webPort != nil
+        let keeper = SettingsKeeper(commandLine: Array(CommandLine.arguments.dropFirst()), running: live, logger: logger)
+        configuration.keep = { await keeper.keep($0) }
         do { configuration.tls = try TLSIdentity(key: key.privateKey, name: name ?? Self.hostName()) } catch {
             throw CommandFailure("\(error)")
         }
@@ -268,6 +279,7 @@ struct Lyred: AsyncParsableCommand {
             status: .idle, outputKind: detected ?? outputKind, volume: initialVolumeDb, keyFingerprint: key.fingerprint)
         let advertiser = ReceiverAdvertiser(
             backend: backend, name: name ?? Self.hostName(), port: UInt16(boundPort), receiver: receiver)
+        keeper.attach(receiver: streaming, advertiser: advertiser)
         logger.info(
             "lyred \(id) (key \(key.fingerprint), access \(access.rawValue)) on port \(boundPort) via \(backend.mode.rawValue) mDNS, output \(output) (\(receiver.outputKind!.rawValue)\(detected == nil ? ", configured" : ", from ALSA"))"
         )
@@ -287,7 +299,7 @@ struct Lyred: AsyncParsableCommand {
 
         let receiverService = StreamingService(receiver: streaming, advertiser: advertiser, mpris: bridge, logger: logger)
         let reload = ReloadService(
-            commandLine: Array(CommandLine.arguments.dropFirst()), running: live, receiver: streaming, advertiser: advertiser, logger: logger)
+            commandLine: Array(CommandLine.arguments.dropFirst()), running: keeper.running, receiver: streaming, advertiser: advertiser, logger: logger)
         let group = ServiceGroup(
             services: [AdvertisingService(advertiser: advertiser, logger: logger), receiverService, reload],
             gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
@@ -407,14 +419,13 @@ struct ReloadService: Service {
     static let liveKeys: Set<String> = ["name", "max-volume-db", "output-delay", "access"]
 
     let commandLine: [String]
-    /// The live settings lyred runs with.
-    let running: Lyred.Live
+    /// The live settings lyred runs with (the page and `lyre remote` change them too: ``SettingsKeeper``).
+    let running: NIOLockedValueBox<Lyred.Live>
     let receiver: Receiver
     let advertiser: ReceiverAdvertiser
     let logger: Logger
 
     func run() async throws {
-        var running = self.running
         var file = (try? Lyred.configured(commandLine))?.file
         for await _ in await UnixSignalsSequence(trapping: .sighup).cancelOnGracefulShutdown() {
             let new: Lyred
@@ -432,6 +443,7 @@ struct ReloadService: Service {
                 continue
             }
             let live = new.live
+            let running = self.running.withLockedValue { $0 }
             if live.outputDelay != running.outputDelay { await receiver.setOutputDelay(milliseconds: live.outputDelay) }
             if live.access != running.access { await receiver.setAccess(live.access) }
             if live.maxVolumeDb != running.maxVolumeDb { await receiver.setMaximumVolume(live.maxVolumeDb) }
@@ -451,7 +463,7 @@ struct ReloadService: Service {
             }
             logger.info(
                 "reloaded \(newFile?.path ?? "(no config file)"): name '\(live.name)', maximum volume \(live.maxVolumeDb) dB, output delay \(live.outputDelay) ms, access \(live.access.rawValue)")
-            running = live
+            self.running.withLockedValue { $0 = live }
             file = newFile
         }
     }

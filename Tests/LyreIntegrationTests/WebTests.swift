@@ -74,7 +74,7 @@ struct WebTests {
     /// A file plays with tags and a cover; the page, in a real browser, shows its title, artist and cover
     /// (read back pixel by pixel), and a bar that matches the receiver's position within 0.5 s, moves, and
     /// stops when pause is clicked (the sender pauses: the receiver's now playing says so, from the sender).
-    /// Volume down clicked turns the receiver down; a second sender taking over is shown without a reload; the
+    /// The volume slider moved sets the receiver's volume, and a button the sender disabled is hidden; a second sender taking over is shown without a reload; the
     /// receiver going away is shown, and the page comes back by itself when the receiver does.
     @Test func aBrowserShowsWhatPlaysAndItsButtonsDriveTheSender() async throws {
         try Self.requireTools()
@@ -139,14 +139,25 @@ struct WebTests {
         try await browser.click("toggle")
         #expect(try await eventually { try await Self.nowPlaying(network)["state"] as? String == "playing" }, "play did not resume")
 
-        // Volume down: the receiver's volume falls, and the page shows the receiver's figure.
-        try await browser.click("volumeDown")
-        let lowered = try await eventually { (try await Self.nowPlaying(network)["volume"] as? Double ?? 0) < -0.5 }
+        // The slider, moved as a finger moves it (input events, then change): the receiver's volume follows to
+        // the level let go at, and the page shows the receiver's figure. The sender takes a level, so the steps
+        // are not shown beside it.
+        #expect(try await browser.value("document.getElementById('volumeSlider').hidden") as? Bool == false, "no volume slider")
+        #expect(try await browser.value("document.getElementById('volumeDown').hidden && document.getElementById('volumeUp').hidden") as? Bool == true,
+                "volume steps shown beside the slider")
+        _ = try await browser.value("""
+            (() => { const s = document.getElementById('volumeSlider'); \
+            for (const v of ['-2', '-6', '-9.5', '-12.5']) { s.value = v; s.dispatchEvent(new Event('input')); } \
+            s.dispatchEvent(new Event('change')); })()
+            """)
+        let set = try await eventually { try await Self.nowPlaying(network)["volume"] as? Double == -12.5 }
         let volume = try await Self.nowPlaying(network)["volume"] as? Double ?? 0
-        #expect(lowered, "the receiver's volume stayed at \(volume) dB")
-        let pageVolume = try await eventually { try await browser.text("volume") == String(format: "%.1f dB", volume) }
+        #expect(set, "the slider let go at -12.5 dB; the receiver's volume is \(volume) dB: \(play.stderr)")
+        let pageVolume = try await eventually { try await browser.text("volume") == "-12.5 dB" }
         let shownVolume = try await browser.text("volume")
         #expect(pageVolume, "the page shows \(shownVolume), the receiver \(volume) dB")
+        // A button whose command the sender disabled is not shown: one file, so no next track.
+        #expect(try await browser.value("document.getElementById('next').hidden") as? Bool == true, "'Next' shown on the only item")
 
         // A second sender takes over: shown at once, no reload.
         let second = try network.spawn(["lyre", "play", files[1], "--to", "Speaker", "--name", "Bob"], name: "lyre-play-bob")
@@ -172,6 +183,73 @@ struct WebTests {
         }
         let connection = try await browser.text("connection")
         #expect(back, "the page did not reconnect: \(connection) \(lyred.stderr)")
+    }
+
+    /// The name and output delay, edited on the page: in effect at once (the name advertised, as avahi-browse
+    /// sees it; the delay in the snapshot), written into the config file lyred read with its comments kept,
+    /// and still there after a restart. A setting given on lyred's command line cannot be kept, and says so.
+    @Test func theNameAndOutputDelayAreEditedOnThePageAndKept() async throws {
+        try Self.requireTools()
+        let network = try TestNetwork()
+        defer { network.close() }
+        let config = network.scratch.appendingPathComponent("lyred.conf").path
+        let original = "# the den's speaker\nname = Speaker\nport = 7730\n\n# mpris stays off here\nmpris = off\n"
+        try original.write(toFile: config, atomically: false, encoding: .utf8)
+        let arguments = ["lyred", "--config", config, "--state-dir", "/run/lyred-kept",
+                         "--output", "wav:" + network.scratch.appendingPathComponent("kept.wav").path]
+        var lyred = try network.spawn(arguments, name: "lyred")
+        #expect(await eventually { lyred.stderr.contains("advertised as 'Speaker'") }, "\(lyred.stderr)")
+        let browser = try Browser(network)
+        defer { browser.close() }
+        #expect(try await browser.ask("open http://127.0.0.1:7780/")["ok"] as? Bool == true, "\(browser.process.stdout)")
+        #expect(try await eventually { try await browser.text("connection") == "live" }, "\(browser.process.stdout)")
+        #expect(try await browser.value("document.getElementById('nameInput').value") as? String == "Speaker")
+
+        // A name with spaces, quotes and an equals sign, typed and saved.
+        let name = "Den \"Left\" = 2"
+        func submit(_ input: String, _ value: String, _ form: String) async throws {
+            _ = try await browser.value("""
+                (() => { const i = document.getElementById('\(input)'); i.focus(); i.value = \(String(decoding: try JSONEncoder().encode(value), as: UTF8.self)); \
+                document.getElementById('\(form)').requestSubmit(); })()
+                """)
+        }
+        try await submit("nameInput", name, "nameForm")
+        let saved = try await eventually { try await browser.text("settingsMessage") == "Saved." }
+        let said = try await browser.text("settingsMessage")
+        #expect(saved, "the page says '\(said)': \(lyred.stderr)")
+        #expect(try await eventually { try await browser.text("name") == name }, "the page's heading did not follow")
+        let advertised = try await eventually(timeout: 10) { try await DiscoveryPeerTests.browse(network).contains { $0.count > 3 && $0[3] == name } }
+        let names = try await DiscoveryPeerTests.browse(network).map { $0.count > 3 ? $0[3] : "" }
+        #expect(advertised, "avahi-browse sees \(names)")
+        try await submit("delayInput", "40", "delayForm")
+        #expect(try await eventually { try await browser.text("outputDelay") == "40 ms" }, "the output delay did not change")
+
+        let kept = try String(contentsOfFile: config, encoding: .utf8)
+        #expect(kept == original.replacingOccurrences(of: "name = Speaker", with: "name = \(name)") + "output-delay = 40\n", "\(kept)")
+
+        // Restarted: both kept.
+        lyred.signal(SIGTERM)
+        try await lyred.waitForExit(timeout: 15)
+        lyred = try network.spawn(arguments, name: "lyred-again")
+        #expect(await eventually { lyred.stderr.contains("advertised as '\(name)'") }, "\(lyred.stderr)")
+        let delay = try await network.run(["lyre", "remote", "output-delay"], timeout: 15)
+        #expect(delay.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "40", "\(delay.stdout) \(delay.stderr)")
+        #expect(try await eventually(timeout: 20) { 
+            let (shown, connection) = (try await browser.text("name"), try await browser.text("connection"))
+            return shown == name && connection == "live"
+        }, "the page after the restart")
+
+        // Given on the command line, the delay changes but cannot be kept: the reply says why, the file stays.
+        lyred.signal(SIGTERM)
+        try await lyred.waitForExit(timeout: 15)
+        lyred = try network.spawn(arguments + ["--output-delay", "10"], name: "lyred-fixed")
+        defer { lyred.signal(SIGTERM) }
+        #expect(await eventually { lyred.stderr.contains("advertised as") }, "\(lyred.stderr)")
+        let fixed = try await network.run(["lyre", "remote", "output-delay", "30"], timeout: 15)
+        #expect(fixed.status == 1 && fixed.stderr.contains("--output-delay on its command line"), "\(fixed.status) \(fixed.stdout) \(fixed.stderr)")
+        let now = try await network.run(["lyre", "remote", "output-delay"], timeout: 15)
+        #expect(now.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "30", "\(now.stdout)")
+        #expect(try String(contentsOfFile: config, encoding: .utf8) == kept)
     }
 
     /// Bad input and load while music plays: malformed JSON, an unknown command, a binary frame, a message
