@@ -68,6 +68,7 @@ enum ControlServer {
                     return eventLoop.makeSucceededFuture(.error("unknown", "no paired sender '\(name)'; see 'lyre remote paired'"))
                 }
                 registry.logger.notice("unpaired '\(entry.name)' (\(entry.id))")
+                registry.changed(.pairing)
                 return eventLoop.makeSucceededFuture(.ok(json(entry.id), json: true))
             } catch {
                 return eventLoop.makeSucceededFuture(.error("damaged", "\(error)"))

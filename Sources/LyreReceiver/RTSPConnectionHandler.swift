@@ -107,7 +107,11 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
 
     func channelInactive(context: ChannelHandlerContext) {
         registry.closed(self)
-        registry.pairing?.connectionClosed(number)
+        if let pairing = registry.pairing {
+            let before = pairing.pending
+            pairing.connectionClosed(number)
+            if pairing.pending != before { registry.changed(.pairing) }
+        }
         end(.connectionClosed)
         self.context = nil
         context.fireChannelInactive()
@@ -554,7 +558,10 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             registry.count(\.badRequests)
             return refuse(413, cseq: cseq, "a pairing body is at most \(PairingMessage.maximumBody) bytes")
         }
-        switch pairing.step(step, connection: number, body: request.body, peer: peerIP) {
+        let outcome = pairing.step(step, connection: number, body: request.body, peer: peerIP)
+        // The page on the receiver shows the PIN as it appears and the paired senders as they change.
+        registry.changed(.pairing)
+        switch outcome {
         case .success(let body):
             send(.response(200, cseq: cseq, headers: body.isEmpty ? [] : [("Content-Type", "application/octet-stream")], body: body))
         case .failure(let refusal):

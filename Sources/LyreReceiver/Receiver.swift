@@ -102,6 +102,8 @@ enum RegistryChange: Sendable {
     case nowPlaying
     /// The receiver's status, volume, output delay or name.
     case receiver
+    /// A pairing began or ended, or the paired senders changed (control-api.md §4: loopback clients only).
+    case pairing
 }
 
 /// Receiver-wide counters of dropped input.
@@ -314,7 +316,7 @@ final class SessionRegistry: @unchecked Sendable {
         observers[ObjectIdentifier(owner)] = nil
     }
 
-    private func changed(_ change: RegistryChange) {
+    func changed(_ change: RegistryChange) {
         for handler in observers.values { handler(change) }
     }
 }

@@ -75,6 +75,18 @@ enum WebAPI {
         var link: PlayoutStatistics
     }
 
+    /// What a loopback client sees of pairing: the one under way, and the paired senders.
+    private struct PairingEvent: Encodable {
+        var type = "pairing"
+        var pending: ControlPairing?
+        var paired: [PairedSender]
+    }
+
+    private struct PairedSender: Encodable {
+        var id: String
+        var name: String
+    }
+
     private struct ErrorFrame: Encodable {
         var type = "error"
         var message: String
@@ -87,11 +99,21 @@ enum WebAPI {
                       link: registry.active?.controller?.statistics))
     }
 
-    static func event(_ change: RegistryChange, registry: SessionRegistry, mayPair: Bool) -> String {
+    /// The event `change` makes for a client; nil when it is not this client's to see.
+    static func event(_ change: RegistryChange, registry: SessionRegistry, mayPair: Bool) -> String? {
         switch change {
         case .receiver: json(ReceiverEvent(receiver: receiverState(registry, mayPair: mayPair)))
         case .nowPlaying: json(NowPlayingEvent(nowPlaying: ControlNowPlaying(registry.active?.snapshot(), volume: registry.volume)))
+        case .pairing: mayPair ? pairingEvent(registry) : nil
         }
+    }
+
+    /// The pairing event (§4), also sent after the snapshot to a loopback client.
+    static func pairingEvent(_ registry: SessionRegistry) -> String? {
+        guard let pairing = registry.pairing else { return nil }
+        let pending = pairing.pending.map { ControlPairing(pin: $0.pin, sender: $0.senderName, secondsLeft: $0.secondsLeft) }
+        let paired = ((try? pairing.paired.load()) ?? []).map { PairedSender(id: $0.id, name: $0.name) }
+        return json(PairingEvent(pending: pending, paired: paired))
     }
 
     /// The link figures, while a session plays.

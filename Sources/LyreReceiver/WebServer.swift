@@ -235,9 +235,10 @@ private final class WebSocketSession: ChannelInboundHandler {
     func handlerAdded(context: ChannelHandlerContext) {
         let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         send(context, WebAPI.snapshot(registry, mayPair: mayPair))
+        if mayPair, let pairing = WebAPI.pairingEvent(registry) { send(context, pairing) }
         registry.observe(self) { change in
             let (session, context) = bound.value
-            session.send(context, WebAPI.event(change, registry: session.registry, mayPair: session.mayPair))
+            if let event = WebAPI.event(change, registry: session.registry, mayPair: session.mayPair) { session.send(context, event) }
         }
         link = context.eventLoop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
             let (session, context) = bound.value

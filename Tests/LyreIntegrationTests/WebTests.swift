@@ -329,6 +329,7 @@ struct WebTests {
         let remote = try await session("ws://10.77.0.1:7780/api/ws", on: host, "pairing")
         #expect((remote.first?["receiver"] as? [String: Any])?["pairing"] as? Bool == false, "\(remote)")
         #expect(remote.contains { $0["error"] as? String == "forbidden" }, "another host saw the pairing: \(remote)")
+        #expect(!remote.contains { $0["type"] as? String == "pairing" }, "another host got a pairing event: \(remote)")
         let unpair = try await session("ws://10.77.0.1:7780/api/ws", on: host, "unpair anyone")
         #expect(unpair.contains { $0["error"] as? String == "forbidden" }, "another host may unpair: \(unpair)")
         let players = try await session("ws://10.77.0.1:7780/api/ws", on: host, "now-playing")
@@ -336,6 +337,7 @@ struct WebTests {
         let local = try await session("ws://127.0.0.1:7780/api/ws", on: nil, "pairing")
         #expect((local.first?["receiver"] as? [String: Any])?["pairing"] as? Bool == true, "\(local)")
         #expect(local.contains { $0["error"] as? String == "none" }, "loopback may ask for the PIN (none under way): \(local)")
+        #expect(local.contains { $0["type"] as? String == "pairing" && $0["paired"] is [Any] }, "no pairing event on loopback: \(local)")
 
         let confined = try network.spawn(Self.lyredArguments(network, name: "Closet", port: 7731, extra: [
                 "--web", "local", "--web-port", "7781", "--control-socket", "/run/closet.sock"]), name: "lyred-local")
@@ -346,6 +348,46 @@ struct WebTests {
                 "another host got an answer from --web local: \(fromHost.stdout)")
         let fromLoopback = try await network.run(["python3", Self.webClient, "handshake", "ws://127.0.0.1:7781/api/ws"])
         #expect(fromLoopback.jsonLines.first?["status"] as? Int == 101, "\(fromLoopback.stdout)")
+    }
+
+    /// Pairing from the page in a browser on the receiver: "Pair a new sender" says what to run; the PIN
+    /// appears as the sender asks (pushed, no click), the same the control socket gives; typed at the sender,
+    /// the pairing is made and the sender listed at once; "Unpair" forgets it.
+    @Test func aSenderIsPairedAndUnpairedFromThePageOnTheReceiver() async throws {
+        try Self.requireTools()
+        let network = try TestNetwork()
+        defer { network.close() }
+        let lyred = try await Self.startLyred(network)
+        let browser = try Browser(network)
+        defer { browser.close() }
+        #expect(try await browser.ask("open http://127.0.0.1:7780/")["ok"] as? Bool == true, "\(browser.process.stdout)")
+        #expect(try await eventually { try await browser.value("!document.getElementById('pairingCard').hidden") as? Bool == true },
+                "no pairing on the receiver's own page")
+        try await browser.click("pairNew")
+        #expect(try await browser.text("pairCommand") == "lyre pair \"Speaker\"")
+        #expect(try await browser.value("document.getElementById('pairHow').hidden") as? Bool == false)
+
+        let pair = try network.spawn(["lyre", "pair", "Speaker", "--name", "Ann"], input: true)
+        defer { pair.signal(SIGKILL) }
+        let shown = try await eventually(timeout: 15) { try await browser.text("pin").count == 6 }
+        let pin = try await browser.text("pin")
+        #expect(shown, "no PIN on the page: \(pair.stderr) \(lyred.stderr)")
+        let asked = try await network.run(["lyre", "remote", "pairing", "--json"], timeout: 15)
+        let control = (try? JSONSerialization.jsonObject(with: Data(asked.stdout.utf8)) as? [String: Any])?["pin"] as? String
+        #expect(control == pin, "the page shows \(pin), the control socket \(control ?? asked.stderr)")
+        #expect(await eventually { pair.stderr.contains("PIN shown by 'Speaker'") }, "\(pair.stderr)")
+        pair.type(pin)
+        try await pair.waitForExit(timeout: 20)
+        #expect(pair.status == 0, "\(pair.stderr)")
+        let listed = try await eventually { try await browser.text("paired").contains("Ann") }
+        let list = try await browser.text("paired")
+        #expect(listed, "the page lists '\(list)'")
+        #expect(try await eventually { try await browser.text("pin").isEmpty }, "the PIN stayed on the page")
+
+        _ = try await browser.value("document.querySelector('#paired button').click()")
+        #expect(try await eventually { try await browser.text("paired").isEmpty }, "still listed after Unpair")
+        let paired = try await network.run(["lyre", "remote", "paired", "--json"], timeout: 15)
+        #expect(paired.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "[]", "\(paired.stdout)")
     }
 
     /// The limits and the instances: a client that never reads while events pile up is dropped (and
