@@ -78,6 +78,8 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     private var artworkPath: String?
     private var artworkType: Artwork.ImageType?
     private var enabled = EnabledCommands([])
+    /// The rooms of this session's playback, as its sender tells them (streaming.md §3 `room`); empty for one room.
+    private(set) var rooms: [String] = []
     private var nowPlayingUpdates = 0
     /// Relayed commands waiting for the sender's answer, to be told when the session ends first.
     private var pendingCommands: [Int: EventLoopPromise<RemoteCommandOutcome>] = [:]
@@ -463,6 +465,11 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             return refuse(400, cseq: cseq, NowPlayingError.invalidUTF8.description)
         }
         let parameters = TextParameters(parsing: request.bodyText)
+        let roomList: RoomList?
+        do { roomList = try RoomList(parsing: parameters) } catch {
+            registry.count(\.badRequests)
+            return refuse(451, cseq: cseq, error.description)
+        }
         var commands: EnabledCommands?
         for (name, value) in parameters.entries {
             switch name {
@@ -478,13 +485,18 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
                     registry.count(\.badRequests)
                     return refuse(451, cseq: cseq, error.description)
                 }
-            case "skip-interval": continue
+            case "skip-interval", "room": continue
             case "remote-command":
                 registry.count(\.badRequests)
                 return refuse(403, cseq: cseq, "remote commands go from the receiver to the sender, not to a receiver")
             default:
                 return refuse(451, cseq: cseq, "unknown parameter '\(String(decoding: name.utf8.prefix(64), as: UTF8.self))'")
             }
+        }
+        if let roomList, roomList.names != rooms {
+            rooms = roomList.names
+            logger.info("the playback's rooms: \(rooms.map(Printable.quoted).joined(separator: ", "))")
+            registry.roomsChanged(self)
         }
         if let commands {
             enabled = commands

@@ -211,8 +211,11 @@ final class SessionRegistry: @unchecked Sendable {
             active = handler
             previous.end(.takenOver(by: handler.senderName))
         }
+        let statusBefore = lastStatus
         active = handler
         publishStatus()
+        // The same sender again (its status unchanged): the page still learns the new session's rooms.
+        if lastStatus == statusBefore { changed(.receiver) }
         nowPlayingChanged(handler)
     }
 
@@ -226,6 +229,12 @@ final class SessionRegistry: @unchecked Sendable {
             changed(.nowPlaying)
         }
         publishStatus()
+    }
+
+    /// The active session's sender told its rooms.
+    func roomsChanged(_ handler: RTSPConnectionHandler) {
+        eventLoop.assertInEventLoop()
+        if active === handler { changed(.receiver) }
     }
 
     /// The active session's now-playing state changed.

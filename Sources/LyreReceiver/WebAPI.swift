@@ -44,12 +44,14 @@ enum WebAPI {
         var outputDelay: Int
         /// This client may see the pairing PIN and unpair (it is on loopback).
         var pairing: Bool
+        /// The rooms of the playing session's playback, this one among them; empty for a single room.
+        var rooms: [String]
     }
 
     static func receiverState(_ registry: SessionRegistry, mayPair: Bool) -> ReceiverState {
         let sender: String? = if case .playing(let name) = registry.status { name } else { nil }
         return ReceiverState(name: registry.name, status: registry.status.token, sender: sender, volume: registry.volume,
-                             outputDelay: registry.outputDelayMilliseconds, pairing: mayPair)
+                             outputDelay: registry.outputDelayMilliseconds, pairing: mayPair, rooms: registry.active?.rooms ?? [])
     }
 
     private struct Snapshot: Encodable {

@@ -199,6 +199,8 @@ public final class StreamSession: @unchecked Sendable {
     private var sentPackets: [(index: UInt64, sequence: UInt16, bytes: [UInt8])] = []
     private var routeChangeHandlers: [@Sendable (OutputRouteChangeReason) -> Void] = []
     private var roomHandlers: [@Sendable (RoomChange) -> Void] = []
+    /// The rooms were told who plays (``sendRooms``): from then on every change is told.
+    private var toldRooms = false
     private var volumeHandlers: [@Sendable (Double) -> Void] = []
     private var routeChangeSent = false
     private var lostRoute: OutputRouteChangeReason?
@@ -258,6 +260,7 @@ public final class StreamSession: @unchecked Sendable {
         }
         remoteCommands.onChange = { [weak self] enabled in self?.sendEnabledCommands(enabled) }
         remoteCommands.publish()
+        if routes.count > 1 { commandQueue.async { [weak self] in self?.sendRooms() } }
         let thread = Thread { [self] in pace() }
         thread.name = "lyre-pacer"
         thread.start()
@@ -493,6 +496,21 @@ public final class StreamSession: @unchecked Sendable {
 
     private func notifyRoom(_ change: RoomChange) {
         for handler in lock.withLock({ roomHandlers }) { handler(change) }
+        commandQueue.async { [weak self] in self?.sendRooms() }
+    }
+
+    /// Tells every room which rooms play this playback (streaming.md §3 `room`), so that a receiver's page
+    /// shows its group; on the command queue, off the thread that saw the change. A single room from the
+    /// start is told nothing.
+    private func sendRooms() {
+        let names: [String]? = lock.withLock {
+            guard !ended, links.count > 1 || toldRooms else { return nil }
+            toldRooms = true
+            return links.map { RoomList.printable($0.route.name) }
+        }
+        guard let names else { return }
+        let body = Array(RoomList(names).parameters.serialized.utf8)
+        _ = try? broadcast("SET_PARAMETER", what: "rooms SET_PARAMETER") { _ in ([("Content-Type", "text/parameters")], body) }
     }
 
     private func recordAnswered(_ link: Link, _ reply: RTSPMessage) {

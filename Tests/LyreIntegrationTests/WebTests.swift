@@ -350,6 +350,44 @@ struct WebTests {
         #expect(fromLoopback.jsonLines.first?["status"] as? Int == 101, "\(fromLoopback.stdout)")
     }
 
+    /// In a group the page shows every room of the playback, as the sender tells them, and follows a room
+    /// removed and added back; a playback of one room shows none.
+    @Test func thePageShowsTheRoomsOfItsGroup() async throws {
+        try Self.requireTools()
+        let network = try TestNetwork()
+        defer { network.close() }
+        let lyred = try await Self.startLyred(network)
+        let den = try network.spawn(Self.lyredArguments(network, name: "Den Room", port: 7731, extra: [
+            "--control-socket", "/run/den.sock", "--web-port", "7781"]), name: "lyred-den")
+        defer { den.signal(SIGTERM) }
+        #expect(await eventually { den.stderr.contains("advertised as") }, "\(den.stderr)")
+        let browser = try Browser(network)
+        defer { browser.close() }
+        #expect(try await browser.ask("open http://127.0.0.1:7780/")["ok"] as? Bool == true, "\(browser.process.stdout)")
+        let (files, _) = try await RemoteControlTests.makeTracks(network, seconds: [40])
+        let socket = "/run/lyre-group.sock"
+        let play = try network.spawn(["lyre", "play", files[0], "--to", "Speaker", "--to", "Den Room", "--group-socket", socket], name: "lyre-play")
+        defer { play.signal(SIGKILL) }
+        func rooms() async throws -> String { try await browser.value("document.getElementById('rooms').hidden ? '' : document.getElementById('rooms').textContent") as? String ?? "" }
+        let grouped = try await eventually(timeout: 15) { try await rooms() == "In Speaker, Den Room" }
+        var shown = try await rooms()
+        #expect(grouped, "the page shows '\(shown)': \(play.stderr) \(lyred.stderr)")
+        let removed = try await network.run(["lyre", "group", "remove", "Den Room", "--socket", socket])
+        #expect(removed.status == 0, "\(removed.stderr)")
+        let alone = try await eventually { try await rooms() == "" }
+        shown = try await rooms()
+        #expect(alone, "after the removal the page shows '\(shown)'")
+        let added = try await network.run(["lyre", "group", "add", "Den Room", "--socket", socket])
+        #expect(added.status == 0, "\(added.stderr)")
+        let back = try await eventually { try await rooms() == "In Speaker, Den Room" }
+        shown = try await rooms()
+        #expect(back, "after adding it back the page shows '\(shown)'")
+        // The other room's own page shows the same group.
+        let state = try await network.run(["curl", "-s", "--max-time", "5", "http://127.0.0.1:7781/api/state"])
+        let receiver = (try? JSONSerialization.jsonObject(with: Data(state.stdout.utf8)) as? [String: Any])?["receiver"] as? [String: Any]
+        #expect(receiver?["rooms"] as? [String] == ["Speaker", "Den Room"], "\(state.stdout)")
+    }
+
     /// Pairing from the page in a browser on the receiver: "Pair a new sender" says what to run; the PIN
     /// appears as the sender asks (pushed, no click), the same the control socket gives; typed at the sender,
     /// the pairing is made and the sender listed at once; "Unpair" forgets it.
