@@ -141,8 +141,8 @@ extension ConfigFile {
         return lines.joined(separator: "\n")
     }
 
-    /// Sets `key` to `value` in the file at `path`, made when it is missing (with its directory, for its user
-    /// alone). The new text replaces the old at once (a file beside it, renamed over it) where the directory
+    /// Sets `key` to `value` in the file at `path`, made when it is missing (0644, with its directories,
+    /// 0755, as a config file is). The new text replaces the old at once (a file beside it, renamed over it) where the directory
     /// may be written, else in place; it keeps the file's mode. The text must still parse, so a setting never
     /// leaves a file that the next start refuses.
     public static func set(_ key: String, to value: String, inFileAt path: String, repeatable: Set<String> = []) throws(ConfigFileError) {
@@ -195,7 +195,7 @@ extension ConfigFile {
         var prefix = ""
         for part in directory.split(separator: "/") {
             prefix += "/" + part
-            if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
+            if mkdir(prefix, 0o755) != 0 && errno != EEXIST {
                 throw ConfigFileError(path: path, line: nil, "cannot make \(prefix): \(String(cString: strerror(errno)))")
             }
         }

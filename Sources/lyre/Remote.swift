@@ -49,6 +49,16 @@ struct Remote: ParsableCommand {
             }
             return
         }
+        if answer.hasPrefix("error notKept: ") {
+            // In effect, only not kept past a restart: the value asked for is the one now, and a warning says why.
+            switch request {
+            case .outputDelay(let milliseconds?): print(milliseconds)
+            case .name(let name?): print(name)
+            default: break
+            }
+            FileHandle.standardError.write(Data("lyre: warning: \(answer.dropFirst("error notKept: ".count))\n".utf8))
+            return
+        }
         let message = answer.hasPrefix("error ") ? String(answer.dropFirst(6)) : "unexpected answer from lyred: \(answer)"
         throw CommandFailure(message)
     }

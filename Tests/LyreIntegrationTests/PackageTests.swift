@@ -143,13 +143,24 @@ struct PackageTests {
         let input = try await StreamingTests.sweep(network, rate: 48000, seconds: 4, signal: "music")
         try? FileManager.default.removeItem(atPath: root + "/var/tmp/in.wav")
         try FileManager.default.copyItem(atPath: input, toPath: root + "/var/tmp/in.wav")
-        try """
+        // Written in place: the file keeps the owner and mode the package gave it (root, group lyred, g+w), so
+        // that lyred can keep what its page changes.
+        let config = root + "/etc/lyre/lyred.conf"
+        let attributes = try FileManager.default.attributesOfItem(atPath: config)
+        let lyredGroup = try String(contentsOfFile: root + "/etc/group", encoding: .utf8).split(separator: "\n")
+            .first { $0.hasPrefix("lyred:") }.flatMap { Int($0.split(separator: ":")[2]) }
+        #expect(attributes[.groupOwnerAccountID] as? Int == lyredGroup && (attributes[.posixPermissions] as? Int ?? 0) & 0o020 != 0,
+                "the packaged lyred.conf is not writable by the lyred group: \(attributes)")
+        let handle = try #require(FileHandle(forWritingAtPath: config))
+        try handle.truncate(atOffset: 0)
+        try handle.write(contentsOf: Data("""
             # written by PackageTests
             name = Installed Den
             access = open
             output = wav:/var/lib/lyred/out.wav
 
-            """.write(toFile: root + "/etc/lyre/lyred.conf", atomically: true, encoding: .utf8)
+            """.utf8))
+        try handle.close()
         // A second receiver on the same host, as for a second sound card: lyred@porch.service with its own file.
         try """
             name = Installed Porch
@@ -169,7 +180,7 @@ struct PackageTests {
             After=lyred.service lyred@porch.service avahi-daemon.service
             [Service]
             Type=oneshot
-            ExecStart=/bin/sh -c 'lyre play /var/tmp/in.wav --to "Installed Den" --to "Installed Porch" --timeout 20; echo "lyre play exited $?"; systemctl reload lyred.service; sleep 1; systemctl is-active lyred.service | sed "s/^/lyred.service /"; systemctl stop lyred.service lyred@porch.service; journalctl -b --no-pager -u lyred.service > /var/tmp/lyred.log; journalctl -b --no-pager -u lyred@porch.service > /var/tmp/lyred-porch.log; systemctl poweroff'
+            ExecStart=/bin/sh -c 'lyre play /var/tmp/in.wav --to "Installed Den" --to "Installed Porch" --timeout 20; echo "lyre play exited $?"; runuser -u lyred -- lyre remote output-delay 25 --socket /run/lyred/control; echo "output-delay exited $?"; systemctl reload lyred.service; sleep 1; systemctl is-active lyred.service | sed "s/^/lyred.service /"; systemctl stop lyred.service lyred@porch.service; journalctl -b --no-pager -u lyred.service > /var/tmp/lyred.log; journalctl -b --no-pager -u lyred@porch.service > /var/tmp/lyred-porch.log; systemctl poweroff'
             StandardOutput=journal+console
             [Install]
             WantedBy=multi-user.target
@@ -205,6 +216,10 @@ struct PackageTests {
             StreamingTests.expectSameAudio(comparison)
             StreamingTests.expectWhole(comparison)
         }
+        // The output delay set through the control socket was kept in the file, in the service's sandbox.
+        #expect(console.contains("output-delay exited 0"), "\(console.suffix(3000)) \(journals["lyred"] ?? "")")
+        let kept = try String(contentsOfFile: config, encoding: .utf8)
+        #expect(kept.hasPrefix("# written by PackageTests\n") && kept.hasSuffix("\noutput-delay = 25\n"), "\(kept)")
         // `systemctl reload` (the unit's ExecReload) re-read the file, and lyred stayed up.
         #expect(journals["lyred"]?.contains("reloaded /etc/lyre/lyred.conf") == true, "\(journals["lyred"] ?? "")")
     }
