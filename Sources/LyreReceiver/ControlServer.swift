@@ -83,15 +83,21 @@ enum ControlServer {
 
 extension ControlServer {
     /// Hands `setting` to the receiver's keeper (lyred: the advertisement and its config file) off the event
-    /// loop; `done` when it is kept, else `notKept` and why.
+    /// loop, after the settings asked before it; `done` when it is kept, else `notKept` and why.
     static func keep(_ setting: ReceiverSetting, registry: SessionRegistry, done: ControlReply) -> EventLoopFuture<ControlReply> {
-        guard let keep = registry.keep else { return registry.eventLoop.makeSucceededFuture(done) }
-        let promise = registry.eventLoop.makePromise(of: ControlReply.self)
-        promise.completeWithTask {
-            if let failure = await keep(setting) { return .error("notKept", failure) }
-            return done
+        let eventLoop = registry.eventLoop
+        guard let keep = registry.keep else { return eventLoop.makeSucceededFuture(done) }
+        // One at a time, in the order they came: the file and the advertisement end with the last one asked.
+        let kept = (registry.keeping ?? eventLoop.makeSucceededVoidFuture()).flatMap {
+            let promise = eventLoop.makePromise(of: ControlReply.self)
+            promise.completeWithTask {
+                if let failure = await keep(setting) { return .error("notKept", failure) }
+                return done
+            }
+            return promise.futureResult
         }
-        return promise.futureResult
+        registry.keeping = kept.map { _ in () }
+        return kept
     }
 }
 

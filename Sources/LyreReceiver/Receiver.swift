@@ -148,6 +148,8 @@ final class SessionRegistry: @unchecked Sendable {
     private(set) var name: String
     /// ``ReceiverConfiguration/keep``.
     let keep: (@Sendable (ReceiverSetting) async -> String?)?
+    /// The last setting handed to `keep`, done when it is: the next one waits for it.
+    var keeping: EventLoopFuture<Void>?
     /// Who hears of changes as they happen (the web API's connections), by owner.
     private var observers: [ObjectIdentifier: (RegistryChange) -> Void] = [:]
     /// Web connections open now (WebServer's cap).

@@ -14,6 +14,9 @@ final class SettingsKeeper: Sendable {
     /// The live settings, shared with ``ReloadService``, which compares a reloaded file with them.
     let running: NIOLockedValueBox<Lyred.Live>
     private let parts = NIOLockedValueBox<(receiver: Receiver, advertiser: ReceiverAdvertiser)?>(nil)
+    /// One change written at a time (the receiver also hands them over one by one): two at once would share
+    /// the file beside it.
+    private let writing = NIOLock()
 
     init(commandLine: [String], running: Lyred.Live, logger: Logger) {
         self.commandLine = commandLine
@@ -52,7 +55,7 @@ final class SettingsKeeper: Sendable {
         }
         let path = self.path
         do {
-            try ConfigFile.set(key, to: value, inFileAt: path, repeatable: Lyred.repeatableKeys)
+            try writing.withLock { () throws(ConfigFileError) in try ConfigFile.set(key, to: value, inFileAt: path, repeatable: Lyred.repeatableKeys) }
             logger.info("kept \(key) = \(value) in \(path)")
             return nil
         } catch {

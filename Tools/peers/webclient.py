@@ -11,6 +11,9 @@
   webclient.py flood URL N
       Opens N connections at once and prints {"opened": A, "snapshots": S, "refused": R}: how many got the
       snapshot, and how many were closed or refused.
+  webclient.py stall HOST PORT
+      Sends the start of an HTTP request and never its end; prints {"closedAfter": SECONDS} when the receiver
+      closes the connection (at most 60 s).
   webclient.py handshake URL [--origin ORIGIN]
       Prints the HTTP status of the WebSocket handshake (101 when accepted).
   webclient.py slow HOST PORT N
@@ -77,6 +80,9 @@ def main():
     w.add_argument("host")
     w.add_argument("port", type=int)
     w.add_argument("count", type=int)
+    t = sub.add_parser("stall")
+    t.add_argument("host")
+    t.add_argument("port", type=int)
     h = sub.add_parser("handshake")
     h.add_argument("url")
     h.add_argument("--origin")
@@ -120,6 +126,16 @@ def main():
                 ws.close()
             except Exception:
                 pass
+    elif a.verb == "stall":
+        conn = socket.create_connection((a.host, a.port), timeout=60)
+        start = time.monotonic()
+        conn.sendall(f"GET / HTTP/1.1\r\nHost: {a.host}:{a.port}\r\n".encode())
+        try:
+            while conn.recv(4096):
+                pass
+        except OSError:
+            pass
+        emit({"closedAfter": round(time.monotonic() - start, 3)})
     elif a.verb == "slow":
         slow = socket.socket()
         slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
