@@ -54,8 +54,11 @@ final class SettingsKeeper: Sendable {
             return "changed until lyred restarts: --\(key) on its command line sets it at every start"
         }
         let path = self.path
+        writing.lock()
+        defer { writing.unlock() }
         do {
-            try writing.withLock { () throws(ConfigFileError) in try ConfigFile.set(key, to: value, inFileAt: path, repeatable: Lyred.repeatableKeys) }
+            // Not writing.withLock with a typed-throws closure: its thunk crashes swiftc 6.3.1 at -O.
+            try ConfigFile.set(key, to: value, inFileAt: path, repeatable: Lyred.repeatableKeys)
             logger.info("kept \(key) = \(value) in \(path)")
             return nil
         } catch {
