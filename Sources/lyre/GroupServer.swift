@@ -22,7 +22,7 @@ final class GroupServer: Sendable {
 
     /// Listens at `path` (nil: the default; "off": none). A socket another `lyre play` holds is a warning:
     /// this playback then runs without one.
-    static func start(path: String?, session: StreamSession, resolve: @escaping @Sendable (RoomSpec) async throws -> OutputRoute) async throws
+    static func start(path: String?, session: StreamSession, returns: RoomReturns, resolve: @escaping @Sendable (RoomSpec) async throws -> OutputRoute) async throws
         -> GroupServer?
     {
         if path == "off" { return nil }
@@ -33,7 +33,7 @@ final class GroupServer: Sendable {
             let channel = try await LineServer.bind(path: socketPath, eventLoop: MultiThreadedEventLoopGroup.singleton.next(), owner: "lyre play") {
                 line, eventLoop in
                 let promise = eventLoop.makePromise(of: String.self)
-                promise.completeWithTask { await Self.respond(to: line, session: session, pool: pool, resolve: resolve) }
+                promise.completeWithTask { await Self.respond(to: line, session: session, returns: returns, pool: pool, resolve: resolve) }
                 return promise.futureResult
             }
             return GroupServer(channel: channel, pool: pool)
@@ -54,7 +54,7 @@ final class GroupServer: Sendable {
         try? pool.syncShutdownGracefully()
     }
 
-    private static func respond(to line: String, session: StreamSession, pool: NIOThreadPool,
+    private static func respond(to line: String, session: StreamSession, returns: RoomReturns, pool: NIOThreadPool,
                                 resolve: @Sendable (RoomSpec) async throws -> OutputRoute) async -> String {
         let words: [String]
         do { words = try LineWords.split(line) } catch { return "error \(error)" }
@@ -70,16 +70,21 @@ final class GroupServer: Sendable {
         switch (words.first, words.count) {
         case ("list", 1):
             let rooms = (try? await pool.runIfActive { session.rooms() }) ?? []
-            return "ok " + GroupListing(rooms: rooms, volume: session.volume).json
+            return "ok " + GroupListing(rooms: rooms, returning: returns.returning, volume: session.volume).json
         case ("add", 2):
             let route: OutputRoute
             do {
-                route = try await resolve(try RoomSpec(words[1]))
+                let spec = try RoomSpec(words[1])
+                // Added by hand: no longer waited for.
+                returns.forget(named: spec.name)
+                route = try await resolve(spec)
             } catch {
                 return "error \(error)"
             }
             return await blocking { try session.addRoute(route) }
         case ("remove", 2):
+            // A room waited for is removed by no longer waiting for it.
+            if returns.forget(named: words[1]) { return "ok" }
             return await blocking { try session.removeRoute(named: words[1]) }
         case ("volume", 2), ("volume", 3):
             guard let db = Double(words.last!), db.isFinite, db <= 0, db >= -30 || db == -144 else {
@@ -117,12 +122,16 @@ struct GroupListing: Codable {
     var volume: Double
     var rooms: [Room]
 
-    init(rooms: [RoomReport], volume: Double) {
+    /// The rooms playing, then those lost and waited for (state `returning`).
+    init(rooms: [RoomReport], returning: [OutputRoute] = [], volume: Double) {
         self.volume = volume
         self.rooms = rooms.map {
             Room(name: $0.route.name, id: $0.route.id, address: $0.route.address, channels: $0.route.channels.rawValue,
                  state: $0.state, volume: $0.volume, outputLatencyMs: $0.outputLatencyMilliseconds, outputDelayMs: $0.outputDelayMilliseconds,
                  link: $0.statistics, retransmission: $0.retransmission, quality: $0.quality, encrypted: $0.encrypted)
+        } + returning.map {
+            Room(name: $0.name, id: $0.id, address: $0.address, channels: $0.channels.rawValue, state: "returning", volume: ReceiverTXT.mutedVolume,
+                 outputLatencyMs: 0, outputDelayMs: 0, link: nil, retransmission: nil, quality: nil, encrypted: $0.keyFingerprint != nil)
         }
     }
 

@@ -149,12 +149,20 @@ struct Play: AsyncParsableCommand {
         let label = routes.map(\.description).joined(separator: ", ")
         let player = QueuePlayer(items: items, session: session)
         let terminal = isatty(2) == 1
+        // A room lost while others play comes back by itself when its receiver answers again.
+        let returns = RoomReturns(session: session)
+        defer { returns.close() }
         session.observeRoomChanges { change in
             let rest = change.remaining > 0 ? "; playing on in \(session.routes.map(\.description).joined(separator: ", "))" : ""
             let line: String
             switch change.kind {
-            case .joined: line = "\(change.route) joined\(session.isEncrypted(change.route) ? "" : " (\(Self.plainNote))")"
+            case .joined:
+                let how = returns.cameBack(change.route) ? "is back" : "joined"
+                line = "\(change.route) \(how)\(session.isEncrypted(change.route) ? "" : " (\(Self.plainNote))")"
             case .left(nil): line = "\(change.route) removed\(rest)"
+            case .left(.oldDeviceUnavailable?) where change.remaining > 0:
+                returns.lost(change.route)
+                line = "\(change.route) is no longer available\(rest); it rejoins when it is back"
             case .left(.oldDeviceUnavailable?): line = "\(change.route) is no longer available\(rest)"
             case .left(.takenOver(let by)?): line = "\(by.map { "'\($0)'" } ?? "another sender") took over \(change.route)\(rest)"
             }
@@ -166,7 +174,7 @@ struct Play: AsyncParsableCommand {
             FileHandle.standardError.write(Data("lyre: \(plain.map(\.description).joined(separator: ", ")): \(Self.plainNote)\n".utf8))
         }
         let resolver = resolver
-        let group = try await GroupServer.start(path: groupSocket, session: session, resolve: { spec in
+        let group = try await GroupServer.start(path: groupSocket, session: session, returns: returns, resolve: { spec in
             try await resolver.routes([spec]).first!
         })
         defer { group?.close() }

@@ -19,6 +19,13 @@ struct MultiRoomTests {
         var lyred: [String: Spawned] = [:]
         /// Each room's host, when the rooms are `onHosts`.
         var hosts: [String: TestNetwork.Host] = [:]
+        /// Each room's lyred command line.
+        var arguments: [String: [String]] = [:]
+
+        /// Starts room `name`'s lyred again, as it first was (its output and log start anew).
+        mutating func restart(_ name: String) throws {
+            lyred[name] = try network.spawn(arguments[name]!, name: "lyred-\(name)-again", on: hosts[name])
+        }
 
         /// `onHosts`: each room on a host of its own (TestNetwork.addHost: 10.77.0.2, .3, …), announcing itself
         /// with the embedded mDNS responder on that host's eth0; no avahi-daemon anywhere. The rooms named in
@@ -29,11 +36,11 @@ struct MultiRoomTests {
                 let base = network.scratch.appendingPathComponent(room.name).path
                 let host = onHosts ? try await network.addHost(2 + index, linkLocalOnly: linkLocalOnly.contains(room.name)) : nil
                 hosts[room.name] = host
-                lyred[room.name] = try network.spawn(
+                arguments[room.name] =
                     ["lyred", "--name", room.name, "--port", String(7730 + index), "--state-dir", base + ".state",
                      "--output", "wav:\(base).wav", "--presentation-log", base + ".csv", "--control-socket", base + ".sock",
-                     "--mpris", "off", "--log-level", "info"] + (onHosts ? ["--mdns", "embedded", "--interface", "eth0"] : []) + room.extra,
-                    name: "lyred-\(room.name)", on: host)
+                     "--mpris", "off", "--log-level", "info"] + (onHosts ? ["--mdns", "embedded", "--interface", "eth0"] : []) + room.extra
+                lyred[room.name] = try network.spawn(arguments[room.name]!, name: "lyred-\(room.name)", on: host)
             }
             for (name, process) in lyred {
                 let up = await eventually { process.stderr.contains("advertised as") }
@@ -240,6 +247,48 @@ struct MultiRoomTests {
             .first { $0.count == 5 && Int($0[3]) ?? 0 > 0 }
         let firstAudio = try #require(first.flatMap { UInt64($0[2]) }, "Bedroom played no audio: \(log.prefix(400))")
         #expect(firstAudio > asked && firstAudio - asked < 1_000_000_000, "Bedroom's first audio \(Double(firstAudio) / 1e9 - Double(asked) / 1e9) s after the request")
+    }
+
+    /// A room whose receiver goes away (lyred stopped) while another plays on is listed as returning; when
+    /// its lyred is back it rejoins by itself ('is back', the route change `newDeviceAvailable`), in sync with
+    /// the room that played on, whose output is untouched from first sample to last.
+    @Test func aLostRoomComesBackByItselfInSync() async throws {
+        var rooms = try await Rooms([("Kitchen", []), ("Bedroom", [])])
+        defer { rooms.network.close() }
+        let song = try await rooms.sweep(seconds: 14, signal: "music")
+        let play = try rooms.network.spawn(["lyre", "play", song, "--to", "Kitchen", "--to", "Bedroom", "--group-socket", rooms.groupSocket])
+        #expect(await eventually { rooms.lyred["Bedroom"]!.stderr.contains("now playing:") }, "\(rooms.lyred["Bedroom"]!.stderr)")
+        try await Task.sleep(for: .seconds(2))
+        rooms.lyred["Bedroom"]!.signal(SIGTERM)
+        try await rooms.lyred["Bedroom"]!.waitForExit(timeout: 10)
+        let lost = await eventually { play.stderr.contains("'Bedroom' is no longer available; playing on in 'Kitchen'; it rejoins when it is back") }
+        #expect(lost, "lyre play: \(play.stderr)")
+        let list = try await rooms.network.run(["lyre", "group", "--json", "--socket", rooms.groupSocket])
+        let listing = try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [String: Any]
+        let states = (listing?["rooms"] as? [[String: Any]])?.map { "\($0["name"] ?? "") \($0["state"] ?? "")" }
+        #expect(states == ["Kitchen playing", "Bedroom returning"], "lyre group: \(list.stdout) \(list.stderr)")
+
+        try await Task.sleep(for: .seconds(1))
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        let restarted = UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+        try rooms.restart("Bedroom")
+        #expect(await eventually(timeout: 10) { play.stderr.contains("'Bedroom' is back") }, "lyre play: \(play.stderr)")
+        try await play.waitForExit(timeout: 40)
+        #expect(play.status == 0, "lyre play: \(play.stderr)")
+        try await rooms.stop()
+        let kitchen = try await rooms.compare(song, "Kitchen")
+        StreamingTests.expectSameAudio(kitchen)
+        StreamingTests.expectWhole(kitchen, lags: false)
+        Self.expectInSync(try await rooms.sync("Bedroom", "Kitchen"))
+        // Its first audio left within 3.5 s of its lyred being started again (start-up, at most a second
+        // until the next try, the join and the playback latency).
+        let log = try String(contentsOfFile: rooms.path("Bedroom", "csv"), encoding: .utf8)
+        let first = log.split(separator: "\n").dropFirst().map { $0.split(separator: ",") }
+            .first { $0.count == 5 && Int($0[3]) ?? 0 > 0 }
+        let firstAudio = try #require(first.flatMap { UInt64($0[2]) }, "Bedroom played no audio after it came back: \(log.prefix(400))")
+        let after = Double(Int64(firstAudio) - Int64(restarted)) / 1e9
+        #expect(after > 0 && after < 3.5, "Bedroom's first audio \(after) s after its lyred was started again")
     }
 
     /// `lyre group remove` mid-song: the room removed stops cleanly (its output is the input from its first
