@@ -436,12 +436,15 @@ final class SinkController: @unchecked Sendable {
                 generations[receiver, default: 0] += 1
                 sessions[receiver] = nil
                 bridges[receiver] = nil
-                // What is queued still plays out, then TEARDOWN; off the queue.
-                if let session = captures[receiver]?.detach() {
+                // The last of the app's audio still in the monitor is sent, what is queued plays out, then
+                // TEARDOWN; off the queue.
+                if let capture = captures[receiver] {
                     finishing.enter()
-                    DispatchQueue.global().async { [finishing] in
-                        session.finish()
-                        finishing.leave()
+                    capture.finish { [finishing] session in
+                        DispatchQueue.global().async {
+                            session?.finish()
+                            finishing.leave()
+                        }
                     }
                 }
                 logger.info("stream to \(routes[receiver]?.description ?? receiver) ends: no app plays there")

@@ -225,11 +225,30 @@ final class Spawned: @unchecked Sendable {
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning {
             guard Date() < deadline else {
+                let stacks = threadStacks()
                 process.terminate()
-                throw TestNetworkError("\(label) did not finish within \(timeout) s; stderr: \(stderr)")
+                throw TestNetworkError("\(label) did not finish within \(timeout) s; stderr: \(stderr)\nits threads:\n\(stacks)")
             }
             try await Task.sleep(for: .milliseconds(20))
         }
+    }
+
+    /// Every thread's stack of the command (nsenter's child), from gdb: what a process that hangs waits on.
+    func threadStacks() -> String {
+        let pid = process.processIdentifier
+        let children = (try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/children", encoding: .utf8)) ?? ""
+        guard let child = children.split(separator: " ").first.map(String.init) else { return "(it has no process)" }
+        let gdb = Process()
+        gdb.executableURL = URL(fileURLWithPath: "/usr/bin/gdb")
+        gdb.arguments = ["-p", child, "-batch", "-nx", "-ex", "set pagination off", "-ex", "thread apply all bt 30"]
+        let out = Pipe()
+        gdb.standardOutput = out
+        gdb.standardError = FileHandle.nullDevice
+        do { try gdb.run() } catch { return "(gdb: \(error); Tools/test installs it)" }
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        gdb.waitUntilExit()
+        // Frames only: gdb's notes on loading symbols say nothing about the hang.
+        return text.split(separator: "\n").filter { $0.hasPrefix("#") || $0.hasPrefix("Thread ") }.joined(separator: "\n")
     }
 
     /// The JSON objects printed one per line (lyre devices --watch --json).
