@@ -146,6 +146,12 @@ extension ConfigFile {
     /// may be written, else in place; it keeps the file's mode. The text must still parse, so a setting never
     /// leaves a file that the next start refuses.
     public static func set(_ key: String, to value: String, inFileAt path: String, repeatable: Set<String> = []) throws(ConfigFileError) {
+        // A line break would write a second setting (`name` from the network must not add `access = open`).
+        guard !value.unicodeScalars.contains(where: { $0 == "\n" || $0 == "\r" || $0.properties.generalCategory == .lineSeparator
+            || $0.properties.generalCategory == .paragraphSeparator || $0 == "\u{0B}" || $0 == "\u{0C}" || $0 == "\u{85}" })
+        else {
+            throw ConfigFileError(path: path, line: nil, key: key, "a value is one line")
+        }
         let old: String
         var mode: mode_t = 0o644
         var status = stat()

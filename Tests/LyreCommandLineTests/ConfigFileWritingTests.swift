@@ -32,6 +32,38 @@ struct ConfigFileWritingTests {
         #expect(file.entries.map(\.key) == ["name", "latency"])
     }
 
+    /// Any one-line value, made of the characters the format treats specially (quotes, backslashes, `=`, `#`,
+    /// blanks at either end) and any other text, reads back exactly, and no other setting appears or changes.
+    /// Seeded: the same 5,000 values every run.
+    @Test func anyOneLineValueReadsBackExactlyAndAddsNoSetting() throws {
+        let pieces = ["\"", "\\", "=", "#", " ", "\t", "a", "Z", "0", "é", "客", "☕", "\u{200B}", "\\\"", "\"\\"]
+        var state: UInt64 = 0x1_2026_1126
+        func next(_ bound: Int) -> Int {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((state >> 33) % UInt64(bound))
+        }
+        for _ in 0..<5000 {
+            let value = (0..<1 + next(12)).map { _ in pieces[next(pieces.count)] }.joined()
+            let text = ConfigFile.text(Self.original, setting: "name", to: value)
+            let file = try ConfigFile(path: "t.conf", text: text)
+            #expect(file.entries.map(\.key) == ["name", "latency"], "\(value.debugDescription): \(text)")
+            #expect(file.entries.first { $0.key == "name" }?.value == value, "\(value.debugDescription): \(text)")
+            #expect(file.entries.first { $0.key == "latency" }?.value == "300")
+        }
+    }
+
+    /// A value with a line break in it would be a second setting: refused, and the file is not touched.
+    @Test(arguments: ["Den\naccess = open", "Den\raccess = open", "Den\r\n", "a\u{2028}b", "a\u{85}b"])
+    func aValueWithALineBreakIsRefused(value: String) throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lyre-conf-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let path = directory.appendingPathComponent("lyred.conf").path
+        try Self.original.write(toFile: path, atomically: false, encoding: .utf8)
+        #expect(throws: ConfigFileError.self) { try ConfigFile.set("name", to: value, inFileAt: path) }
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == Self.original)
+    }
+
     @Test func theFileOnDiskIsRewrittenKeepingItsMode() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lyre-conf-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }

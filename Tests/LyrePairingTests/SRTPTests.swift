@@ -87,4 +87,24 @@ struct TimingAuthenticatorTests {
         #expect(try #require(TimingAuthenticator(key: TimingAuthenticator.makeKey())).open(sealed) == nil, "another key")
         #expect(TimingAuthenticator(key: [1, 2, 3]) == nil)
     }
+
+    /// Anything a third host sends to the timing port, of any length (shorter than a tag, a tag alone, a packet
+    /// with a tag of zeros, a sealed packet with a byte changed anywhere): it does not open, and nothing traps.
+    @Test func noForgedOrDamagedDatagramOpens() throws {
+        let key = TimingAuthenticator.makeKey()
+        let authenticator = try #require(TimingAuthenticator(key: key))
+        let sealed = authenticator.seal(TimingPacket(kind: .response, sequence: 9, t1: 4, t2: 5, t3: 6).serialized())
+        for length in 0...(sealed.count + 40) {
+            let datagram = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
+            #expect(authenticator.open(datagram) == nil, "\(length) bytes of noise")
+            if length < sealed.count { #expect(authenticator.open(Array(sealed.prefix(length))) == nil, "the first \(length) bytes") }
+        }
+        for index in sealed.indices {
+            var damaged = sealed
+            damaged[index] ^= 0x01
+            #expect(authenticator.open(damaged) == nil, "byte \(index) changed")
+        }
+        #expect(authenticator.open(sealed + [0]) == nil, "a byte added")
+        #expect(authenticator.open(sealed) != nil)
+    }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import LyreRTSP
 import LyreWire
 import NIOCore
@@ -83,5 +84,47 @@ struct RTSPFrameDecoderTests {
             return
         }
         #expect(parsed.cseq == 2 && parsed.body == Array("abc".utf8) && catcher.frames.count == 1)
+    }
+
+    /// Damaged messages, in pieces of any size, as a hostile or broken peer sends them: the decoder (the
+    /// parser under libFuzzer, Tools/fuzz rtsp, in its pipeline) passes up frames or reports an error, and
+    /// never traps. Seeded, so every run is the same 3,000 inputs; the fuzz corpus's messages are the start.
+    @Test func damagedMessagesInAnyPiecesNeverTrapTheDecoder() throws {
+        let corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Tools/fuzz.d/corpus/rtsp").standardized
+        let seeds = try FileManager.default.contentsOfDirectory(atPath: corpus.path).sorted().map {
+            Array(try Data(contentsOf: corpus.appendingPathComponent($0)).dropFirst())
+        }
+        try #require(seeds.count >= 5, "the fuzz corpus at \(corpus.path)")
+        var state: UInt64 = 20_261_126
+        func next(_ bound: Int) -> Int {
+            state ^= state << 13
+            state ^= state >> 7
+            state ^= state << 17
+            return Int(state % UInt64(max(1, bound)))
+        }
+        var framed = 0, refused = 0
+        for _ in 0..<3000 {
+            var input = seeds[next(seeds.count)] + (next(2) == 0 ? seeds[next(seeds.count)] : [])
+            for _ in 0..<1 + next(6) {
+                switch next(4) {
+                case 0: if !input.isEmpty { input[next(input.count)] ^= UInt8(1 << next(8)) }
+                case 1: input.insert(UInt8(next(256)), at: next(input.count + 1))
+                case 2: if !input.isEmpty { input.remove(at: next(input.count)) }
+                default: input.insert(contentsOf: Array("Content-Length: \(next(100_000))\r\n".utf8), at: next(input.count + 1))
+                }
+            }
+            let (channel, catcher) = try Self.channel()
+            var offset = 0
+            while offset < input.count {
+                let piece = min(input.count - offset, 1 + next(64))
+                do { try Self.write(channel, Array(input[offset..<offset + piece])) } catch { break }
+                offset += piece
+            }
+            framed += catcher.frames.count
+            refused += catcher.errors.isEmpty ? 0 : 1
+            _ = try? channel.finish()
+        }
+        // Both outcomes were reached: the inputs were neither all refused nor all accepted.
+        #expect(framed > 0 && refused > 0, "framed \(framed), refused \(refused)")
     }
 }

@@ -70,6 +70,28 @@ let targets: [String: ([UInt8]) -> Void] = [
     },
     // The control socket's lines.
     "control": { bytes in _ = try? ControlRequest(line: String(decoding: bytes, as: UTF8.self)) },
+    // SETUP's `Lyre-FEC` and `Lyre-Channels` values (streaming.md §4.3, §2): what parses round-trips.
+    "headers": { bytes in
+        let text = String(decoding: bytes, as: UTF8.self)
+        if let fec = FECHeader(parsing: text), FECHeader(parsing: fec.serialized) != fec { fatalError("Lyre-FEC round trip differs") }
+        if let map = ChannelMap(parsing: text), ChannelMap(parsing: map.rawValue) != map { fatalError("channel map round trip differs") }
+        let kinds = FeedbackHeader.kinds(text)
+        if FeedbackHeader.kinds(FeedbackHeader.value(kinds)) != kinds { fatalError("Lyre-Feedback round trip differs") }
+    },
+    // A sender's SET_PARAMETER bodies: its enabled commands and its rooms (now-playing.md §4, streaming.md §3).
+    "sender-parameters": { bytes in
+        let parameters = TextParameters(parsing: String(decoding: bytes, as: UTF8.self))
+        if let list = parameters["remote-commands"], let enabled = try? EnabledCommands(list: list, skipInterval: parameters["skip-interval"]) {
+            let again = enabled.parameters
+            guard (try? EnabledCommands(list: again["remote-commands"] ?? "", skipInterval: again["skip-interval"])) == enabled else {
+                fatalError("enabled commands round trip differs")
+            }
+        }
+        if let rooms = try? RoomList(parsing: parameters) {
+            guard (try? RoomList(parsing: rooms.parameters)) == rooms else { fatalError("room list round trip differs") }
+            _ = rooms.names.map(RoomList.printable)
+        }
+    },
 ]
 
 let chosen: ([UInt8]) -> Void = {

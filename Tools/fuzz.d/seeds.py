@@ -68,6 +68,11 @@ put("parameters", "rtp-info", "seq=1;rtptime=0")
 put("control", "volume", "volume 50")
 put("control", "seek", "seek 90")
 put("control", "now-playing", "now-playing --json")
+put("headers", "fec", "pt=97;row=5")
+put("headers", "channels", "left")
+put("headers", "feedback", "nack, report")
+put("sender-parameters", "commands", "remote-commands: play,pause,nextTrack,skipForward\r\nskip-interval: 15\r\n")
+put("sender-parameters", "rooms", "room: Kitchen\r\nroom: Living Room\r\nroom: Caf\u00e9 \"A=B\"\r\n")
 
 # Pairing (Protocol/pairing.md §3): prefix-free fields, each after its LEB128 length.
 def pfc(*fields):
