@@ -83,6 +83,12 @@ public final class MPRISPlayer: Sendable {
         service.update(state)
     }
 
+    /// Replaces the `Identity` property (the receiver was renamed) and emits `PropertiesChanged` for
+    /// `org.mpris.MediaPlayer2`. Thread-safe; it only takes a lock and queues the signal.
+    public func rename(identity: String) {
+        service.rename(identity)
+    }
+
     /// Emits `org.mpris.MediaPlayer2.Player.Seeked(x Position)`: the position jumped (seek, new track), or drifted
     /// from the extrapolated one. Thread-safe; it only queues the signal.
     public func seeked(positionMicroseconds: Int64) {

@@ -200,6 +200,10 @@ final class WatcherService: @unchecked Sendable {
             return BusMessage.methodCall(
                 destination: busName, path: MPRISName.objectPath, interface: MPRISName.properties, member: "Set",
                 arguments: [.string(MPRISName.player), .string("Rate"), .variant(.double(rate))])
+        case .setVolume(let volume):
+            return BusMessage.methodCall(
+                destination: busName, path: MPRISName.objectPath, interface: MPRISName.properties, member: "Set",
+                arguments: [.string(MPRISName.player), .string("Volume"), .variant(.double(volume))])
         }
     }
 

@@ -49,8 +49,8 @@ enum MPRISProperties {
         return properties
     }
 
-    /// The player properties a client may set: only `Rate`. The others answer `PropertyReadOnly`.
-    static let writablePlayerProperties: Set<String> = ["Rate"]
+    /// The player properties a client may set: `Rate` and `Volume`. The others answer `PropertyReadOnly`.
+    static let writablePlayerProperties: Set<String> = ["Rate", "Volume"]
 
     /// The `Metadata` dictionary: empty without a track; absent optional fields are left out.
     static func metadata(_ metadata: MPRISMetadata?) -> DBusValue {
@@ -244,7 +244,7 @@ enum MPRISIntrospection {
             <property name="Rate" type="d" access="readwrite"/>
             <property name="Shuffle" type="b" access="read"/>
             <property name="Metadata" type="a{sv}" access="read"/>
-            <property name="Volume" type="d" access="read"/>
+            <property name="Volume" type="d" access="readwrite"/>
             <property name="Position" type="x" access="read">
               <annotation name="org.freedesktop.DBus.Property.EmitsChangedSignal" value="false"/>
             </property>

@@ -81,7 +81,7 @@ public struct MPRISState: Sendable, Equatable {
     public var positionMicroseconds: Int64
     /// The `CLOCK_MONOTONIC` time, in nanoseconds, at which ``positionMicroseconds`` was true.
     public var positionAnchor: UInt64
-    /// `Volume`, 0...1. Read-only on the bus: setting it from a client answers `PropertyReadOnly`.
+    /// `Volume`, 0...1. A client that sets it sends ``MPRISCommand/setVolume(_:)``.
     public var volume: Double
     /// `CanPlay`.
     public var canPlay: Bool
@@ -162,6 +162,8 @@ public enum MPRISCommand: Sendable, Equatable {
     /// `org.freedesktop.DBus.Properties.Set` of `Rate`, within `minimumRate...maximumRate`. A client setting rate 0
     /// sends ``pause`` instead, as the specification asks.
     case setRate(Double)
+    /// `org.freedesktop.DBus.Properties.Set` of `Volume`, clamped to 0...1 (the specification: below 0 is 0).
+    case setVolume(Double)
 }
 
 /// What the handler answers for one ``MPRISCommand``.

@@ -107,6 +107,10 @@ struct MethodCall {
         guard MPRISProperties.writablePlayerProperties.contains(property), interface != MPRISName.root else {
             return error(DBusErrorName.propertyReadOnly, "\(property) is read-only on \(identity)")
         }
+        if property == "Volume" {
+            guard case .double(let volume) = value, volume.isFinite else { return error(DBusErrorName.invalidArgs, "Volume is a finite double (d)") }
+            return .command(.setVolume(min(max(volume, 0), 1)))
+        }
         guard case .double(let rate) = value else { return error(DBusErrorName.invalidArgs, "Rate is a double (d)") }
         if rate == 0 { return .command(.pause) }  // the specification: act as though Pause was called
         guard rate.isFinite, rate >= state.minimumRate, rate <= state.maximumRate else {

@@ -17,7 +17,7 @@ typealias MPRISCommandHandler =
 ///   sees a single-threaded connection; the message functions it calls (``handle(_:)``) run on the loop thread.
 /// - Other threads (``update(_:)``, ``seeked(_:)``, command replies, ``stop()``) only touch `shared`, a `Mutex`, and
 ///   then write to the wake-up pipe; the loop thread sends what they queued.
-/// - `watches`, `identity`, `busName` and `handler` are immutable and `Sendable`.
+/// - `watches`, `busName` and `handler` are immutable and `Sendable`; the identity, which a rename changes, is in `shared`.
 final class PlayerService: @unchecked Sendable {
     /// Something another thread asks the loop thread to send.
     enum Outgoing: Sendable {
@@ -28,6 +28,8 @@ final class PlayerService: @unchecked Sendable {
     /// What all threads share, behind `shared`.
     struct Shared: Sendable {
         var state = MPRISState()
+        /// The `Identity` property.
+        var identity: String
         /// The player properties as last announced (no `Position`).
         var announced = MPRISProperties.player(MPRISState())
         var outbox: [Outgoing] = []
@@ -36,10 +38,9 @@ final class PlayerService: @unchecked Sendable {
     }
 
     let busName: String
-    let identity: String
     let handler: MPRISCommandHandler
     let watches: WatchSet
-    let shared = Mutex(Shared())
+    let shared: Mutex<Shared>
     private var connection: BusConnection?
 
     /// Takes over a connection that owns `busName`, registers `/org/mpris/MediaPlayer2` on it and hooks its watches
@@ -48,7 +49,7 @@ final class PlayerService: @unchecked Sendable {
         throws(MPRISError)
     {
         self.busName = busName
-        self.identity = identity
+        shared = Mutex(Shared(identity: identity))
         self.handler = handler
         watches = try WatchSet()
         guard watches.install(on: connection) else { throw MPRISError("libdbus ran out of memory setting up watches") }
@@ -100,6 +101,20 @@ final class PlayerService: @unchecked Sendable {
                 .signal(
                     interface: MPRISName.properties, member: "PropertiesChanged",
                     arguments: [.string(MPRISName.player), .dictionary(changed), .stringArray([])]))
+            return true
+        }
+        if queued { watches.wake() }
+    }
+
+    /// A new `Identity` (the receiver was renamed): answered from now on, and announced with `PropertiesChanged`.
+    func rename(_ identity: String) {
+        let queued = shared.withLock { shared in
+            guard shared.running, shared.identity != identity else { return false }
+            shared.identity = identity
+            shared.outbox.append(
+                .signal(
+                    interface: MPRISName.properties, member: "PropertiesChanged",
+                    arguments: [.string(MPRISName.root), .dictionary([DBusDictEntry("Identity", .string(identity))]), .stringArray([])]))
             return true
         }
         if queued { watches.wake() }
@@ -161,6 +176,7 @@ final class PlayerService: @unchecked Sendable {
     /// The object's message function: answers at once, or hands a command to the handler, whose reply is queued.
     private func handle(_ message: BusMessage) -> DBusHandlerResult {
         guard message.type == DBUS_MESSAGE_TYPE_METHOD_CALL else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
+        let (identity, state) = shared.withLock { ($0.identity, $0.state) }
         let call = MethodCall(message: message, identity: identity, state: state, now: MPRISState.monotonicNow)
         switch call.answer() {
         case .reply(let body):

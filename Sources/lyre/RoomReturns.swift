@@ -74,10 +74,14 @@ final class RoomReturns: @unchecked Sendable {
                 // Marked before it joins: the session reports the join from within addRoute.
                 lock.withLock { _ = returned.insert(Self.key(route)) }
                 try session.addRoute(route)
-                lock.withLock {
+                let removedMeanwhile = lock.withLock {
+                    let was = waiting.contains { Self.same($0, route) }
                     waiting.removeAll { Self.same($0, route) }
                     if waiting.isEmpty { stopTimer() }
+                    return !was
                 }
+                // The user removed it while it was joining: it leaves again, as they asked.
+                if removedMeanwhile { try? session.removeRoute(named: route.name) }
             } catch {
                 lock.withLock { _ = returned.remove(Self.key(route)) }
             }

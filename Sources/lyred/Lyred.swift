@@ -287,7 +287,8 @@ struct Lyred: AsyncParsableCommand {
         var bridge: MPRISBridge?
         if let bus = mpris.bus {
             do {
-                bridge = try MPRISBridge(bus: bus, identity: "Lyre receiver \(name ?? Self.hostName())", receiver: streaming, logger: logger)
+                bridge = try MPRISBridge(bus: bus, identity: MPRISBridge.identity(name ?? Self.hostName()), receiver: streaming, logger: logger)
+                keeper.attach(mpris: bridge!)
                 logger.info("MPRIS on the \(bus.rawValue) bus as \(bridge!.busName)")
             } catch {
                 await streaming.stop()

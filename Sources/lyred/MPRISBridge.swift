@@ -69,6 +69,9 @@ final class MPRISBridge: Sendable {
             return RemoteCommandEvent(.changePlaybackPosition, position: Double(position) / 1e6)
         case .setRate(let rate):
             return RemoteCommandEvent(.changePlaybackRate, rate: rate)
+        case .setVolume(let volume):
+            // The inverse of `state`'s mapping: 0…1 is −30…0 dB, and 0 is mute.
+            return RemoteCommandEvent(.changeVolume, volume: volume <= 0 ? ReceiverTXT.mutedVolume : volume * 30 - 30)
         }
     }
 
@@ -95,6 +98,12 @@ final class MPRISBridge: Sendable {
         }
         player.update(state(current.snapshot, volume: db, trackID: current.trackID))
     }
+
+    /// The `Identity` of the receiver named `name`.
+    static func identity(_ name: String) -> String { "Lyre receiver \(name)" }
+
+    /// The receiver was renamed (control-api.md §3.1): MPRIS clients see the new name.
+    func rename(to name: String) { player.rename(identity: Self.identity(name)) }
 
     func close() { player.close() }
 

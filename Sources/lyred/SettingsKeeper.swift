@@ -14,6 +14,7 @@ final class SettingsKeeper: Sendable {
     /// The live settings, shared with ``ReloadService``, which compares a reloaded file with them.
     let running: NIOLockedValueBox<Lyred.Live>
     private let parts = NIOLockedValueBox<(receiver: Receiver, advertiser: ReceiverAdvertiser)?>(nil)
+    private let mpris = NIOLockedValueBox<MPRISBridge?>(nil)
     /// One change written at a time (the receiver also hands them over one by one): two at once would share
     /// the file beside it.
     private let writing = NIOLock()
@@ -29,6 +30,11 @@ final class SettingsKeeper: Sendable {
         parts.withLockedValue { $0 = (receiver, advertiser) }
     }
 
+    /// The MPRIS player, whose `Identity` a rename changes too.
+    func attach(mpris: MPRISBridge) {
+        self.mpris.withLockedValue { $0 = mpris }
+    }
+
     /// The file settings are written to.
     var path: String { ConfiguredArguments.option("config", in: commandLine) ?? Lyred.defaultConfigPath() ?? Lyred.configCandidates()[0] }
 
@@ -40,6 +46,7 @@ final class SettingsKeeper: Sendable {
             let old = running.withLockedValue { $0.name }
             do { try advertiser.rename(to: name) } catch { return "cannot advertise the name '\(name)': \(error)" }
             await receiver.setName(name)
+            mpris.withLockedValue { $0 }?.rename(to: name)
             running.withLockedValue { $0.name = name }
             logger.notice("renamed from '\(old)' to '\(name)'")
             return write("name", name)

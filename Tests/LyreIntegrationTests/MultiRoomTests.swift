@@ -291,6 +291,44 @@ struct MultiRoomTests {
         #expect(after > 0 && after < 3.5, "Bedroom's first audio \(after) s after its lyred was started again")
     }
 
+    /// A room the user removes never comes back on its own (issue 27): one lost and waited for ("returning")
+    /// that is removed is no longer listed, and when its receiver is back it gets no session; the room left
+    /// plays the song whole.
+    @Test func aRoomRemovedWhileReturningNeverComesBack() async throws {
+        var rooms = try await Rooms([("Kitchen", []), ("Bedroom", [])])
+        defer { rooms.network.close() }
+        let song = try await rooms.sweep(seconds: 12, signal: "music")
+        let play = try rooms.network.spawn(["lyre", "play", song, "--to", "Kitchen", "--to", "Bedroom", "--group-socket", rooms.groupSocket])
+        #expect(await eventually { rooms.lyred["Bedroom"]!.stderr.contains("now playing:") }, "\(rooms.lyred["Bedroom"]!.stderr)")
+        try await Task.sleep(for: .seconds(1))
+        rooms.lyred["Bedroom"]!.signal(SIGTERM)
+        try await rooms.lyred["Bedroom"]!.waitForExit(timeout: 10)
+        #expect(await eventually { play.stderr.contains("it rejoins when it is back") }, "lyre play: \(play.stderr)")
+        func states() async throws -> [String]? {
+            let list = try await rooms.network.run(["lyre", "group", "--json", "--socket", rooms.groupSocket])
+            let listing = try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [String: Any]
+            return (listing?["rooms"] as? [[String: Any]])?.map { "\($0["name"] ?? "") \($0["state"] ?? "")" }
+        }
+        #expect(try await states() == ["Kitchen playing", "Bedroom returning"])
+        let remove = try await rooms.network.run(["lyre", "group", "remove", "Bedroom", "--socket", rooms.groupSocket])
+        #expect(remove.status == 0, "lyre group remove: \(remove.stderr)")
+        #expect(try await states() == ["Kitchen playing"])
+
+        // Its receiver comes back: three attempts' worth of time, and it is not asked to play.
+        try rooms.restart("Bedroom")
+        #expect(await eventually { rooms.lyred["Bedroom"]!.stderr.contains("advertised as 'Bedroom'") }, "\(rooms.lyred["Bedroom"]!.stderr)")
+        try await Task.sleep(for: .seconds(3))
+        #expect(!play.stderr.contains("'Bedroom' is back"), "lyre play: \(play.stderr)")
+        #expect(!rooms.lyred["Bedroom"]!.stderr.contains("session from"), "Bedroom: \(rooms.lyred["Bedroom"]!.stderr)")
+        #expect(try await states() == ["Kitchen playing"])
+        try await play.waitForExit(timeout: 30)
+        #expect(play.status == 0, "lyre play: \(play.stderr)")
+        try await rooms.stop()
+        let kitchen = try await rooms.compare(song, "Kitchen")
+        StreamingTests.expectSameAudio(kitchen)
+        StreamingTests.expectWhole(kitchen, lags: false)
+    }
+
     /// `lyre group remove` mid-song: the room removed stops cleanly (its output is the input from its first
     /// sample to where it stopped, as clean at that end as anywhere), and the room left plays the input whole,
     /// first sample to last, undisturbed.

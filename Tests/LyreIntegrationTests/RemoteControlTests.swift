@@ -333,6 +333,10 @@ struct RemoteControlTests {
         ])
         #expect(seek.status == 0, "dbus-send Seek: \(seek.stderr)")
         #expect(await rig.waitForNowPlaying { abs(Self.position($0) - 25) < 1.5 } != nil, "Seek +10")
+        // Volume set by a client is the receiver's slider (changeVolume): 0.5 is -15 dB, read back from both sides.
+        try await expectOK("volume", "0.5")
+        #expect(await rig.waitForNowPlaying { ($0["volume"] as? Double).map { abs($0 + 15) < 0.01 } ?? false } != nil, "Volume 0.5")
+        #expect(await eventually { await rig.mprisPropertyContains("Volume", "double 0.5") }, "MPRIS Volume after setting it")
 
         // A refused command is a D-Bus error: Next on the last item, which the sender has disabled.
         try await expectOK("next")
@@ -383,6 +387,29 @@ struct RemoteControlTests {
         try Data(png).write(to: URL(fileURLWithPath: big))
         let refused = try await rig.network.run(["lyre", "play", sound, "--artwork", big, "--to", "Speaker"])
         #expect(refused.status != 0 && refused.stderr.contains("over the limit of 1048576"), "\(refused.stderr)")
+    }
+
+    /// A receiver renamed while it runs (the page, `lyre remote name`) is renamed on D-Bus too: MPRIS clients
+    /// read the new `Identity`, and are told with `PropertiesChanged`.
+    @Test func aRenamedReceiverIsRenamedOnMPRIS() async throws {
+        let rig = try await Rig()
+        defer { rig.network.close() }
+        func identity() async throws -> String {
+            let result = try await rig.network.run([
+                "dbus-send", "--session", "--print-reply", "--dest=org.mpris.MediaPlayer2.lyred", "/org/mpris/MediaPlayer2",
+                "org.freedesktop.DBus.Properties.Get", "string:org.mpris.MediaPlayer2", "string:Identity",
+            ])
+            return result.stdout
+        }
+        #expect(try await identity().contains("\"Lyre receiver Speaker\""))
+        let monitor = try rig.network.spawn(["dbus-monitor", "--session", "type='signal',interface='org.freedesktop.DBus.Properties'"], name: "dbus-monitor")
+        try await Task.sleep(for: .milliseconds(500))
+        let renamed = try await rig.network.run(["lyre", "remote", "name", "Den \"Two\"", "--socket", "/run/lyred/control.sock"])
+        #expect(renamed.status == 0, "lyre remote name: \(renamed.stderr)")
+        let shown = try await eventually { try await identity().contains("Lyre receiver Den \"Two\"") }
+        let now = try await identity()
+        #expect(shown, "Identity: \(now)")
+        #expect(await eventually { monitor.stdout.contains("Identity") && monitor.stdout.contains("Lyre receiver Den") }, "dbus-monitor: \(monitor.stdout)")
     }
 
     /// The control socket is this user's alone: lyred refuses a directory another user made or may write in

@@ -118,6 +118,17 @@ import Testing
                 == "org.freedesktop.DBus.Error.InvalidArgs")
     }
 
+    /// `playerctl volume 0.5`: Volume may be set, clamped to 0…1 as the specification says; not a number is refused.
+    @Test func setVolumeIsClampedToTheRange() throws {
+        let player = "org.mpris.MediaPlayer2.Player"
+        for (volume, sent) in [(0.5, 0.5), (0.0, 0.0), (-3.0, 0.0), (7.0, 1.0)] {
+            #expect(try answer(nil, "Set", [.string(player), .string("Volume"), .variant(.double(volume))]) == .command(.setVolume(sent)), "\(volume)")
+        }
+        for bad: DBusValue in [.double(.nan), .double(.infinity), .string("loud")] {
+            #expect(errorName(try answer(nil, "Set", [.string(player), .string("Volume"), .variant(bad)])) == "org.freedesktop.DBus.Error.InvalidArgs")
+        }
+    }
+
     @Test func propertiesOfBothInterfacesAndOfNone() throws {
         guard case .reply(.values(let values)) = try answer(nil, "GetAll", [.string("")]),
             case .dictionary(let all) = values.first
