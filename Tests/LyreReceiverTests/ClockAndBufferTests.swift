@@ -73,6 +73,18 @@ struct ClockFilterTests {
     }
 
     /// Before the samples span two seconds the line is flat through the best sample; no slope from noise.
+    /// streaming.md §5.1: the drift is bounded to ±500 ppm; a steeper line (noise, or a forger) is cut there.
+    @Test func theDriftIsBoundedTo500PPM() throws {
+        for ppm in [900.0, -2_000] {
+            var filter = ClockOffsetEstimator()
+            for second in 0...30 {
+                let t = UInt64(second) * 1_000_000_000
+                filter.add(localTime: t, offset: Int64(Double(t) * ppm * 1e-6), delay: 100_000)
+            }
+            #expect(try #require(filter.driftPPM) == (ppm > 0 ? 500 : -500), "\(ppm) ppm")
+        }
+    }
+
     @Test func noDriftFromAFewCloseSamples() {
         var filter = ClockOffsetEstimator()
         for i in 0..<5 { filter.add(localTime: UInt64(i) * 20_000_000, offset: 1000 + Int64(i % 2) * 300, delay: 50_000 + Int64(i) * 1000) }

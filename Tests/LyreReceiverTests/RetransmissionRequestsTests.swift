@@ -34,6 +34,29 @@ struct RetransmissionRequestsTests {
         #expect(requests.missingCount == 0)
     }
 
+    /// streaming.md §4.1 with the receiver's defaults: asked for again every 30 ms, at most 10 times in all;
+    /// a jump of up to 256 missing numbers is a loss, one of more is a discontinuity.
+    @Test func theDefaultsAskEvery30MillisecondsTenTimesWithin256() {
+        var requests = RetransmissionRequests()
+        _ = requests.arrived(1, now: 0)
+        #expect(requests.arrived(3, now: 1_000) == [2])
+        var asks = 1
+        var now: UInt64 = 1_000
+        while let next = requests.nextRetry {
+            #expect(next == now + 30_000_000)
+            now = next
+            asks += requests.due(now: now, oldestUseful: 2).count
+        }
+        #expect(asks == 10 && requests.requested == 10)
+
+        var loss = RetransmissionRequests()
+        _ = loss.arrived(1000, now: 0)
+        #expect(loss.arrived(1257, now: 1).count == 256)
+        var discontinuity = RetransmissionRequests()
+        _ = discontinuity.arrived(1000, now: 0)
+        #expect(discontinuity.arrived(1258, now: 1).isEmpty)
+    }
+
     @Test func aPacketTooLateToPlayIsNotAskedForAgain() {
         var requests = RetransmissionRequests(retryInterval: 30)
         _ = requests.arrived(10, now: 0)

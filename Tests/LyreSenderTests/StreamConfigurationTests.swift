@@ -21,6 +21,16 @@ struct StreamConfigurationTests {
         #expect(configuration(latency: 99, frame: 20).fecRow != nil)
     }
 
+    /// streaming.md §4.3's figures: N = (latency + send-ahead) ÷ (2 × frame), from 2 to 10: N = 2 at 20 ms
+    /// with 10 or 20 ms frames, N = 3 at 80 ms and 20 ms frames, and the cap of 10 at 99 ms and 2.5 ms frames.
+    @Test func theRowLengthIsTheSpecsFormula() {
+        #expect(configuration(latency: 20, frame: 10).fecRow == 2)
+        #expect(configuration(latency: 20, frame: 20).fecRow == 2)
+        #expect(configuration(latency: 80, frame: 20).fecRow == 3)
+        #expect(configuration(latency: 99, frame: 10).fecRow == 7)  // (99 + 49) / 20
+        #expect(configuration(latency: 99, frame: 5).fecRow == 10)  // (99 + 49) / 10 = 14, capped
+    }
+
     /// `--fec off` sends none at any latency; `--fec N` sends one per N packets at any latency.
     @Test func offAndAFixedRowAreKept() {
         #expect(configuration(latency: 20, frame: 10, fec: .off).fecRow == nil)

@@ -89,6 +89,19 @@ struct RTCPTests {
         #expect(NTPTime.compact(duration: 250_000_000) == 0x4000)
     }
 
+    /// streaming.md §4.1 as the sender builds it (`RetransmissionBudget(bytesPerSecond: bitrate / 8)`): each
+    /// packet at most 5 times, and a bucket that holds one second of the stream.
+    @Test func theDefaultBudgetIsFiveTimesAndOneSecond() {
+        var budget = RetransmissionBudget(bytesPerSecond: 128_000 / 8)
+        #expect(budget.maximumPerPacket == 5 && budget.burst == 16_000)
+        for _ in 0..<5 { #expect(budget.allow(sequence: 9, bytes: 100, now: 0) == .send) }
+        #expect(budget.allow(sequence: 9, bytes: 100, now: 0) == .tooOften)
+        // 16,000 bytes at once, less the 500 just sent, and not one more.
+        var sent = 500
+        for sequence in 10..<200 where budget.allow(sequence: UInt16(sequence), bytes: 100, now: 0) == .send { sent += 100 }
+        #expect(sent == 16_000)
+    }
+
     /// Each packet at most `maximumPerPacket` times; bytes within the bucket, which refills at the rate.
     @Test func theBudgetLimitsRepeatsAndBandwidth() {
         var budget = RetransmissionBudget(bytesPerSecond: 16_000, burst: 1_000, maximumPerPacket: 2)

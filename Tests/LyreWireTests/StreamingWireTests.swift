@@ -124,6 +124,33 @@ struct StreamingWireTests {
         #expect(throws: RTPError.truncated) { try RTPPacket(parsing: [0x8F] + [UInt8](repeating: 0, count: 20)) }
     }
 
+    /// streaming.md §4: a receiver skips CSRCs, the header extension and padding: the payload is exactly what
+    /// lies between them.
+    @Test func csrcsTheExtensionAndPaddingAreSkipped() throws {
+        let header: [UInt8] = [0x80 | 0x20 | 0x10 | 0x01, 96, 0x01, 0x02, 0, 0, 0, 9, 0, 0, 0, 42]
+        let csrc: [UInt8] = [0, 0, 0, 7]
+        let extensionHeader: [UInt8] = [0xBE, 0xDE, 0, 1, 1, 2, 3, 4]  // one 32-bit word of extension
+        let payload: [UInt8] = [10, 20, 30, 40, 50]
+        let padding: [UInt8] = [0, 2]  // the last byte counts the padding, itself included
+        let packet = try RTPPacket(parsing: header + csrc + extensionHeader + payload + padding)
+        #expect(packet.payload == payload && packet.sequenceNumber == 0x0102 && packet.timestamp == 9 && packet.ssrc == 42)
+        // Padding that claims more than there is, and an extension longer than the packet, are refused.
+        #expect(throws: RTPError.badPadding) { try RTPPacket(parsing: header + csrc + extensionHeader + payload + [0, 40]) }
+        #expect(throws: RTPError.truncated) { try RTPPacket(parsing: header + csrc + [0xBE, 0xDE, 0, 9] + payload) }
+    }
+
+    /// streaming.md §5: anything but exactly a version-1 timing packet (magic, version, type, length) is nothing.
+    @Test func aTimingPacketWithAWrongMagicVersionOrTypeIsNothing() {
+        let good = TimingPacket(kind: .request, sequence: 3, t1: 5).serialized()
+        #expect(TimingPacket(parsing: good) != nil)
+        for (index, value) in [(0, UInt8(ascii: "X")), (3, 0), (4, 2), (4, 0), (5, 0), (5, 9)] {
+            var bad = good
+            bad[index] = value
+            #expect(TimingPacket(parsing: bad) == nil, "byte \(index) = \(value)")
+        }
+        #expect(TimingPacket(parsing: good + [0]) == nil)
+    }
+
     @Test func timingPacketsAndOffset() throws {
         let reply = TimingPacket(kind: .response, sequence: 7, t1: 1_000, t2: 1_000_500 + 100, t3: 1_000_500 + 200)
         let bytes = reply.serialized()
