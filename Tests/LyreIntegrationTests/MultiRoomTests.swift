@@ -291,6 +291,44 @@ struct MultiRoomTests {
         #expect(after > 0 && after < 3.5, "Bedroom's first audio \(after) s after its lyred was started again")
     }
 
+    /// The sender stopped for 5 s (`SIGSTOP`: a laptop's lid) and continued (issue 27): every room plays again
+    /// within 1 s of it, still in sync; no receiver takes the stall for a new session or times it out. What was
+    /// due while the sender was stopped is skipped: the playback keeps its timeline, as a live one does.
+    @Test func aSenderStoppedFor5SecondsPlaysOnInSync() async throws {
+        let rooms = try await Rooms([("Kitchen", []), ("Bedroom", [])])
+        defer { rooms.network.close() }
+        let song = try await rooms.sweep(seconds: 16, signal: "music")
+        let play = try rooms.network.spawn(["lyre", "play", song, "--to", "Kitchen", "--to", "Bedroom", "--group-socket", rooms.groupSocket])
+        #expect(await eventually { rooms.lyred["Bedroom"]!.stderr.contains("now playing:") }, "\(rooms.lyred["Bedroom"]!.stderr)")
+        try await Task.sleep(for: .seconds(3))
+        play.signal(SIGSTOP)
+        try await Task.sleep(for: .seconds(5))
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        let continued = UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+        play.signal(SIGCONT)
+        try await play.waitForExit(timeout: 30)
+        #expect(play.status == 0, "lyre play: \(play.stderr)")
+        try await rooms.stop()
+        for room in ["Kitchen", "Bedroom"] {
+            let log = rooms.lyred[room]!.stderr
+            #expect(log.components(separatedBy: "': opus, latency").count == 2 && !log.contains("timed out"), "\(room): \(log)")
+            let csv = try String(contentsOfFile: rooms.path(room, "csv"), encoding: .utf8)
+            let rows = csv.split(separator: "\n").dropFirst().map { $0.split(separator: ",") }.filter { $0.count == 5 }
+            let again = rows.first { (UInt64($0[2]) ?? 0) > continued && (Int($0[3]) ?? 0) > 0 }.flatMap { UInt64($0[2]) }
+            let after = again.map { Double(Int64($0) - Int64(continued)) / 1e9 }
+            #expect(after.map { $0 < 1 } ?? false, "\(room) played again \(String(describing: after)) s after the sender continued")
+        }
+        // In sync before the stall and after it (the windows of the gap, where neither plays, are not matched).
+        Self.expectInSync(try await rooms.sync("Bedroom", "Kitchen"))
+        // The timeline kept: the song's last half second is where its first places it, and what is missing is
+        // about the 5 s the sender was stopped (the receivers played out what they held first), no more.
+        let kitchen = try await rooms.compare(song, "Kitchen")
+        let (head, tail) = (kitchen["head_lag_samples"] as? Double ?? 0, kitchen["tail_lag_samples"] as? Double ?? 1)
+        let missing = Double(kitchen["gaps"] as? Int ?? 0) * 0.01
+        #expect(abs(head - tail) < 2 && missing > 3.5 && missing < 5.5, "Kitchen: \(kitchen)")
+    }
+
     /// A room the user removes never comes back on its own (issue 27): one lost and waited for ("returning")
     /// that is removed is no longer listed, and when its receiver is back it gets no session; the room left
     /// plays the song whole.

@@ -219,6 +219,9 @@ final class Spawned: @unchecked Sendable {
         let pid = process.processIdentifier
         let children = (try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/children", encoding: .utf8)) ?? ""
         for child in children.split(separator: " ").compactMap({ Int32($0) }) { kill(child, signal) }
+        // nsenter stops itself when its child stops (as a shell does for a job): it is continued with it, or it
+        // would never reap the command.
+        if signal == SIGCONT { kill(pid, SIGCONT) }
     }
 
     func waitForExit(timeout: Double) async throws {
@@ -239,8 +242,9 @@ final class Spawned: @unchecked Sendable {
         let children = (try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/children", encoding: .utf8)) ?? ""
         guard let child = children.split(separator: " ").first.map(String.init) else { return "(it has no process)" }
         let gdb = Process()
-        gdb.executableURL = URL(fileURLWithPath: "/usr/bin/gdb")
-        gdb.arguments = ["-p", child, "-batch", "-nx", "-ex", "set pagination off", "-ex", "thread apply all bt 30"]
+        // Bounded: a test that is already failing must not hang on its diagnosis.
+        gdb.executableURL = URL(fileURLWithPath: "/usr/bin/timeout")
+        gdb.arguments = ["-s", "KILL", "30", "/usr/bin/gdb", "-p", child, "-batch", "-nx", "-ex", "set pagination off", "-ex", "thread apply all bt 30"]
         let out = Pipe()
         gdb.standardOutput = out
         gdb.standardError = FileHandle.nullDevice
