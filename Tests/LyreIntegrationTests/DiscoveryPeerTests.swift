@@ -193,6 +193,36 @@ struct DiscoveryPeerTests {
         #expect(devices.contains { $0["name"] as? String == "Porch" })
     }
 
+    /// avahi-daemon restarted while a file plays (issue 27): lyred advertises again at once, the picker lists it
+    /// again, and the playing session is not touched: the file comes out whole, first sample to last.
+    @Test func avahiRestartedWhileAFilePlaysLeavesThePlaybackAlone() async throws {
+        let network = try TestNetwork()
+        defer { network.close() }
+        let output = network.scratch.appendingPathComponent("porch.wav").path
+        let lyred = try network.spawn(["lyred", "--name", "Porch", "--port", "0", "--state-dir", "/run/lyred", "--output", "wav:\(output)",
+                                       "--mpris", "off", "--log-level", "info"])
+        #expect(await Self.waitForAdvertised(lyred))
+        let song = try await StreamingTests.sweep(network, rate: 48000, seconds: 10, signal: "music")
+        let play = try network.spawn(["lyre", "play", song, "--to", "Porch"])
+        #expect(await eventually { lyred.stderr.contains("now playing:") }, "lyred: \(lyred.stderr)")
+        try await Task.sleep(for: .seconds(2))
+        let restart = try await network.run([TestNetwork.tools + "/avahi-ctl", "restart"])
+        #expect(restart.status == 0, "avahi-ctl: \(restart.stderr)")
+        let restarted = Date()
+        let back = await eventually { ((try? await Self.browse(network)) ?? []).contains { $0[3] == "Porch" } }
+        let seconds = Date().timeIntervalSince(restarted)
+        #expect(back, "lyred log: \(lyred.stderr)")
+        print("lyred advertised again \(String(format: "%.2f", seconds)) s after avahi-daemon was back")
+        try await play.waitForExit(timeout: 30)
+        #expect(play.status == 0, "lyre play: \(play.stderr)")
+        #expect(lyred.stderr.components(separatedBy: "': opus, latency").count == 2, "one session: \(lyred.stderr)")
+        lyred.signal(SIGTERM)
+        try await lyred.waitForExit(timeout: 10)
+        let comparison = try await StreamingTests.compare(network, reference: song, output: output)
+        StreamingTests.expectSameAudio(comparison)
+        StreamingTests.expectWhole(comparison)
+    }
+
     @Test("SIGTERM withdraws the service: the watcher gets deviceUnavailable and lyred exits 0", arguments: ["avahi", "embedded"])
     func sigtermSendsDeviceUnavailable(mode: String) async throws {
         let network = try TestNetwork()
