@@ -41,11 +41,14 @@ public final class MPRISPlayer: Sendable {
     ///     `reply` exactly once, from any thread, possibly later: the call stays pending (other clients are served
     ///     meanwhile) until it does. Later calls of `reply` are ignored; dropping `reply` uncalled answers the client
     ///     with the error `org.mpris.MediaPlayer2.Lyre.NoAnswer`.
+    ///   - onLost: Called once, on the player's thread, when the bus goes away (the bus daemon restarted or
+    ///     stopped; not after ``close()``): the player is then finished, and a new one may be made.
     /// - Throws: ``MPRISError`` when the bus is unreachable, the name is invalid or taken twice over, or libdbus
     ///   fails.
     public init(
         bus: MPRISBus, name: String = "lyred", identity: String,
-        handler: @escaping @Sendable (MPRISCommand, _ reply: @escaping @Sendable (MPRISCommandResult) -> Void) -> Void
+        handler: @escaping @Sendable (MPRISCommand, _ reply: @escaping @Sendable (MPRISCommandResult) -> Void) -> Void,
+        onLost: (@Sendable () -> Void)? = nil
     ) throws(MPRISError) {
         guard Self.threadsInitialized else { throw MPRISError("libdbus could not set up its thread locks") }
         let wanted = MPRISName.busNamePrefix + name
@@ -60,7 +63,7 @@ public final class MPRISPlayer: Sendable {
                 throw MPRISError("cannot claim \(wanted) or \(busName): other connections own both")
             }
         }
-        let service = try PlayerService(connection: connection, busName: busName, identity: identity, handler: handler)
+        let service = try PlayerService(connection: connection, busName: busName, identity: identity, handler: handler, onLost: onLost)
         let thread: pthread_t
         do {
             thread = try LoopThread.start { service.run() }

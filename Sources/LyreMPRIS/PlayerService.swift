@@ -39,16 +39,19 @@ final class PlayerService: @unchecked Sendable {
 
     let busName: String
     let handler: MPRISCommandHandler
+    /// Called once, on the loop thread, when the bus went away (not after ``stop()``).
+    let onLost: (@Sendable () -> Void)?
     let watches: WatchSet
     let shared: Mutex<Shared>
     private var connection: BusConnection?
 
     /// Takes over a connection that owns `busName`, registers `/org/mpris/MediaPlayer2` on it and hooks its watches
     /// up to the loop. Call ``run()`` on a thread of its own next.
-    init(connection: consuming BusConnection, busName: String, identity: String, handler: @escaping MPRISCommandHandler)
-        throws(MPRISError)
+    init(connection: consuming BusConnection, busName: String, identity: String, handler: @escaping MPRISCommandHandler,
+         onLost: (@Sendable () -> Void)? = nil) throws(MPRISError)
     {
         self.busName = busName
+        self.onLost = onLost
         shared = Mutex(Shared(identity: identity))
         self.handler = handler
         watches = try WatchSet()
@@ -150,13 +153,16 @@ final class PlayerService: @unchecked Sendable {
             },
             // A handler may have answered (or close() been called) during dispatch: send that before sleeping.
             busy: { _ in shared.withLock { !$0.outbox.isEmpty || !$0.running } })
-        let rest = shared.withLock { shared in
-            shared.running = false
-            defer { shared.outbox.removeAll() }
-            return shared.outbox
+        let (rest, lost) = shared.withLock { shared in
+            defer {
+                shared.running = false
+                shared.outbox.removeAll()
+            }
+            return (shared.outbox, shared.running)
         }
         for item in rest { send(item, on: connection) }
         connection.close(releasing: busName)
+        if lost { onLost?() }
     }
 
     private func send(_ item: Outgoing, on connection: borrowing BusConnection) {

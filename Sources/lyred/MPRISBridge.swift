@@ -1,3 +1,4 @@
+import Dispatch
 import Logging
 import LyreAudio
 import LyreClock
@@ -9,14 +10,27 @@ import NIOConcurrencyHelpers
 /// Shows the receiver's now-playing state on D-Bus as an MPRIS player, and relays what MPRIS clients
 /// (playerctl, desktop media keys, KDE Connect, Home Assistant) ask to the sender (now-playing.md §6).
 final class MPRISBridge: Sendable {
-    private let player: MPRISPlayer
+    /// The player on the bus; nil while the bus is away (restarted), until it is back.
+    private let player = NIOLockedValueBox<MPRISPlayer?>(nil)
     private let last = NIOLockedValueBox<(snapshot: NowPlayingSnapshot?, volume: Double, trackID: String, session: Int)>((nil, 0, "/org/lyre/NoTrack", 0))
+    private let bus: MPRISBus
+    private let identity: NIOLockedValueBox<String>
+    private let handler: @Sendable (MPRISCommand, _ reply: @escaping @Sendable (MPRISCommandResult) -> Void) -> Void
+    private let logger: Logger
+    /// Tries to put the player back once a second while the bus is away (a retry timer: nothing says when a
+    /// bus daemon is back but the bus itself).
+    private let retry = DispatchQueue(label: "lyred-mpris-retry")
+    private let closed = NIOLockedValueBox(false)
 
-    var busName: String { player.busName }
+    /// The bus name of the player now (its `.instancePID` form when another owned the name).
+    var busName: String { player.withLockedValue { $0?.busName } ?? "org.mpris.MediaPlayer2.lyred" }
 
     init(bus: MPRISBus, identity: String, receiver: Receiver, logger: Logger) throws(MPRISError) {
         let box = NIOLockedValueBox<MPRISBridge?>(nil)
-        player = try MPRISPlayer(bus: bus, identity: identity) { command, reply in
+        self.bus = bus
+        self.identity = NIOLockedValueBox(identity)
+        self.logger = logger
+        handler = { command, reply in
             guard let bridge = box.withLockedValue({ $0 }), let event = bridge.event(for: command) else {
                 reply(.success)  // SetPosition for another track: ignored, as the MPRIS spec says
                 return
@@ -32,6 +46,42 @@ final class MPRISBridge: Sendable {
             }
         }
         box.withLockedValue { $0 = self }
+        try connect()
+    }
+
+    /// Puts a player on the bus, showing the last state.
+    private func connect() throws(MPRISError) {
+        let made = try MPRISPlayer(bus: bus, identity: identity.withLockedValue { $0 }, handler: handler) { [weak self] in
+            self?.lost()
+        }
+        let current = last.withLockedValue { $0 }
+        made.update(state(current.snapshot, volume: current.volume, trackID: current.trackID))
+        let kept = closed.withLockedValue { closed in
+            guard !closed else { return false }
+            player.withLockedValue { $0 = made }
+            return true
+        }
+        if !kept { made.close() }
+    }
+
+    /// The bus went away (its daemon stopped or restarted): the player is gone with it, and is put back as
+    /// soon as the bus answers again.
+    private func lost() {
+        logger.warning("MPRIS: the \(bus.rawValue) bus went away; trying again every second")
+        retry.async { [self] in
+            player.withLockedValue { $0.take() }?.close()
+            attempt()
+        }
+    }
+
+    private func attempt() {
+        guard !closed.withLockedValue({ $0 }) else { return }
+        do {
+            try connect()
+            logger.notice("MPRIS back on the \(bus.rawValue) bus as \(busName)")
+        } catch {
+            retry.asyncAfter(deadline: .now() + 1) { [weak self] in self?.attempt() }
+        }
     }
 
     static func errorName(_ kind: RemoteCommandOutcome.Kind) -> String {
@@ -82,12 +132,13 @@ final class MPRISBridge: Sendable {
         if previous.snapshot == nil, snapshot != nil { session += 1 }
         let trackID = snapshot?.info.map { "/org/lyre/session\(session)/track\($0.queueIndex ?? 0)" } ?? "/org/lyre/NoTrack"
         last.withLockedValue { $0 = (snapshot, previous.volume, trackID, session) }
-        player.update(state(snapshot, volume: previous.volume, trackID: trackID))
+        let player = player.withLockedValue { $0 }
+        player?.update(state(snapshot, volume: previous.volume, trackID: trackID))
         // A position that does not follow from the last one is a seek (MPRIS Seeked).
         if let snapshot, let old = previous.snapshot, trackID == previous.trackID,
             let now = snapshot.position(), let expected = old.position(), abs(now - expected) > 0.5
         {
-            player.seeked(positionMicroseconds: Int64(now * 1e6))
+            player?.seeked(positionMicroseconds: Int64(now * 1e6))
         }
     }
 
@@ -96,16 +147,23 @@ final class MPRISBridge: Sendable {
             s.volume = db
             return s
         }
-        player.update(state(current.snapshot, volume: db, trackID: current.trackID))
+        player.withLockedValue { $0 }?.update(state(current.snapshot, volume: db, trackID: current.trackID))
     }
 
     /// The `Identity` of the receiver named `name`.
     static func identity(_ name: String) -> String { "Lyre receiver \(name)" }
 
     /// The receiver was renamed (control-api.md §3.1): MPRIS clients see the new name.
-    func rename(to name: String) { player.rename(identity: Self.identity(name)) }
+    func rename(to name: String) {
+        identity.withLockedValue { $0 = Self.identity(name) }
+        player.withLockedValue { $0 }?.rename(identity: Self.identity(name))
+    }
 
-    func close() { player.close() }
+    func close() {
+        closed.withLockedValue { $0 = true }
+        retry.sync {}
+        player.withLockedValue { $0.take() }?.close()
+    }
 
     private func state(_ snapshot: NowPlayingSnapshot?, volume: Double, trackID: String) -> MPRISState {
         var state = MPRISState()

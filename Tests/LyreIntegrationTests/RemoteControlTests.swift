@@ -412,6 +412,33 @@ struct RemoteControlTests {
         #expect(await eventually { monitor.stdout.contains("Identity") && monitor.stdout.contains("Lyre receiver Den") }, "dbus-monitor: \(monitor.stdout)")
     }
 
+    /// The session bus restarted while a file plays (issue 27): lyred's MPRIS player is back on the new bus,
+    /// showing what plays, and takes commands again; the playback is not touched.
+    @Test func theMPRISPlayerComesBackWhenTheBusRestarts() async throws {
+        let rig = try await Rig()
+        defer { rig.network.close() }
+        let (files, _) = try await Self.makeTracks(rig.network, seconds: [20])
+        let play = try rig.network.spawn(["lyre", "play"] + files + ["--to", "Speaker"], name: "lyre-play")
+        #expect(await rig.waitForNowPlaying { $0["title"] as? String == "One" } != nil, "\(play.stderr)")
+        #expect(try await rig.network.run(["playerctl", "-p", "lyred", "status"]).stdout.contains("Playing"))
+        let bus = "/run/lyre-netns/session-bus"
+        // The old daemon killed outright (it ignores SIGTERM here); a new one on the same address, in the foreground
+        // (the network ends it).
+        let killed = try await rig.network.shell("p=$(pgrep -f 'dbus-daemon --[s]ession'); [ -n \"$p\" ] || exit 3; kill -KILL $p; sleep 0.5; rm -f \(bus)")
+        #expect(killed.status == 0, "stopping the bus: \(killed.stderr)")
+        let daemon = try rig.network.spawn(["dbus-daemon", "--session", "--nofork", "--nopidfile", "--address=unix:path=\(bus)"])
+        #expect(await eventually { rig.lyred.stderr.contains("MPRIS back on the session bus") }, "lyred: \(rig.lyred.stderr)")
+        #expect(daemon.isRunning, "dbus-daemon: \(daemon.stderr)")
+        #expect(await eventually { await rig.playerctlPrints(["metadata", "title"], prefix: "One") }, "MPRIS metadata on the new bus")
+        try await Task.sleep(for: .milliseconds(300))
+        let pause = try await rig.network.run(["playerctl", "-p", "lyred", "pause"], timeout: 15)
+        #expect(pause.status == 0, "playerctl pause: \(pause.stderr)")
+        #expect(await rig.waitForNowPlaying { $0["state"] as? String == "paused" } != nil, "Pause on the new bus")
+        #expect(play.isRunning, "lyre play: \(play.stderr)")
+        play.signal(SIGINT)
+        try await play.waitForExit(timeout: 10)
+    }
+
     /// The control socket is this user's alone: lyred refuses a directory another user made or may write in
     /// (a `/tmp/lyred-UID` planted first), and closes a connection from another user unanswered even when
     /// the socket's mode would let it in (`SO_PEERCRED`).
