@@ -7,7 +7,7 @@ import Testing
 struct FuzzTests {
     static let root = URL(fileURLWithPath: TestNetwork.tools).deletingLastPathComponent().path
     static let binary = root + "/.build-fuzz/lyre-fuzz"
-    static let targets = ["rtsp", "sdp", "rtp", "fec", "rtcp", "timing", "txt", "now-playing", "parameters", "control", "pairing"]
+    static let targets = ["rtsp", "sdp", "rtp", "fec", "rtcp", "timing", "txt", "now-playing", "parameters", "control", "pairing", "headers", "sender-parameters"]
 
     @Test func everyHarnessIsRun() throws {
         let harness = try String(contentsOfFile: TestNetwork.tools + "/fuzz.d/Harness.swift", encoding: .utf8)
