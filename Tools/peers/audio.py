@@ -445,7 +445,7 @@ def cmd_sync(a):
     # periodic start match a period away); a window not found there is counted as unmatched.
     win, search = 4800, 240
     factor = (1 + a.skew_a * 1e-6) / (1 + a.skew_b * 1e-6)
-    offsets, times, unmatched = [], [], 0
+    offsets, times, unmatched, unmatched_at = [], [], 0, []
     for a0 in range(0, len(xa) - win, int(a.every * 48000)):
         w = xa[a0:a0 + win]
         # Only windows where A plays throughout: one that straddles A's start (a room joining) or end
@@ -472,6 +472,7 @@ def cmd_sync(a):
         p = int(np.argmax(norm))
         if norm[p] < 0.9 or p == 0 or p == len(norm) - 1:
             unmatched += 1  # no clear match: B silent there, or more than 5 ms off
+            unmatched_at.append(int(t))
             continue
         y0, y1, y2 = norm[p - 1], norm[p], norm[p + 1]
         frac = 0.5 * (y0 - y2) / (y0 - 2 * y1 + y2) if (y0 - 2 * y1 + y2) != 0 else 0.0
@@ -491,7 +492,9 @@ def cmd_sync(a):
     # caught their skews up), as seconds after the first window.
     outside = np.nonzero(ab > a.within)[0]
     converged = 0.0 if len(outside) == 0 else (float(since[outside[-1] + 1]) if outside[-1] + 1 < len(ab) else None)
-    print(json.dumps({"windows": len(o), "unmatched": unmatched, "p50_us": round(float(np.percentile(ab, 50)), 3),
+    print(json.dumps({"windows": len(o), "unmatched": unmatched,
+                      # When each unmatched window of A left its output (A's log's clock, ns).
+                      "unmatched_at": unmatched_at, "p50_us": round(float(np.percentile(ab, 50)), 3),
                       "p99_us": round(float(np.percentile(ab, 99)), 3), "max_us": round(float(ab.max()), 3),
                       "mean_us": round(float(o.mean()), 3),
                       "converged_s": None if converged is None else round(converged, 3),
