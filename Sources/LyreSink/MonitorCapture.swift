@@ -72,12 +72,7 @@ public final class MonitorCapture: @unchecked Sendable {
     /// `prerollFrames` recorded before.
     public func beginSession() {
         // An app that starts while the last one's end drains: that session is finished as it is.
-        let drained = state.withLockedValue { s -> ((@Sendable (StreamSession?) -> Void), StreamSession?)? in
-            guard let drain = s.drain else { return nil }
-            defer { s = State(stopped: s.stopped) }
-            return (drain.then, s.session)
-        }
-        if let (then, session) = drained { then(session) }
+        handOverDrain()
         state.withLockedValue { s in
             s.connecting = true
             if s.backlog.count > Self.prerollFrames * 2 { s.backlog.removeFirst(s.backlog.count - Self.prerollFrames * 2) }
@@ -136,9 +131,14 @@ public final class MonitorCapture: @unchecked Sendable {
         state.withLockedValue { $0.stopped = true }
         done.wait()
         // A session still draining is handed over as it is.
+        handOverDrain()
+    }
+
+    /// Ends a drain (`finish`) where it stands: the capture lets go of the session and its `then` gets it.
+    private func handOverDrain() {
         let drained = state.withLockedValue { s -> ((@Sendable (StreamSession?) -> Void), StreamSession?)? in
             guard let drain = s.drain else { return nil }
-            defer { s = State(stopped: true) }
+            defer { s = State(stopped: s.stopped) }
             return (drain.then, s.session)
         }
         if let (then, session) = drained { then(session) }
