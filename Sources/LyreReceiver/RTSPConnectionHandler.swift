@@ -876,6 +876,9 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     /// Ends the session, if any; tells the sender why when it should know, and closes the connection then.
     func end(_ reason: SessionEnd) {
         guard state != .initial || controller != nil else { return }
+        // Told to the sender: the sample where the output stopped, as FLUSH answers it, so that a sender that
+        // waits for this room resumes there (streaming.md §7).
+        let stopped = reason.notice == nil ? nil : controller.flatMap { $0.withPlayout { $0.flush(nextSequence: nil) } }
         releaseMedia(drain: reason == .teardown || reason == .connectionClosed)
         state = .initial
         sessionID = nil
@@ -884,6 +887,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         guard let notice = reason.notice, let context else { return }
         var headers: [(String, String)] = [("Content-Type", "text/parameters")]
         if case .takenOver(let by) = reason { headers.append(("Lyre-Taken-Over-By", by)) }
+        if let stopped { headers.append(("Lyre-Stopped-At", String(stopped))) }
         let request = RTSPRequest("SET_PARAMETER", uri: serverURI, headers: headers, body: Array("session-end: \(notice)\r\n".utf8))
         context.writeAndFlush(wrapOutboundOut(.request(request, promise: nil)), promise: nil)
         context.close(promise: nil)

@@ -149,6 +149,9 @@ public final class QueuePlayer: @unchecked Sendable {
         var artworkIndex: Int?
         /// Audio is being queued before `session.start()`: item changes are not shown until it starts.
         var awaitingStart = true
+        /// The rooms went away and the session waits for them: the now playing, for a room that comes back,
+        /// is to say paused.
+        var showPaused = false
     }
 
     private let session: StreamSession
@@ -176,9 +179,22 @@ public final class QueuePlayer: @unchecked Sendable {
     }
 
     /// The route went away: stop feeding and mark the player paused, as an iOS app pauses when headphones
-    /// are pulled. `play()` then returns `.interrupted`.
+    /// are pulled. `play()` then returns `.interrupted`, unless the session waits for its rooms
+    /// (`StreamConfiguration.waitsForLostRooms`): then the player is paused where the rooms stopped, and
+    /// `resume()` once a room is back carries on from there.
     public func routeChanged(_ reason: OutputRouteChangeReason) {
-        state.withLockedValue { $0.paused = true; $0.stopped = true; $0.interruption = reason }
+        let waiting = session.isWaitingForRooms
+        state.withLockedValue { s in
+            s.paused = true
+            if waiting {
+                if case .jump = s.jump?.kind { s.jump?.kind = .jump(resume: false) }
+                // The play thread says so: this may run where `control` is held (a request that found the room gone).
+                s.showPaused = true
+            } else {
+                s.stopped = true
+                s.interruption = reason
+            }
+        }
         wakeup.signal()
     }
 
@@ -209,7 +225,12 @@ public final class QueuePlayer: @unchecked Sendable {
             }
             defer { wakeup.signal() }
             guard wasPaused, !jumping else { return }  // a pending jump starts when its audio is queued
-            try session.start()
+            do {
+                try session.start()
+            } catch {
+                state.withLockedValue { $0.paused = true }  // no room to play on (the session waits for one)
+                throw error
+            }
             publishNowPlaying(force: true)
         }
     }
@@ -323,8 +344,9 @@ public final class QueuePlayer: @unchecked Sendable {
     }
 
     private func checkTransition() {
+        let force = state.withLockedValue { s in defer { s.showPaused = false }; return s.showPaused }
         guard !state.withLockedValue({ $0.awaitingStart }) else { return }
-        control.withLock { publishNowPlaying() }
+        control.withLock { publishNowPlaying(force: force) }
     }
 
     /// When the next queued item starts to play (sender clock), for `checkTransition`; nil while paused.
@@ -433,7 +455,13 @@ public final class QueuePlayer: @unchecked Sendable {
                 if queuedEnough, session.queuedFrames > 0, state.withLockedValue({ $0.awaitingStart }) {
                     try control.withLock {
                         guard state.withLockedValue({ $0.jump == nil && !$0.paused }) else { return }
-                        try session.start()
+                        do {
+                            try session.start()
+                        } catch where session.isWaitingForRooms {
+                            // The rooms went away before it started: paused, `resume()` starts it when one is back.
+                            state.withLockedValue { $0.paused = true; $0.awaitingStart = false }
+                            return
+                        }
                         state.withLockedValue { $0.awaitingStart = false }
                         publishNowPlaying(force: true)
                     }

@@ -32,6 +32,11 @@ public struct StreamConfiguration: Sendable {
     public var resend = true
     /// How long to wait for each receiver's TCP connection, ms.
     public var connectTimeoutMilliseconds = 5000
+    /// When the last room goes away by itself (not taken over, not removed), the playback is paused instead
+    /// of ended, as an iOS app pauses when its route goes: what no room played is taken back, and
+    /// ``StreamSession/addRoute(_:)`` then ``StreamSession/start(startDelay:backdate:)`` carry on from there
+    /// (issue 27: the room's return resumes it). The route change is reported as when it ends.
+    public var waitsForLostRooms = false
 
     public init() {}
 
@@ -562,6 +567,8 @@ public final class StreamSession: @unchecked Sendable {
     /// once, and every sample plays as long after it was recorded as the rest, none dropped to catch up.
     public func start(startDelay: UInt64 = 20_000_000, backdate: UInt64 = 0) throws {
         try control.withLock {
+            // Waiting for a lost room (`waitsForLostRooms`): nothing would hear it, so the position stays.
+            guard !lock.withLock({ links.isEmpty }) else { throw RTSPClient.Failure(description: "no room is left to play on") }
             let (anchor, rtp, seq) = lock.withLock { () -> (UInt64, UInt32, UInt16) in
                 anchorRTP = anchorRTP &+ UInt32(truncatingIfNeeded: framesSinceAnchor * UInt64(frameSamples))
                 framesSinceAnchor = 0
@@ -589,10 +596,8 @@ public final class StreamSession: @unchecked Sendable {
         try control.withLock {
             let (seq, rtp, estimate) = lock.withLock { () -> (UInt16, UInt32, UInt32) in
                 running = false
-                let now = HostClock.now()
-                let played = now > anchorClock + latency ? (now - anchorClock - latency) / frameNanoseconds : 0
                 let rtp = anchorRTP &+ UInt32(truncatingIfNeeded: framesSinceAnchor * UInt64(frameSamples))
-                return (sequence, rtp, anchorRTP &+ UInt32(truncatingIfNeeded: played * UInt64(frameSamples)))
+                return (sequence, rtp, dueRTP())
             }
             let headers = [("RTP-Info", RTPInfo(sequence: seq, rtpTime: rtp).serialized)]
             var answers: [(Link, RTSPMessage)] = []
@@ -603,6 +608,12 @@ public final class StreamSession: @unchecked Sendable {
             }
             answers = try broadcast("FLUSH") { _ in (headers, []) }
         }
+    }
+
+    /// The RTP time of the frame due at the outputs now (the first not yet played, by the clock). Under `lock`.
+    private func dueRTP(at now: UInt64 = HostClock.now()) -> UInt32 {
+        let played = now > anchorClock + latency ? (now - anchorClock - latency) / frameNanoseconds : 0
+        return anchorRTP &+ UInt32(truncatingIfNeeded: played * UInt64(frameSamples))
     }
 
     /// Puts back in the queue, in order, the app's audio from the decoded stream's RTP position `stop` on (what
@@ -819,6 +830,10 @@ public final class StreamSession: @unchecked Sendable {
     /// The session is over: closed, or every room went away or was taken over.
     public var hasEnded: Bool { lock.withLock { ended } }
 
+    /// Every room went away by itself and the playback waits, paused, for one to come back
+    /// (``StreamConfiguration/waitsForLostRooms``).
+    public var isWaitingForRooms: Bool { lock.withLock { !ended && links.isEmpty } }
+
     /// Why the last room went away, once it has (what `onRouteChange` was told).
     public var routeChangeReason: OutputRouteChangeReason? { lock.withLock { lostRoute } }
 
@@ -863,7 +878,8 @@ public final class StreamSession: @unchecked Sendable {
         let parameters = TextParameters(parsing: request.bodyText)
         if let end = parameters["session-end"] {
             reply(200, [])
-            linkLost(link, reason: end == "taken-over" ? .takenOver(by: request.headers["Lyre-Taken-Over-By"]) : .oldDeviceUnavailable)
+            linkLost(link, reason: end == "taken-over" ? .takenOver(by: request.headers["Lyre-Taken-Over-By"]) : .oldDeviceUnavailable,
+                     stoppedAt: request.headers["Lyre-Stopped-At"].flatMap(UInt32.init))
             return
         }
         guard parameters["remote-command"] != nil else {
@@ -892,7 +908,8 @@ public final class StreamSession: @unchecked Sendable {
     }
 
     /// Adds a handler for the end of the playback, when the last room is gone (a `QueuePlayer` adds its
-    /// own). Called at once if it is already gone.
+    /// own). Called at once if it is already gone. With `waitsForLostRooms` it is called each time the last
+    /// room goes away by itself, and the playback waits paused instead of ending.
     func observeRouteChange(_ handler: @escaping @Sendable (OutputRouteChangeReason) -> Void) {
         let lost: OutputRouteChangeReason? = lock.withLock {
             if lostRoute == nil { routeChangeHandlers.append(handler) }
@@ -901,12 +918,22 @@ public final class StreamSession: @unchecked Sendable {
         if let lost { handler(lost) }
     }
 
-    /// A room went away by itself: it leaves the playback; when it was the last, the playback ends.
-    private func linkLost(_ link: Link, reason: OutputRouteChangeReason) {
+    /// A room went away by itself: it leaves the playback; when it was the last, the playback ends, or with
+    /// `waitsForLostRooms` pauses to wait for one.
+    /// `stoppedAt`: where the room's output stopped, when its receiver said (`Lyre-Stopped-At`).
+    private func linkLost(_ link: Link, reason: OutputRouteChangeReason, stoppedAt: UInt32? = nil) {
         guard !lock.withLock({ ended }), detach(link) else { return }
         link.close(teardown: false)
         let (remaining, handlers) = lock.withLock { () -> (Int, [@Sendable (OutputRouteChangeReason) -> Void]) in
             guard links.isEmpty else { return (links.count, []) }
+            if configuration.waitsForLostRooms, reason == .oldDeviceUnavailable {
+                // Paused where the room's output stopped, when its receiver said, else where it was due.
+                if running {
+                    running = false
+                    takeBack(from: stoppedAt ?? dueRTP())
+                }
+                return (0, routeChangeHandlers)
+            }
             running = false
             ended = true
             guard !routeChangeSent else { return (0, []) }
@@ -915,7 +942,7 @@ public final class StreamSession: @unchecked Sendable {
             return (0, routeChangeHandlers)
         }
         notifyRoom(RoomChange(route: link.route, kind: .left(reason), remaining: remaining))
-        if remaining == 0 {
+        if remaining == 0, hasEnded {
             pacerWake.signal()
             wakeQueueWaiters()
             closeEndpoints()

@@ -7,6 +7,7 @@ import LyreDiscovery
 import LyrePairing
 import LyreSender
 import LyreWire
+import NIOConcurrencyHelpers
 
 /// `lyre play`: streams files (or raw PCM from stdin) to a receiver.
 struct Play: AsyncParsableCommand {
@@ -19,7 +20,10 @@ struct Play: AsyncParsableCommand {
 
             Several --to play in sync (multi-room), each with an optional channel map: --to Left=left --to Right=right \
             is a stereo pair (left, right, mono or stereo, the default). While it plays, 'lyre group' lists the \
-            rooms and adds or removes them. A room that goes away leaves the others playing.
+            rooms and adds or removes them. A room that goes away leaves the others playing, and rejoins by \
+            itself when its receiver is back. When the only room goes away, the playback pauses where it stopped \
+            and waits for it (Ctrl-C to stop); its return resumes it, or with --no-resume leaves it paused for \
+            its controls to play.
 
             What plays is described to the receivers from each file's tags (or --title, --artist, --album), with \
             cover art embedded in the file or in cover.jpg/folder.jpg beside it (or --artwork). Every room's \
@@ -53,6 +57,9 @@ struct Play: AsyncParsableCommand {
 
     @Flag(inversion: .prefixedNo, help: "Resend lost packets when a receiver asks (--no-resend: never, as version 1 senders).")
     var resend = true
+
+    @Flag(inversion: .prefixedNo, help: "When the only room went away and comes back, play on where it paused (--no-resume: stay paused until its controls say play).")
+    var resume = true
 
     @Option(help: ArgumentHelp("Raw stdin layout: s16le, s16be, s24le, s32le, f32le or u8, then rate and channels.", valueName: "SAMPLE:RATE:CHANNELS"))
     var format: String = "s16le:48000:2"
@@ -118,6 +125,7 @@ struct Play: AsyncParsableCommand {
         configuration.frameMilliseconds = frame ?? (latency < 50 ? 10 : 20)
         configuration.fec = fecMode!
         configuration.resend = resend
+        configuration.waitsForLostRooms = true
         configuration.senderName = name ?? Self.defaultSenderName()
         configuration.security = try SenderState.security(name: configuration.senderName)
         configuration.senderID = configuration.security?.identity.id
@@ -152,17 +160,33 @@ struct Play: AsyncParsableCommand {
         // A room lost while others play comes back by itself when its receiver answers again.
         let returns = RoomReturns(session: session)
         defer { returns.close() }
+        let logger = Logger(label: "lyre.play")
+        // Set when the last room went away while playing: its return resumes the playback (unless --no-resume).
+        let resumeOnReturn = NIOLockedValueBox(false)
+        let resume = resume
         session.observeRoomChanges { change in
             let rest = change.remaining > 0 ? "; playing on in \(session.routes.map(\.description).joined(separator: ", "))" : ""
             let line: String
             switch change.kind {
             case .joined:
-                let how = returns.cameBack(change.route) ? "is back" : "joined"
-                line = "\(change.route) \(how)\(session.isEncrypted(change.route) ? "" : " (\(Self.plainNote))")"
+                let back = returns.cameBack(change.route)
+                line = "\(change.route) \(back ? "is back" : "joined")\(session.isEncrypted(change.route) ? "" : " (\(Self.plainNote))")"
+                // The only room's return: the playback that paused when it went resumes (unless --no-resume).
+                if back, resumeOnReturn.withLockedValue({ wanted in defer { wanted = false }; return wanted }) {
+                    do { try player.resume() } catch { logger.warning("cannot resume on \(change.route): \(error)") }
+                }
             case .left(nil): line = "\(change.route) removed\(rest)"
             case .left(.oldDeviceUnavailable?) where change.remaining > 0:
                 returns.lost(change.route)
                 line = "\(change.route) is no longer available\(rest); it rejoins when it is back"
+            case .left(.oldDeviceUnavailable?) where session.isWaitingForRooms:
+                returns.lost(change.route)
+                // Said before the player pauses itself: a pause of the user's own is not undone by the return.
+                resumeOnReturn.withLockedValue { $0 = resume && !player.isPaused }
+                let waiting = returns.returning
+                line = "paused: \(waiting.map(\.description).joined(separator: ", ")) \(waiting.count > 1 ? "are" : "is") no longer available; "
+                    + (resume ? "it plays on when \(waiting.count > 1 ? "one" : "it") is back" : "waiting for \(waiting.count > 1 ? "one" : "it"); its controls play on")
+                    + " (Ctrl-C to stop)"
             case .left(.oldDeviceUnavailable?): line = "\(change.route) is no longer available\(rest)"
             case .left(.takenOver(let by)?): line = "\(by.map { "'\($0)'" } ?? "another sender") took over \(change.route)\(rest)"
             }
@@ -184,7 +208,6 @@ struct Play: AsyncParsableCommand {
         interrupt.setEventHandler { player.stop() }
         interrupt.resume()
         // Each room's link quality, from its receiver's reports (streaming.md §4.2), in the log every 5 s.
-        let logger = Logger(label: "lyre.play")
         let qualityLog = DispatchSource.makeTimerSource()
         qualityLog.schedule(deadline: .now() + 5, repeating: 5)
         qualityLog.setEventHandler {
