@@ -475,7 +475,15 @@ public struct Playout: ~Copyable {
                 let span = max(0, min(position - from, 48000))
                 let gap = Int(span / missing)
                 statistics.lost += 1
-                if staged.isEmpty { stagedStart = position - span }
+                if staged.isEmpty {
+                    stagedStart = position - span
+                    // Packets missing for longer than concealment reaches (a second: a link down for seconds):
+                    // the output went on in silence before it, and that silence was the loss's too.
+                    if let starved, stagedStart > starved.from {
+                        statistics.concealed += Int(min(stagedStart, starved.to) - starved.from)
+                        self.starved = stagedStart >= starved.to ? nil : (stagedStart, starved.to)
+                    }
+                }
                 staging = true
                 conceal(frames: gap, before: missing == 1 ? head.packet : nil)
                 concealedEnd = stagedStart + Int64(staged.count / 2)

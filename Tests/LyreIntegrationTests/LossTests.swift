@@ -20,10 +20,10 @@ struct LossTests {
     }
 
     /// Packets the rule dropped.
-    static func dropped(_ network: TestNetwork) async throws -> Int {
-        let listing = try await network.run(["nft", "list", "table", "inet", "lyreloss"]).stdout
-        let match = listing.range(of: #"counter packets (\d+)"#, options: .regularExpression).map { String(listing[$0]) } ?? ""
-        return Int(match.split(separator: " ").last ?? "") ?? 0
+    static func dropped(_ network: TestNetwork, table: String = "lyreloss") async throws -> Int {
+        let listing = try await network.run(["nft", "list", "table", "inet", table]).stdout
+        let counts = listing.matches(of: #/counter packets (\d+)/#).compactMap { Int($0.1) }
+        return counts.reduce(0, +)
     }
 
     /// A room's session statistics, from the line lyred logs when the session ends.
@@ -34,6 +34,53 @@ struct LossTests {
             let kv = pair.split(separator: "=", maxSplits: 1)
             return kv.count == 2 ? Int(kv[1]).map { (String(kv[0]), $0) } : nil
         }, uniquingKeysWith: { $1 })
+    }
+
+    /// A link that drops for 3 s (Wi-Fi gone and back: every packet to and from the room, RTSP included) is
+    /// not a route change (issue 27): the room keeps its session, conceals the gap, asks again for what it can
+    /// still play, and counts it; it plays on in sync with the room that never lost its link.
+    @Test func aThreeSecondLinkDropResumesWithoutARouteChange() async throws {
+        let rooms = try await Rooms([("Clean", []), ("Gappy", ["--listen", "127.0.0.2"])])
+        defer { rooms.network.close() }
+        let song = try await rooms.sweep(seconds: 14, signal: "music")
+        let play = try rooms.network.spawn(["lyre", "play", song, "--host", "127.0.0.1:7730", "--host", "127.0.0.2:7731",
+                                            "--group-socket", "off", "--log-level", "info"])
+        #expect(await eventually { rooms.lyred["Gappy"]!.stderr.contains("now playing:") }, "\(rooms.lyred["Gappy"]!.stderr)")
+        try await Task.sleep(for: .seconds(3))
+        let down = try await rooms.network.shell("""
+            nft add table inet lyregap && \
+            nft add chain inet lyregap input '{ type filter hook input priority 0 ; }' && \
+            nft add rule inet lyregap input ip daddr 127.0.0.2 counter drop && \
+            nft add rule inet lyregap input ip saddr 127.0.0.2 counter drop
+            """)
+        #expect(down.status == 0, "nft: \(down.stderr)")
+        try await Task.sleep(for: .seconds(3))
+        let dropped = try await Self.dropped(rooms.network, table: "lyregap")
+        let up = try await rooms.network.run(["nft", "delete", "table", "inet", "lyregap"])
+        #expect(up.status == 0, "nft: \(up.stderr)")
+        try await play.waitForExit(timeout: 40)
+        #expect(play.status == 0, "lyre play: \(play.stderr)")
+        #expect(!play.stderr.contains("no longer available"), "a route change for a 3 s gap: \(play.stderr)")
+        try await rooms.stop()
+        #expect(dropped > 100, "nft dropped \(dropped) packets")
+        let gappy = rooms.lyred["Gappy"]!.stderr
+        #expect(gappy.components(separatedBy: "': opus, latency").count == 2 && !gappy.contains("timed out"), "one session: \(gappy)")
+        let stats = Self.statistics(rooms.lyred["Gappy"]!)
+        // About 3 s concealed (what came back after the gap, asked for again, was too late to play).
+        let concealed = Double(stats["concealed"] ?? 0) / 48000
+        print("Gappy concealed \(String(format: "%.2f", concealed)) s for a 3 s drop: \(stats)")
+        #expect(concealed > 2 && concealed < 4.5, "concealed \(concealed) s: \(stats)")
+        #expect((stats["nack"] ?? 0) > 0, "asked for nothing again: \(stats)")
+        // Heard in its output too: about as long silent (10 ms windows under -50 dBFS where the song plays) as
+        // the receiver counted concealed (the first of it concealed, then silence).
+        let heard = Double(try await rooms.compare(song, "Gappy")["gaps"] as? Int ?? 0) / 100
+        print("Gappy's output was silent for \(heard) s")
+        #expect(heard > 2 && heard <= concealed + 0.05, "silent for \(heard) s, concealed \(concealed) s")
+        // The clean room is untouched, and the two are in sync before the gap and after it.
+        let clean = try await rooms.compare(song, "Clean")
+        StreamingTests.expectSameAudio(clean)
+        let sync = try await rooms.sync("Gappy", "Clean")
+        #expect((sync["windows"] as? Int ?? 0) >= 20 && (sync["max_us"] as? Double ?? .infinity) < 500, "sync: \(sync)")
     }
 
     /// 5 % random loss to one of two rooms at the default latency: every lost packet is asked for and

@@ -270,6 +270,26 @@ extension PlayoutTests {
         }
     }
 
+    /// A link down for 3 s (Wi-Fi): nothing comes for 3 s, then the packets of the moment come again, each
+    /// 100 ms before its time, and the 3 s of packets in between never. The output is silent or concealed
+    /// for the 3 s and counted so (one gap, not a second of it: concealment reaches a second), then plays on
+    /// in place.
+    @Test func aLinkDownForSecondsIsCountedWhole() throws {
+        let pcm = Self.sweep(seconds: 6)
+        // 10 ms packets: 100 to 399 (1 s to 4 s) never come; from 400 on, each 100 ms before it is due, none
+        // before 4.1 s (the link is back at 4 s, after the output's 100 ms latency).
+        var withheld: [Int: Double] = [:]
+        for index in 100..<400 { withheld[index] = .infinity }
+        for index in 400..<600 { withheld[index] = max(4.1, Double(index) / 100 + 0.1 - 0.1) }
+        let run = try Self.play(pcm, withheld: withheld)
+        let concealed = Double(run.statistics.concealed) / 48000
+        #expect(abs(concealed - 3) < 0.05, "concealed \(concealed) s: \(run.statistics)")
+        let windows = Self.measure(pcm, run, skewPPM: 0, every: 0.1)
+        for window in windows where window.at < 0.95 || window.at > 4.05 {
+            #expect(abs(window.errorMicroseconds) < 25 && window.snr > 40, "\(window)")
+        }
+    }
+
     static func sineFitSNR(_ x: [Double], frequency: Double) -> Double {
         var w = 2 * Double.pi * frequency
         var (a, b, c) = (0.0, 0.0, 0.0)
