@@ -158,7 +158,7 @@ struct Play: AsyncParsableCommand {
         let player = QueuePlayer(items: items, session: session)
         let terminal = isatty(2) == 1
         // A room lost while others play comes back by itself when its receiver answers again.
-        let returns = RoomReturns(session: session)
+        let returns = RoomReturns(session: session, discovery: (mdns.mdns, mdns.interfaces))
         defer { returns.close() }
         let logger = Logger(label: "lyre.play")
         // Set when the last room went away while playing: its return resumes the playback (unless --no-resume).

@@ -1,12 +1,15 @@
 import Foundation
+import Logging
+import LyreDiscovery
 import LyreSender
 import NIOConcurrencyHelpers
 
-/// Rooms of a playback that went away by themselves come back by themselves (issue 27): while other rooms
-/// play on, a room whose receiver was lost (rebooted, lyred restarted, a link down past the limit) is tried
-/// again at its known address once a second, and rejoins the playback in sync as soon as it answers as the
-/// same receiver (`StreamSession.addRoute`: its id and, when paired, its key are checked). A room the user
-/// removed never comes back on its own; removing or adding a room that is returning ends the wait.
+/// Rooms of a playback that went away by themselves come back by themselves (issue 27): a room whose
+/// receiver was lost (rebooted, lyred restarted, a link down past the limit) is tried again at its known
+/// address once a second, and at once at a new address when mDNS sees its receiver there (`seen`); it
+/// rejoins the playback in sync as soon as it answers as the same receiver (`StreamSession.addRoute`: its id
+/// and, when paired, its key are checked). A room the user removed never comes back on its own; removing or
+/// adding a room that is returning ends the wait.
 ///
 /// `@unchecked Sendable`: the state is behind `lock`; attempts run one at a time on `queue`.
 final class RoomReturns: @unchecked Sendable {
@@ -19,8 +22,16 @@ final class RoomReturns: @unchecked Sendable {
     /// Attempts are blocking connects (`addRoute`), one at a time, off the session's threads.
     private let queue = DispatchQueue(label: "lyre-room-returns")
     private var timer: DispatchSourceTimer?
+    /// How to browse mDNS for a waiting room's receiver at a new address; nil: its known address only.
+    private let discovery: (mode: MDNSMode, interfaces: [String])?
+    /// The browse, from the first room with an id lost until the playback ends.
+    private var browser: DeviceBrowser?
+    private var browsing: Task<Void, Never>?
 
-    init(session: StreamSession) { self.session = session }
+    init(session: StreamSession, discovery: (mode: MDNSMode, interfaces: [String])? = nil) {
+        self.session = session
+        self.discovery = discovery
+    }
 
     /// How long between attempts, and the longest one connect may take.
     static let retrySeconds = 1.0
@@ -37,10 +48,44 @@ final class RoomReturns: @unchecked Sendable {
             timer.resume()
             self.timer = timer
         }
+        watch(for: route)
+    }
+
+    /// Browses mDNS, once, when `route` has an id to look for: each sighting of a receiver goes to `seen`.
+    private func watch(for route: OutputRoute) {
+        guard route.id != nil, let discovery else { return }
+        lock.withLock {
+            guard browser == nil else { return }
+            do {
+                let browser = try DeviceBrowser(mode: discovery.mode, interfaces: discovery.interfaces)
+                let changes = try browser.routeChanges()
+                self.browser = browser
+                browsing = Task { [weak self] in
+                    for await change in changes where change.reason != .deviceUnavailable {
+                        guard let address = change.device.streamAddress else { continue }
+                        self?.seen(id: change.device.id.rawValue, host: address, port: change.device.port)
+                    }
+                }
+            } catch {
+                // Tried at its known address still.
+                Logger(label: "lyre.play").notice("cannot watch mDNS for returning rooms: \(error)")
+            }
+        }
     }
 
     /// The rooms waiting to come back.
     var returning: [OutputRoute] { lock.withLock { waiting } }
+
+    /// mDNS saw the receiver `id` at `host`:`port`: a room waiting for it is tried there, at once.
+    func seen(id: String, host: String, port: UInt16) {
+        let waits = lock.withLock {
+            guard let index = waiting.firstIndex(where: { $0.id == id }) else { return false }
+            waiting[index].host = host
+            waiting[index].port = port
+            return true
+        }
+        if waits { queue.async { [weak self] in self?.attempt() } }
+    }
 
     /// Stops waiting for the room named `name`; false when none waits.
     @discardableResult
@@ -60,13 +105,17 @@ final class RoomReturns: @unchecked Sendable {
 
     /// Stops waiting for anyone (the playback ended).
     func close() {
-        lock.withLock {
+        let (browser, browsing) = lock.withLock {
             waiting.removeAll()
             stopTimer()
+            defer { self.browser = nil; self.browsing = nil }
+            return (self.browser, self.browsing)
         }
+        browsing?.cancel()
+        browser?.close()
     }
 
-    /// One try for each waiting room, on `queue`.
+    /// One try for each waiting room, on `queue` (the timer's, or one at once for an address just seen).
     private func attempt() {
         guard !session.hasEnded else { return close() }
         for route in returning {
