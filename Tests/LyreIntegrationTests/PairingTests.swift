@@ -322,6 +322,48 @@ struct PairingTests {
         #expect(missing.status != 0 && missing.stderr.contains("is not on the network") && missing.stderr.contains(pairedID), "\(missing.stderr)")
     }
 
+    /// A paired receiver restarted mid-song (as `systemctl restart lyred` does: SIGTERM, then started again)
+    /// comes back into the playback by itself, paired and encrypted again (issue 27); the song plays on to its
+    /// end. A receiver that comes back at the same address under the same id with another key is never rejoined:
+    /// the sender keeps waiting and sends it nothing.
+    @Test func aPairedReceiverRestartedMidSongComesBackEncrypted() async throws {
+        let network = try TestNetwork()
+        defer { network.close() }
+        var receiver = try await Receiver(network: network)
+        await receiver.waitUntilAdvertised()
+        #expect(try await Self.pair(receiver).status == 0)
+        let song = network.scratch.appendingPathComponent("song.wav").path
+        #expect(try await network.run(["python3", MultiRoomTests.audioTool, "sweep", song, "--rate", "44100", "--seconds", "10"]).status == 0)
+        let play = try network.spawn(["lyre", "play", song, "--to", "Kitchen", "--group-socket", "off"])
+        #expect(await eventually { receiver.process.stderr.contains("now playing:") }, "\(receiver.process.stderr)")
+        #expect(receiver.process.stderr.contains("TLS and SRTP"), "\(receiver.process.stderr)")
+        try await Task.sleep(for: .seconds(2))
+        try await receiver.restart()
+        #expect(await eventually(timeout: 10) { play.stderr.contains("'Kitchen' is back") }, "lyre play: \(play.stderr)")
+        #expect(await eventually { receiver.process.stderr.contains("now playing:") }, "\(receiver.process.stderr)")
+        #expect(receiver.process.stderr.contains("TLS and SRTP"), "not encrypted after the restart: \(receiver.process.stderr)")
+        try await play.waitForExit(timeout: 30)
+        #expect(play.status == 0 && play.stderr.contains("paused: 'Kitchen' is no longer available"), "lyre play: \(play.stderr)")
+        #expect(!play.stderr.contains("unencrypted"), "lyre play: \(play.stderr)")
+        #expect(receiver.process.stderr.contains("ended: teardown"), "the song did not play to its end: \(receiver.process.stderr)")
+
+        // Back with another key (its state made anew, its id kept): never rejoined.
+        let sessions = receiver.process.stderr.components(separatedBy: "TLS and SRTP").count
+        let again = try network.spawn(["lyre", "play", song, "--to", "Kitchen", "--group-socket", "off"])
+        #expect(await eventually { receiver.process.stderr.components(separatedBy: "TLS and SRTP").count > sessions }, "\(receiver.process.stderr)")
+        try await Task.sleep(for: .seconds(1))
+        let other = network.scratch.appendingPathComponent("other.state").path
+        try FileManager.default.createDirectory(atPath: other, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: receiver.state + "/device-id", toPath: other + "/device-id")
+        try await receiver.restart(state: other)
+        #expect(await eventually { again.stderr.contains("paused: 'Kitchen' is no longer available") }, "lyre play: \(again.stderr)")
+        try await Task.sleep(for: .seconds(3))
+        #expect(again.isRunning && !again.stderr.contains("'Kitchen' is back"), "lyre play: \(again.stderr)")
+        #expect(!receiver.process.stderr.contains("session from"), "the receiver with another key got a session: \(receiver.process.stderr)")
+        again.signal(SIGINT)
+        try await again.waitForExit(timeout: 5)
+    }
+
     /// A third host that sees the timing requests forges replies from the sender's address and port, claiming
     /// its clock is 50 ms ahead (Tools/peers/timing-forger.py); nftables drops the real replies, so the forger
     /// need not win a race. A plain session's clock follows the forgery (the forger works); a paired session's
