@@ -73,15 +73,17 @@ final class GroupServer: Sendable {
             return "ok " + GroupListing(rooms: rooms, returning: returns.returning, volume: session.volume).json
         case ("add", 2):
             let route: OutputRoute
+            let spec: RoomSpec
             do {
-                let spec = try RoomSpec(words[1])
-                // Added by hand: no longer waited for.
-                returns.forget(named: spec.name)
+                spec = try RoomSpec(words[1])
                 route = try await resolve(spec)
             } catch {
-                return "error \(error)"
+                return "error \(error)"  // a room waited for still is
             }
-            return await blocking { try session.addRoute(route) }
+            let answer = await blocking { try session.addRoute(route) }
+            // Added by hand: no longer waited for.
+            if answer == "ok" { returns.forget(named: spec.name) }
+            return answer
         case ("remove", 2):
             // A room waited for is removed by no longer waiting for it.
             if returns.forget(named: words[1]) { return "ok" }

@@ -160,6 +160,10 @@ struct Play: AsyncParsableCommand {
         // A room lost while others play comes back by itself when its receiver answers again.
         let returns = RoomReturns(session: session, discovery: (mdns.mdns, mdns.interfaces))
         defer { returns.close() }
+        returns.onNothingLeft = {
+            FileHandle.standardError.write(Data("\(terminal ? "\r\u{1B}[K" : "")lyre: no room left to play on or wait for; stopped\n".utf8))
+            player.stop()
+        }
         let logger = Logger(label: "lyre.play")
         // Set when the last room went away while playing: its return resumes the playback (unless --no-resume).
         let resumeOnReturn = NIOLockedValueBox(false)
@@ -171,8 +175,9 @@ struct Play: AsyncParsableCommand {
             case .joined:
                 let back = returns.cameBack(change.route)
                 line = "\(change.route) \(back ? "is back" : "joined")\(session.isEncrypted(change.route) ? "" : " (\(Self.plainNote))")"
-                // The only room's return: the playback that paused when it went resumes (unless --no-resume).
-                if back, resumeOnReturn.withLockedValue({ wanted in defer { wanted = false }; return wanted }) {
+                // A room again after the last went away (back, or one added): the playback that paused then
+                // resumes (unless --no-resume).
+                if resumeOnReturn.withLockedValue({ wanted in defer { wanted = false }; return wanted }) {
                     do { try player.resume() } catch { logger.warning("cannot resume on \(change.route): \(error)") }
                 }
             case .left(nil): line = "\(change.route) removed\(rest)"

@@ -87,16 +87,26 @@ final class RoomReturns: @unchecked Sendable {
         if waits { queue.async { [weak self] in self?.attempt() } }
     }
 
-    /// Stops waiting for the room named `name`; false when none waits.
+    /// Stops waiting for the room named `name`; false when none waits. When the playback had no room left
+    /// but this one to wait for, `onNothingLeft` is called.
     @discardableResult
     func forget(named name: String) -> Bool {
-        lock.withLock {
+        let (forgot, nothingLeft) = lock.withLock {
             let before = waiting.count
             waiting.removeAll { $0.isNamed(name) }
             if waiting.isEmpty { stopTimer() }
-            return waiting.count != before
+            return (waiting.count != before, waiting.isEmpty)
         }
+        if forgot, nothingLeft, session.isWaitingForRooms { onNothingLeft() }
+        return forgot
     }
+
+    /// Called when the last room waited for is forgotten while no room plays: the playback has nowhere to go.
+    var onNothingLeft: @Sendable () -> Void {
+        get { lock.withLock { nothingLeftHandler } }
+        set { lock.withLock { nothingLeftHandler = newValue } }
+    }
+    private var nothingLeftHandler: @Sendable () -> Void = {}
 
     /// Whether `route` joined because it came back (said once).
     func cameBack(_ route: OutputRoute) -> Bool {

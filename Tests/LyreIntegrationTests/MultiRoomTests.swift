@@ -333,6 +333,48 @@ struct MultiRoomTests {
         #expect(after > 0 && after < 5, "Bedroom's first audio \(after) s after its lyred started at the new address")
     }
 
+    /// Adding by hand a room that is returning: while its receiver is away the add fails and the room is still
+    /// waited for; once it is back (by itself) it plays once, and adding it again is refused as already playing.
+    /// Removing the only room left to wait for, while no room plays, stops the playback.
+    @Test func aReturningRoomIsAddedOnceAndRemovingTheLastOneWaitedForStops() async throws {
+        var rooms = try await Rooms([("Kitchen", []), ("Bedroom", [])])
+        defer { rooms.network.close() }
+        let song = try await rooms.sweep(seconds: 30, signal: "music")
+        let play = try rooms.network.spawn(["lyre", "play", song, "--to", "Kitchen", "--to", "Bedroom", "--group-socket", rooms.groupSocket])
+        #expect(await eventually { rooms.lyred["Bedroom"]!.stderr.contains("now playing:") }, "\(rooms.lyred["Bedroom"]!.stderr)")
+        func states() async throws -> [String]? {
+            let list = try await rooms.network.run(["lyre", "group", "--json", "--socket", rooms.groupSocket])
+            let listing = try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [String: Any]
+            return (listing?["rooms"] as? [[String: Any]])?.map { "\($0["name"] ?? "") \($0["state"] ?? "")" }
+        }
+        rooms.lyred["Bedroom"]!.signal(SIGTERM)
+        try await rooms.lyred["Bedroom"]!.waitForExit(timeout: 10)
+        #expect(await eventually { play.stderr.contains("'Bedroom' is no longer available") }, "lyre play: \(play.stderr)")
+        let early = try await rooms.network.run(["lyre", "group", "add", "Bedroom", "--socket", rooms.groupSocket])
+        #expect(early.status != 0, "added while its receiver is away: \(early.stdout)")
+        #expect(try await states() == ["Kitchen playing", "Bedroom returning"], "a failed add ended the wait")
+        try rooms.restart("Bedroom")
+        #expect(await eventually(timeout: 10) { play.stderr.contains("'Bedroom' is back") }, "lyre play: \(play.stderr)")
+        #expect(await eventually { rooms.lyred["Bedroom"]!.stderr.contains("advertised as") }, "\(rooms.lyred["Bedroom"]!.stderr)")
+        let again = try await rooms.network.run(["lyre", "group", "add", "Bedroom", "--socket", rooms.groupSocket])
+        #expect(again.status != 0 && again.stderr.contains("already playing"), "\(again.stdout) \(again.stderr)")
+        #expect(try await states() == ["Kitchen playing", "Bedroom playing"])
+
+        // Both go away: the playback waits for both; removing both from the wait stops it.
+        for room in ["Kitchen", "Bedroom"] {
+            rooms.lyred[room]!.signal(SIGTERM)
+            try await rooms.lyred[room]!.waitForExit(timeout: 10)
+        }
+        #expect(await eventually { (try? await states()) == ["Kitchen returning", "Bedroom returning"] }, "lyre play: \(play.stderr)")
+        #expect(play.stderr.contains("paused: ") && play.stderr.contains("are no longer available; it plays on when one is back"), "lyre play: \(play.stderr)")
+        let removeOne = try await rooms.network.run(["lyre", "group", "remove", "Kitchen", "--socket", rooms.groupSocket])
+        #expect(removeOne.status == 0 && play.isRunning, "\(removeOne.stderr) \(play.stderr)")
+        let removeLast = try await rooms.network.run(["lyre", "group", "remove", "Bedroom", "--socket", rooms.groupSocket])
+        #expect(removeLast.status == 0, "\(removeLast.stderr)")
+        try await play.waitForExit(timeout: 5)
+        #expect(play.status == 0 && play.stderr.contains("no room left to play on or wait for; stopped"), "lyre play: \(play.stderr)")
+    }
+
     /// The only room lost (its lyred stopped, as a reboot does) pauses the playback where that room stopped
     /// (issue 27): `lyre play` says so and waits, and `lyre group` lists the room as returning. When its lyred
     /// is back, the room rejoins by itself and the playback resumes from where it paused: the output before and
