@@ -16,8 +16,10 @@ public final class MPRISPlayerWatcher: Sendable {
     private let thread: Mutex<pthread_t?>
 
     /// Connects to `bus`, asks for the signals players send, lists the players there, and starts the loop thread.
+    /// `onLost` is called once, on the loop thread, when the bus goes away (its daemon restarted or stopped; not
+    /// after ``close()``): the watcher is then finished, and a new one may be made (``BusReconnector``).
     public init(bus: MPRISBus, onChange: @escaping @Sendable (WatchedPlayer) -> Void,
-                onRemoved: @escaping @Sendable (String) -> Void) throws(MPRISError) {
+                onRemoved: @escaping @Sendable (String) -> Void, onLost: (@Sendable () -> Void)? = nil) throws(MPRISError) {
         guard MPRISPlayer.threadsInitialized else { throw MPRISError("libdbus could not set up its thread locks") }
         let connection = try BusConnection(bus: bus)
         try connection.addMatch(
@@ -26,7 +28,7 @@ public final class MPRISPlayerWatcher: Sendable {
         try connection.addMatch(
             "type='signal',interface='\(MPRISName.properties)',member='PropertiesChanged',path='\(MPRISName.objectPath)'")
         try connection.addMatch("type='signal',interface='\(MPRISName.player)',member='Seeked',path='\(MPRISName.objectPath)'")
-        let service = try WatcherService(connection: connection, onChange: onChange, onRemoved: onRemoved)
+        let service = try WatcherService(connection: connection, onChange: onChange, onRemoved: onRemoved, onLost: onLost)
         do {
             thread = Mutex(try LoopThread.start { service.run() })
         } catch {
@@ -76,6 +78,7 @@ final class WatcherService: @unchecked Sendable {
     private let watches: WatchSet
     private let onChange: @Sendable (WatchedPlayer) -> Void
     private let onRemoved: @Sendable (String) -> Void
+    private let onLost: (@Sendable () -> Void)?
     private var connection: BusConnection?
     private var tracker = PlayerTracker()
     private var pending: [UInt32: Pending] = [:]
@@ -84,9 +87,10 @@ final class WatcherService: @unchecked Sendable {
     private var deferred: [PlayerTracker.Action] = []
 
     init(connection: consuming BusConnection, onChange: @escaping @Sendable (WatchedPlayer) -> Void,
-         onRemoved: @escaping @Sendable (String) -> Void) throws(MPRISError) {
+         onRemoved: @escaping @Sendable (String) -> Void, onLost: (@Sendable () -> Void)? = nil) throws(MPRISError) {
         self.onChange = onChange
         self.onRemoved = onRemoved
+        self.onLost = onLost
         watches = try WatchSet()
         guard watches.install(on: connection) else { throw MPRISError("libdbus ran out of memory setting up watches") }
         // Every message comes through the filter: signals, and the replies to calls sent without a pending call.
@@ -146,12 +150,17 @@ final class WatcherService: @unchecked Sendable {
                 perform(actions, on: connection)
                 return !actions.isEmpty || shared.withLock { !$0.requests.isEmpty || !$0.running }
             })
-        shared.withLock { $0.running = false }
+        // Still running: the loop ended because the bus went away, not because it was stopped.
+        let lost = shared.withLock { shared in
+            defer { shared.running = false }
+            return shared.running
+        }
         for case .command(let reply) in pending.values {
             reply(.failed(errorName: DBusErrorName.failed, message: "the player watcher closed"))
         }
         pending.removeAll()
         dbus_connection_flush(connection.raw)
+        if lost { onLost?() }
     }
 
     private func send(_ request: Request, on connection: borrowing BusConnection) {

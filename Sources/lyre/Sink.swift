@@ -123,7 +123,7 @@ final class SinkController: @unchecked Sendable {
     /// Each stream's process, for finding the app's MPRIS player.
     private var processes: [UInt32: UInt32] = [:]
     /// The apps' MPRIS players (none without a session bus), and what each receiver was last told of one.
-    private var watcher: MPRISPlayerWatcher?
+    private var watcher: BusReconnector<MPRISPlayerWatcher>?
     private var players: [String: WatchedPlayer] = [:]
     private var bridges: [String: Bridge] = [:]
     /// Requests to the receivers (now playing, cover, enabled controls, volume) wait for their answers here, in
@@ -171,22 +171,38 @@ final class SinkController: @unchecked Sendable {
     /// Watches the apps' MPRIS players on the session bus; without one, outputs still play, with nothing shown.
     func watchPlayers() {
         do {
-            let watcher = try MPRISPlayerWatcher(
-                bus: .session,
-                onChange: { [weak self] player in
+            let watcher = try BusReconnector<MPRISPlayerWatcher>(
+                label: "lyre-sink-mpris",
+                make: { [weak self] lost throws(MPRISError) in
+                    try MPRISPlayerWatcher(
+                        bus: .session,
+                        onChange: { [weak self] player in
+                            guard let self else { return }
+                            self.queue.async {
+                                self.players[player.busName] = player
+                                self.refreshAll()
+                            }
+                        },
+                        onRemoved: { [weak self] name in
+                            guard let self else { return }
+                            self.queue.async {
+                                self.players[name] = nil
+                                self.refreshAll()
+                            }
+                        },
+                        onLost: lost)
+                },
+                close: { $0.close() },
+                // The bus restarted: its players went with it; those that come back are listed anew.
+                onLost: { [weak self, logger] in
+                    logger.warning("the session bus went away; watching for apps' players again every second")
                     guard let self else { return }
                     self.queue.async {
-                        self.players[player.busName] = player
+                        self.players.removeAll()
                         self.refreshAll()
                     }
                 },
-                onRemoved: { [weak self] name in
-                    guard let self else { return }
-                    self.queue.async {
-                        self.players[name] = nil
-                        self.refreshAll()
-                    }
-                })
+                onBack: { [logger] _ in logger.notice("watching apps' players on the session bus again") })
             queue.sync { self.watcher = watcher }
         } catch {
             logger.warning("apps' now playing and controls are not passed on: \(error)")
@@ -337,7 +353,7 @@ final class SinkController: @unchecked Sendable {
     /// waited for, up to 2 s.
     private func relay(_ event: RemoteCommandEvent, receiver: String) -> RemoteCommandStatus {
         let target: (WatchedPlayer, MPRISPlayerWatcher)? = queue.sync {
-            guard let name = bridges[receiver]?.player, let player = players[name], let watcher else { return nil }
+            guard let name = bridges[receiver]?.player, let player = players[name], let watcher = watcher?.value else { return nil }
             return (player, watcher)
         }
         guard let (player, watcher) = target, let command = PlayerBridge.mprisCommand(for: event, state: player.state) else {
@@ -458,7 +474,7 @@ final class SinkController: @unchecked Sendable {
             for receiver in router.receivers { perform(router.receiverGone(id: receiver)) }
             pulse = nil
         }
-        queue.sync { watcher }?.close()
+        queue.sync { watcher }?.shutdown()
         _ = finishing.wait(timeout: .now() + .seconds(5))
     }
 }

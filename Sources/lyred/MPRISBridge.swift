@@ -10,20 +10,17 @@ import NIOConcurrencyHelpers
 /// Shows the receiver's now-playing state on D-Bus as an MPRIS player, and relays what MPRIS clients
 /// (playerctl, desktop media keys, KDE Connect, Home Assistant) ask to the sender (now-playing.md §6).
 final class MPRISBridge: Sendable {
-    /// The player on the bus; nil while the bus is away (restarted), until it is back.
-    private let player = NIOLockedValueBox<MPRISPlayer?>(nil)
+    /// The player on the bus, put back when the bus restarts; its value is nil while the bus is away.
+    private let presence = NIOLockedValueBox<BusReconnector<MPRISPlayer>?>(nil)
+    private var player: MPRISPlayer? { presence.withLockedValue { $0 }?.value }
     private let last = NIOLockedValueBox<(snapshot: NowPlayingSnapshot?, volume: Double, trackID: String, session: Int)>((nil, 0, "/org/lyre/NoTrack", 0))
     private let bus: MPRISBus
     private let identity: NIOLockedValueBox<String>
     private let handler: @Sendable (MPRISCommand, _ reply: @escaping @Sendable (MPRISCommandResult) -> Void) -> Void
     private let logger: Logger
-    /// Tries to put the player back once a second while the bus is away (a retry timer: nothing says when a
-    /// bus daemon is back but the bus itself).
-    private let retry = DispatchQueue(label: "lyred-mpris-retry")
-    private let closed = NIOLockedValueBox(false)
 
     /// The bus name of the player now (its `.instancePID` form when another owned the name).
-    var busName: String { player.withLockedValue { $0?.busName } ?? "org.mpris.MediaPlayer2.lyred" }
+    var busName: String { player?.busName ?? "org.mpris.MediaPlayer2.lyred" }
 
     init(bus: MPRISBus, identity: String, receiver: Receiver, logger: Logger) throws(MPRISError) {
         let box = NIOLockedValueBox<MPRISBridge?>(nil)
@@ -46,42 +43,20 @@ final class MPRISBridge: Sendable {
             }
         }
         box.withLockedValue { $0 = self }
-        try connect()
-    }
-
-    /// Puts a player on the bus, showing the last state.
-    private func connect() throws(MPRISError) {
-        let made = try MPRISPlayer(bus: bus, identity: identity.withLockedValue { $0 }, handler: handler) { [weak self] in
-            self?.lost()
-        }
-        let current = last.withLockedValue { $0 }
-        made.update(state(current.snapshot, volume: current.volume, trackID: current.trackID))
-        let kept = closed.withLockedValue { closed in
-            guard !closed else { return false }
-            player.withLockedValue { $0 = made }
-            return true
-        }
-        if !kept { made.close() }
-    }
-
-    /// The bus went away (its daemon stopped or restarted): the player is gone with it, and is put back as
-    /// soon as the bus answers again.
-    private func lost() {
-        logger.warning("MPRIS: the \(bus.rawValue) bus went away; trying again every second")
-        retry.async { [self] in
-            player.withLockedValue { $0.take() }?.close()
-            attempt()
-        }
-    }
-
-    private func attempt() {
-        guard !closed.withLockedValue({ $0 }) else { return }
-        do {
-            try connect()
-            logger.notice("MPRIS back on the \(bus.rawValue) bus as \(busName)")
-        } catch {
-            retry.asyncAfter(deadline: .now() + 1) { [weak self] in self?.attempt() }
-        }
+        let (bus, logger, last, identity, handler) = (bus, logger, last, self.identity, handler)
+        let made = try BusReconnector<MPRISPlayer>(
+            label: "lyred-mpris",
+            // A player on the bus, showing the last state.
+            make: { lost throws(MPRISError) in
+                let made = try MPRISPlayer(bus: bus, identity: identity.withLockedValue { $0 }, handler: handler, onLost: lost)
+                let current = last.withLockedValue { $0 }
+                made.update(Self.state(current.snapshot, volume: current.volume, trackID: current.trackID))
+                return made
+            },
+            close: { $0.close() },
+            onLost: { logger.warning("MPRIS: the \(bus.rawValue) bus went away; trying again every second") },
+            onBack: { player in logger.notice("MPRIS back on the \(bus.rawValue) bus as \(player.busName)") })
+        presence.withLockedValue { $0 = made }
     }
 
     static func errorName(_ kind: RemoteCommandOutcome.Kind) -> String {
@@ -132,8 +107,8 @@ final class MPRISBridge: Sendable {
         if previous.snapshot == nil, snapshot != nil { session += 1 }
         let trackID = snapshot?.info.map { "/org/lyre/session\(session)/track\($0.queueIndex ?? 0)" } ?? "/org/lyre/NoTrack"
         last.withLockedValue { $0 = (snapshot, previous.volume, trackID, session) }
-        let player = player.withLockedValue { $0 }
-        player?.update(state(snapshot, volume: previous.volume, trackID: trackID))
+        let player = player
+        player?.update(Self.state(snapshot, volume: previous.volume, trackID: trackID))
         // A position that does not follow from the last one is a seek (MPRIS Seeked).
         if let snapshot, let old = previous.snapshot, trackID == previous.trackID,
             let now = snapshot.position(), let expected = old.position(), abs(now - expected) > 0.5
@@ -147,7 +122,7 @@ final class MPRISBridge: Sendable {
             s.volume = db
             return s
         }
-        player.withLockedValue { $0 }?.update(state(current.snapshot, volume: db, trackID: current.trackID))
+        player?.update(Self.state(current.snapshot, volume: db, trackID: current.trackID))
     }
 
     /// The `Identity` of the receiver named `name`.
@@ -156,16 +131,14 @@ final class MPRISBridge: Sendable {
     /// The receiver was renamed (control-api.md §3.1): MPRIS clients see the new name.
     func rename(to name: String) {
         identity.withLockedValue { $0 = Self.identity(name) }
-        player.withLockedValue { $0 }?.rename(identity: Self.identity(name))
+        player?.rename(identity: Self.identity(name))
     }
 
     func close() {
-        closed.withLockedValue { $0 = true }
-        retry.sync {}
-        player.withLockedValue { $0.take() }?.close()
+        presence.withLockedValue { $0 }?.shutdown()
     }
 
-    private func state(_ snapshot: NowPlayingSnapshot?, volume: Double, trackID: String) -> MPRISState {
+    private static func state(_ snapshot: NowPlayingSnapshot?, volume: Double, trackID: String) -> MPRISState {
         var state = MPRISState()
         state.volume = volume <= -144 ? 0 : max(0, min(1, (volume + 30) / 30))
         guard let snapshot, let info = snapshot.info else { return state }

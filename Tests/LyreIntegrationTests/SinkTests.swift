@@ -8,6 +8,15 @@ struct SinkTests {
     static let audioTool = TestNetwork.tools + "/peers/audio.py"
     static let pulseEnvironment = ["env", "PULSE_SERVER=unix:/run/lyre-pulse/native", "PULSE_CLIENTCONFIG=/run/lyre-pulse/client.conf"]
 
+    /// mpv's MPRIS plugin (Debian mpv-mpris), which makes mpv a player on the session bus.
+    static func mpvMPRISPlugin() throws -> String {
+        let plugin = "/usr/lib/mpv-mpris/mpris.so"
+        guard FileManager.default.fileExists(atPath: plugin) else {
+            throw TestNetworkError("mpv's MPRIS plugin (Debian mpv-mpris) is missing: run Tools/test, which installs it")
+        }
+        return plugin
+    }
+
     /// In a test network: PulseAudio with its local output "local", a receiver "Speaker" writing a WAV (its
     /// control socket /run/lyred.sock, its MPRIS player on the session bus when `mpris`), and `lyre sink`,
     /// once the receiver's output exists.
@@ -120,10 +129,7 @@ struct SinkTests {
     /// new track when mpv moves on), and the receiver's controls (lyre remote, as media keys and its MPRIS
     /// do) pause mpv, play it, and move it to its next file, read back with playerctl.
     @Test func anAppsPlayerIsShownAndControlledAtTheReceiver() async throws {
-        let plugin = "/usr/lib/mpv-mpris/mpris.so"
-        guard FileManager.default.fileExists(atPath: plugin) else {
-            throw TestNetworkError("mpv's MPRIS plugin (Debian mpv-mpris) is missing: run Tools/test, which installs it")
-        }
+        let plugin = try Self.mpvMPRISPlugin()
         let network = try TestNetwork()
         defer { network.close() }
         let rig = try await Rig(network, mpris: true, tools: ["mpv", "playerctl", "ffmpeg"])
@@ -207,6 +213,60 @@ struct SinkTests {
         lyred.signal(SIGTERM)
         try await lyred.waitForExit(timeout: 10)
         StreamingTests.expectSameAudio(try await StreamingTests.compare(network, reference: first, output: output))
+        sink.signal(SIGINT)
+        try await sink.waitForExit(timeout: 10)
+        #expect(sink.status == 0, "lyre sink: \(sink.stderr)")
+    }
+
+    /// The session bus restarted under `lyre sink` (issue 27): its watcher of the apps' players comes back by
+    /// itself, and an app's player on the new bus is shown at the receiver again, with what only MPRIS carries
+    /// (the cover from mpris:artUrl).
+    @Test func theAppsPlayersAreWatchedAgainAfterTheSessionBusRestarts() async throws {
+        let plugin = try Self.mpvMPRISPlugin()
+        let network = try TestNetwork()
+        defer { network.close() }
+        let rig = try await Rig(network, tools: ["mpv", "ffmpeg"])
+        let (env, sink, node) = (Self.pulseEnvironment, rig.sink, rig.node)
+        let dir = network.scratch.appendingPathComponent("album").path
+        let music = try await StreamingTests.sweep(network, rate: 48000, seconds: 30, signal: "music")
+        let made = try await network.run(["bash", "-c", """
+            set -e; mkdir -p '\(dir)'; cd '\(dir)'; ffmpeg -v error -y -f lavfi -i color=c=blue:s=32x32 -frames:v 1 cover.png
+            ffmpeg -v error -y -i '\(music)' -metadata title=Before before.flac
+            ffmpeg -v error -y -i '\(music)' -metadata title=After after.flac
+            """])
+        #expect(made.status == 0, "\(made.stderr)")
+        func mpv(_ file: String) throws -> Spawned {
+            try network.spawn(env + ["mpv", "--no-config", "--no-video", "--no-terminal", "--ao=pulse", "--audio-device=pulse/\(node)",
+                                     "--script=\(plugin)", dir + "/" + file], name: "mpv")
+        }
+        func shown() async -> [String: Any]? {
+            let result = try? await network.run(["lyre", "remote", "--socket", "/run/lyred.sock", "now-playing", "--json"])
+            return (try? JSONSerialization.jsonObject(with: Data((result?.stdout ?? "").utf8))) as? [String: Any]
+        }
+        let before = try mpv("before.flac")
+        defer { before.signal(SIGKILL) }
+        #expect(await eventually(timeout: 15) { await shown()?["title"] as? String == "Before" }, "\(sink.stderr)")
+        let cover = await shown()?["artworkType"] as? String
+        #expect(cover == "image/png", "no cover from MPRIS: \(String(describing: cover))")
+
+        let bus = "/run/lyre-netns/session-bus"
+        let killed = try await network.shell("p=$(pgrep -f 'dbus-daemon --[s]ession'); [ -n \"$p\" ] || exit 3; kill -KILL $p; sleep 0.5; rm -f \(bus)")
+        #expect(killed.status == 0, "stopping the bus: \(killed.stderr)")
+        let daemon = try network.spawn(["dbus-daemon", "--session", "--nofork", "--nopidfile", "--address=unix:path=\(bus)"])
+        #expect(await eventually { sink.stderr.contains("watching apps' players on the session bus again") }, "lyre sink: \(sink.stderr)")
+        #expect(daemon.isRunning, "dbus-daemon: \(daemon.stderr)")
+        #expect(sink.stderr.contains("the session bus went away"), "\(sink.stderr)")
+        before.signal(SIGKILL)
+        try await before.waitForExit(timeout: 10)
+
+        // A player on the new bus: shown, cover and all.
+        let after = try mpv("after.flac")
+        defer { after.signal(SIGKILL) }
+        #expect(await eventually(timeout: 15) { await shown()?["title"] as? String == "After" }, "\(sink.stderr)")
+        #expect(await eventually { await shown()?["artworkType"] as? String == "image/png" }, "no cover from MPRIS on the new bus: \(sink.stderr)")
+        #expect(sink.stderr.components(separatedBy: "shows org.mpris.MediaPlayer2.mpv").count == 3, "\(sink.stderr)")
+        after.signal(SIGKILL)
+        try await after.waitForExit(timeout: 10)
         sink.signal(SIGINT)
         try await sink.waitForExit(timeout: 10)
         #expect(sink.status == 0, "lyre sink: \(sink.stderr)")
