@@ -93,6 +93,8 @@ public struct Playout: ~Copyable {
     private var starved: (from: Int64, to: Int64)?
     /// True once something of this recording has been staged, so that `stagedStart` means something.
     private var staging = false
+    /// The recording joined a playback under way and has not put audio out yet (`record(joining:)`).
+    private var startingMidStream = false
     /// Next input position to read, in extended RTP time.
     private var cursor: Int64?
     /// True once this recording has put audio out: until then the cursor follows the clock estimate
@@ -143,8 +145,12 @@ public struct Playout: ~Copyable {
 
     // MARK: network side
 
-    public mutating func record(anchor: PlaybackAnchor?) {
+    /// `joining`: the room joins a playback under way (RECORD without RTP-Info, streaming.md §9.3): the packets it
+    /// was sent whose time has passed by its first block are skipped, as when any session starts late, but they
+    /// were never going to be heard here, so they are no gap and not counted as concealed.
+    public mutating func record(anchor: PlaybackAnchor?, joining: Bool = false) {
         recording = true
+        startingMidStream = joining
         if let anchor { self.anchor = (anchor.rtpTime, anchor.senderClock) }
     }
 
@@ -310,7 +316,7 @@ public struct Playout: ~Copyable {
             // time, or a restart after a stall): it is skipped, and heard as silence, so it counts as concealed
             // (concealment staged there already counted when it was made).
             let skipFrom = max(stagedStart, concealedEnd)
-            statistics.concealed += stagedFrames(from: skipFrom, count: Int(max(0, start - skipFrom)))
+            if !startingMidStream { statistics.concealed += stagedFrames(from: skipFrom, count: Int(max(0, start - skipFrom))) }
             guard stagedFrames(from: start, count: frames) > 0 else {
                 // Nothing to hear in this block: silence, and the cursor moves on with the schedule.
                 cursor = start + Int64(frames)
@@ -320,6 +326,7 @@ public struct Playout: ~Copyable {
             }
             // Audio from here on, interpolated from the schedule's own position.
             audible = true
+            startingMidStream = false
             position = Double(start)
         }
         if inTune, abs(due - position) > Self.tuneRelease { inTune = false }

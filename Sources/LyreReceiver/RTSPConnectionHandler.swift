@@ -416,7 +416,8 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         let info = request.headers["RTP-Info"].map(RTPInfo.init(parsing:))
         controller.withPlayout { playout in
             if let sequence = info?.sequence { playout.flush(nextSequence: sequence) }
-            playout.record(anchor: anchor)
+            // An anchor without RTP-Info: the room joins a playback under way (streaming.md §9.3).
+            playout.record(anchor: anchor, joining: anchor != nil && info == nil)
         }
         state = .recording
         var headers = [("Session", sessionID!), ("Lyre-Output-Latency", Self.milliseconds(registry.output.outputLatency)),

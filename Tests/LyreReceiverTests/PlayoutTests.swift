@@ -270,6 +270,29 @@ extension PlayoutTests {
         }
     }
 
+    /// A room that joins a playback under way is sent the packets not yet due, some of which are due before its
+    /// output's first block: those are skipped, and are no gap there (the room was not playing), so they are not
+    /// counted as concealed; a session whose own first audio comes too late has lost its start, which is.
+    @Test(arguments: [true, false])
+    func audioDueBeforeAJoiningRoomsFirstBlockIsNoGap(joining: Bool) throws {
+        var playout = try Playout(format: Self.format, latency: 100_000_000, timed: true)
+        let start: UInt64 = 5_000_000_000
+        for t in stride(from: start - 3_000_000_000, through: start, by: 1_000_000_000) {
+            playout.addTimingSample(localTime: t, offset: 0, delay: 10_000)
+        }
+        let rtpStart: UInt32 = 1000
+        if !joining { playout.flush(nextSequence: 100) }
+        playout.record(anchor: PlaybackAnchor(rtpTime: rtpStart, senderClock: start), joining: joining)
+        for packet in Self.packets(Self.tone(seconds: 0.5), start: rtpStart, sequence: 100) { playout.receive(packet, arrival: start) }
+        // The output's first block is presented 30 ms after the first packet's time: 1440 samples passed.
+        var presented = Double(start) + 130_000_000
+        for _ in 0..<20 {
+            _ = playout.render(frames: 240, presentation: UInt64(presented))
+            presented += 240 * 1e9 / Self.rate
+        }
+        #expect(playout.statistics.concealed == (joining ? 0 : 1440), "\(playout.statistics)")
+    }
+
     /// A link down for 3 s (Wi-Fi): nothing comes for 3 s, then the packets of the moment come again, each
     /// 100 ms before its time, and the 3 s of packets in between never. The output is silent or concealed
     /// for the 3 s and counted so (one gap, not a second of it: concealment reaches a second), then plays on
