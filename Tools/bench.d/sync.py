@@ -41,7 +41,7 @@ import sys
 import tempfile
 import time
 
-from benchlib import wait_for
+from benchlib import host, wait_for
 
 BIN = os.environ.get("LYRE_BIN", ".build/release")
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -66,17 +66,6 @@ def audio(*arguments):
     return json.loads(done.stdout)
 
 
-HOSTS = set()
-
-
-def host(number):
-    """Host `number` of the test network (10.77.0.N), made on first use."""
-    if number not in HOSTS:
-        done = subprocess.run([os.path.join(TOOLS, "lib", "add-host.sh"), str(number)], capture_output=True, text=True)
-        if done.returncode != 0:
-            sys.exit(f"bench: cannot add host {number}: {done.stderr.strip()}")
-        HOSTS.add(number)
-    return f"h{number}", f"10.77.0.{number}"
 
 
 def delivery_share(profile):
