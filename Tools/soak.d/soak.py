@@ -208,7 +208,7 @@ def main():
     warm = max(a.sample_seconds, seconds / 10)
     for name, points in samples.items():
         later = [p for p in points if p["t"] >= warm] if len([p for p in points if p["t"] >= warm]) >= 2 else points[1:]
-        entry = {"samples": len(points), "rss_mb_per_day": None}
+        entry = {"samples": len(points), "rss_mb_per_day": None, "rss_kib_series": [[p["t"], p["rss_kib"]] for p in points]}
         if points:
             entry.update({key: [points[0][key], points[-1][key]] for key in ("rss_kib", "fds", "threads")})
             slope = slope_mb_per_day([(p["t"], p["rss_kib"]) for p in later])
