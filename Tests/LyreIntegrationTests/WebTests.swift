@@ -170,7 +170,8 @@ struct WebTests {
         let (newTitle, newSender) = (try await browser.text("title"), try await browser.text("sender"))
         #expect(takenOver, "the page shows '\(newTitle)' \(newSender)")
 
-        // The receiver goes away, and comes back.
+        // The receiver goes away, and comes back: the page reconnects by itself, and shows Bob's song again, as
+        // Bob's sender waited for its only room and rejoined it (issue 27).
         lyred.signal(SIGTERM)
         try await lyred.waitForExit(timeout: 15)
         #expect(try await eventually { try await browser.text("connection").contains("offline") }, "the page did not notice the receiver went away")
@@ -179,10 +180,11 @@ struct WebTests {
         let back = try await eventually(timeout: 20) {
             let connection = try await browser.text("connection")
             let title = try await browser.text("title")
-            return connection == "live" && title == "Nothing is playing"
+            let sender = try await browser.text("sender")
+            return connection == "live" && title == "Two" && sender == "from Bob"
         }
-        let connection = try await browser.text("connection")
-        #expect(back, "the page did not reconnect: \(connection) \(lyred.stderr)")
+        let (connection, showing) = (try await browser.text("connection"), try await browser.text("title"))
+        #expect(back, "the page did not reconnect with Bob's song: \(connection) '\(showing)' \(lyred.stderr) \(second.stderr)")
     }
 
     /// The name and output delay, edited on the page: in effect at once (the name advertised, as avahi-browse
