@@ -6,8 +6,8 @@ import Synchronization
 /// again once a second until the bus answers. A retry timer, because nothing says when a bus daemon is back
 /// but the bus itself. lyred's MPRIS player and `lyre sink`'s watcher share it (issue 27).
 public final class BusReconnector<Value: Sendable>: Sendable {
-    private let current = Mutex<Value?>(nil)
-    private let closed = Mutex(false)
+    /// What is on the bus now, and whether `shutdown` was called.
+    private let state = Mutex<(current: Value?, closed: Bool)>((nil, false))
     private let queue: DispatchQueue
     private let make: @Sendable (_ lost: @escaping @Sendable () -> Void) throws(MPRISError) -> Value
     private let close: @Sendable (Value) -> Void
@@ -28,19 +28,22 @@ public final class BusReconnector<Value: Sendable>: Sendable {
     }
 
     /// What is on the bus now; nil while the bus is away.
-    public var value: Value? { current.withLock { $0 } }
+    public var value: Value? { state.withLock { $0.current } }
 
     /// Closes it and stops trying; idempotent.
     public func shutdown() {
-        closed.withLock { $0 = true }
-        if let value = current.withLock({ $0.take() }) { close(value) }
+        let value = state.withLock { state in
+            state.closed = true
+            return state.current.take()
+        }
+        if let value { close(value) }
     }
 
     private func connect() throws(MPRISError) {
         let made = try make { [weak self] in self?.lost() }
-        let kept = closed.withLock { closed in
-            guard !closed else { return false }
-            current.withLock { $0 = made }
+        let kept = state.withLock { state in
+            guard !state.closed else { return false }
+            state.current = made
             return true
         }
         if !kept { close(made) }
@@ -49,14 +52,14 @@ public final class BusReconnector<Value: Sendable>: Sendable {
     /// Called by the value (on its own thread) when the bus went away: closed and made again off that thread.
     private func lost() {
         queue.async { [self] in
-            if let value = current.withLock({ $0.take() }) { close(value) }
+            if let value = state.withLock({ $0.current.take() }) { close(value) }
             onLost()
             attempt()
         }
     }
 
     private func attempt() {
-        guard !closed.withLock({ $0 }) else { return }
+        guard !state.withLock({ $0.closed }) else { return }
         do {
             try connect()
             if let value { onBack(value) }

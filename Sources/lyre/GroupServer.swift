@@ -80,10 +80,11 @@ final class GroupServer: Sendable {
             } catch {
                 return "error \(error)"  // a room waited for still is
             }
-            let answer = await blocking { try session.addRoute(route) }
-            // Added by hand: no longer waited for.
-            if answer == "ok" { returns.forget(named: spec.name) }
-            return answer
+            return await blocking {
+                try session.addRoute(route)
+                // Added by hand: no longer waited for.
+                returns.forget(named: spec.name)
+            }
         case ("remove", 2):
             // A room waited for is removed by no longer waiting for it.
             if returns.forget(named: words[1]) { return "ok" }

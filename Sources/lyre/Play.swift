@@ -158,12 +158,11 @@ struct Play: AsyncParsableCommand {
         let player = QueuePlayer(items: items, session: session)
         let terminal = isatty(2) == 1
         // A room lost while others play comes back by itself when its receiver answers again.
-        let returns = RoomReturns(session: session, discovery: (mdns.mdns, mdns.interfaces))
-        defer { returns.close() }
-        returns.onNothingLeft = {
+        let returns = RoomReturns(session: session, discovery: (mdns.mdns, mdns.interfaces)) {
             FileHandle.standardError.write(Data("\(terminal ? "\r\u{1B}[K" : "")lyre: no room left to play on or wait for; stopped\n".utf8))
             player.stop()
         }
+        defer { returns.close() }
         let logger = Logger(label: "lyre.play")
         // Set when the last room went away while playing: its return resumes the playback (unless --no-resume).
         let resumeOnReturn = NIOLockedValueBox(false)

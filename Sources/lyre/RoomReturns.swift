@@ -28,9 +28,14 @@ final class RoomReturns: @unchecked Sendable {
     private var browser: DeviceBrowser?
     private var browsing: Task<Void, Never>?
 
-    init(session: StreamSession, discovery: (mode: MDNSMode, interfaces: [String])? = nil) {
+    /// Called when the last room waited for is forgotten while no room plays: the playback has nowhere to go.
+    private let onNothingLeft: @Sendable () -> Void
+
+    init(session: StreamSession, discovery: (mode: MDNSMode, interfaces: [String])? = nil,
+         onNothingLeft: @escaping @Sendable () -> Void = {}) {
         self.session = session
         self.discovery = discovery
+        self.onNothingLeft = onNothingLeft
     }
 
     /// How long between attempts, and the longest one connect may take.
@@ -100,13 +105,6 @@ final class RoomReturns: @unchecked Sendable {
         if forgot, nothingLeft, session.isWaitingForRooms { onNothingLeft() }
         return forgot
     }
-
-    /// Called when the last room waited for is forgotten while no room plays: the playback has nowhere to go.
-    var onNothingLeft: @Sendable () -> Void {
-        get { lock.withLock { nothingLeftHandler } }
-        set { lock.withLock { nothingLeftHandler = newValue } }
-    }
-    private var nothingLeftHandler: @Sendable () -> Void = {}
 
     /// Whether `route` joined because it came back (said once).
     func cameBack(_ route: OutputRoute) -> Bool {
