@@ -520,6 +520,58 @@ vector(
     wellFormed=False, roundTrip=False, valid=False, error="recordTooLarge")
 
 
+vector(
+    "value-contains-equals",
+    "A value is everything after the first '=', so it may hold '=' signs: the model reads whole.",
+    txt("v=1", "id=" + ID_A, "md=Room = 2=x", "cn=opus,l16", "ft=", "st=idle", "ok=speaker", "vol=0"),
+    valid=True, canonical=True, model="Room = 2=x")
+
+vector(
+    "empty-key-strings-ignored",
+    "Strings with an empty key ('=v=2' before the real v, and '=x') match no key and are ignored.",
+    txt("=v=2", "v=1", "=x", "id=" + ID_A, "md=Lyre Receiver", "cn=opus,l16", "ft=", "st=idle", "ok=speaker",
+        "vol=0"),
+    valid=True, canonical=False, version=1, model="Lyre Receiver", status="idle")
+
+vector(
+    "keys-in-any-order",
+    "The canonical-idle attributes in reverse order: readers do not depend on order.",
+    txt("vol=0", "ok=speaker", "st=idle", "ft=", "cn=opus,l16", "md=Lyre Receiver", "id=" + ID_A, "v=1"),
+    valid=True, canonical=False, deviceID=ID_A, model="Lyre Receiver", codecs=["opus", "l16"], features=[],
+    status="idle", outputKind="speaker", volume=0.0)
+
+vector(
+    "version-signed",
+    "v is a decimal integer that may be signed: '+1' is version 1.",
+    txt("v=+1", "id=" + ID_A, "md=Lyre Receiver", "cn=opus,l16", "ft=", "st=idle", "ok=speaker", "vol=0"),
+    valid=True, canonical=False, version=1)
+
+vector(
+    "version-negative",
+    "v=-1 is an integer below 1: invalidVersion.",
+    txt("v=-1", "id=" + ID_A),
+    valid=False, error="invalidVersion")
+
+vector(
+    "version-not-utf8",
+    "A v whose value is not valid UTF-8 reads as absent: missingVersion, not invalidVersion.",
+    txt(b"v=\xff1", "id=" + ID_A),
+    valid=False, error="missingVersion")
+
+vector(
+    "id-not-utf8",
+    "An id whose value is not valid UTF-8 reads as absent: missingDeviceID, not invalidDeviceID.",
+    txt("v=1", b"id=\xc3" + ID_A[1:].encode("ascii")),
+    valid=False, error="missingDeviceID")
+
+vector(
+    "optional-keys-as-booleans",
+    "md, st, ok and vol as boolean attributes (no '=') read as absent; the receiver is still valid.",
+    txt("v=1", "id=" + ID_A, "md", "cn=opus", "ft=", "st", "ok", "vol"),
+    valid=True, canonical=False, model="", codecs=["opus"], status=None, sender=None, outputKind=None,
+    volume=None)
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Writing
 
