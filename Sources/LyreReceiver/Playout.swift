@@ -95,6 +95,9 @@ public struct Playout: ~Copyable {
     private var staging = false
     /// The recording joined a playback under way and has not put audio out yet (`record(joining:)`).
     private var startingMidStream = false
+    /// The first input position to put out (`Lyre-Start-At`, extended): what decodes before it primes the
+    /// decoder after a resume and is dropped, so the output is silent until it.
+    private var startAt: Int64?
     /// Next input position to read, in extended RTP time.
     private var cursor: Int64?
     /// True once this recording has put audio out: until then the cursor follows the clock estimate
@@ -148,10 +151,13 @@ public struct Playout: ~Copyable {
     /// `joining`: the room joins a playback under way (RECORD without RTP-Info, streaming.md §9.3): the packets it
     /// was sent whose time has passed by its first block are skipped, as when any session starts late, but they
     /// were never going to be heard here, so they are no gap and not counted as concealed.
-    public mutating func record(anchor: PlaybackAnchor?, joining: Bool = false) {
+    /// `startAt`: the first input position to put out (`Lyre-Start-At`, streaming.md §3); the audio before it
+    /// is decoded, so that the decoder is primed, and dropped.
+    public mutating func record(anchor: PlaybackAnchor?, joining: Bool = false, startAt: UInt32? = nil) {
         recording = true
         startingMidStream = joining
         if let anchor { self.anchor = (anchor.rtpTime, anchor.senderClock) }
+        if let startAt { self.startAt = extended(startAt) }
     }
 
     /// Stops at once: what is staged and not yet put out is dropped. Returns the RTP position of the first
@@ -176,6 +182,7 @@ public struct Playout: ~Copyable {
         audible = false
         inTune = false
         anchor = nil
+        startAt = nil
         recording = false
         return stopped
     }
@@ -521,6 +528,12 @@ public struct Playout: ~Copyable {
             swap(&target, &staged)
             decode(head.packet, into: &target)
             swap(&target, &staged)
+            if let startAt, stagedStart < startAt {
+                // The priming: decoded, not played.
+                let primed = Int(min(startAt - stagedStart, Int64(staged.count / 2)))
+                staged.removeFirst(primed * 2)
+                stagedStart += Int64(primed)
+            }
             countStarved(audioFrom: position)
         }
         // Samples before the cursor are stale (the cursor jumped ahead): they are dropped by `render`.

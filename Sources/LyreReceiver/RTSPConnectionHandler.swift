@@ -414,15 +414,18 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             anchor = parsed
         }
         let info = request.headers["RTP-Info"].map(RTPInfo.init(parsing:))
+        // Where the output starts after a resume: what comes before primes the decoder (streaming.md §3).
+        let startAt = request.headers["Lyre-Start-At"].flatMap { UInt32($0) }
         controller.withPlayout { playout in
             if let sequence = info?.sequence { playout.flush(nextSequence: sequence) }
             // An anchor without RTP-Info: the room joins a playback under way (streaming.md §9.3).
-            playout.record(anchor: anchor, joining: anchor != nil && info == nil)
+            playout.record(anchor: anchor, joining: anchor != nil && info == nil, startAt: startAt)
         }
         state = .recording
         var headers = [("Session", sessionID!), ("Lyre-Output-Latency", Self.milliseconds(registry.output.outputLatency)),
                        ("Lyre-Output-Delay", String(registry.outputDelayMilliseconds))]
         if let info { headers.append(("RTP-Info", info.serialized)) }
+        if let startAt { headers.append(("Lyre-Start-At", String(startAt))) }
         send(.response(200, cseq: cseq, headers: headers))
     }
 

@@ -198,8 +198,22 @@ public final class StreamSession: @unchecked Sendable {
     /// the next slot with nothing queued sends a frame of silence that carries it (the stream's end, or the app's
     /// audio running dry), so that every sample enqueued is played.
     private var tailUnflushed = false
-    /// Set on pause: the audio resumed does not go on from what the encoder last saw, so it starts afresh.
+    /// Set on pause: the audio resumed does not go on from what the encoder last saw, so it starts afresh,
+    /// primed with `priming` (streaming.md §3).
     private var resetEncoder = false
+    /// What the fresh encoder is fed first after a resume, in frames of its own that no room plays: the 20 ms
+    /// of audio before the resume point (taken back with it), or silence where that audio is not the one that
+    /// follows (a seek) or a room would play it (a version 1 receiver, which does not echo `Lyre-Start-At`).
+    /// Without it a fresh encoder's first 312 samples are not the audio (OpusTests).
+    private var priming: [Float] = []
+    /// Frames of `priming` still to send before the queue's audio, and all of it, as sent at the last resume.
+    private var primingLeft: [Float] = []
+    private var primed: [Float] = []
+    /// The RTP position of the first sample to play after a resume (`Lyre-Start-At`): the audio after the
+    /// priming and the encoder's delay. Nil before the first pause.
+    private var startAt: UInt32?
+    /// Samples of priming: 20 ms, one or two frames.
+    private static let primingSamples = 960
     /// The same frames as sent (RTP packets), for a room that joins: it gets those not yet due at once.
     private var sentPackets: [(index: UInt64, sequence: UInt16, bytes: [UInt8])] = []
     private var routeChangeHandlers: [@Sendable (OutputRouteChangeReason) -> Void] = []
@@ -414,16 +428,16 @@ public final class StreamSession: @unchecked Sendable {
         let link = try connect(route)
         try control.withLock {
             let id = ObjectIdentifier(link)
-            let (isRunning, anchor, info, artwork, enabled) = lock.withLock {
+            let (isRunning, anchor, start, info, artwork, enabled) = lock.withLock {
                 add(link)
                 if running { joining.insert(id) }
-                return (running, PlaybackAnchor(rtpTime: anchorRTP, senderClock: anchorClock), lastNowPlaying, lastArtwork, lastEnabled)
+                return (running, PlaybackAnchor(rtpTime: anchorRTP, senderClock: anchorClock), startAt, lastNowPlaying, lastArtwork, lastEnabled)
             }
             do {
                 if isRunning {
                     // No RTP-Info: the packets sent since SETUP (and those sent before it that are not yet
                     // due, `add` sent them) are already in the receiver's buffer, in step.
-                    let reply = try link.request("RECORD", headers: [("Lyre-Anchor", anchor.serialized)])
+                    let reply = try link.request("RECORD", headers: [("Lyre-Anchor", anchor.serialized)] + (start.map { [("Lyre-Start-At", String($0))] } ?? []))
                     recordAnswered(link, reply)
                 }
                 if let enabled { try link.request("SET_PARAMETER", headers: [("Content-Type", "text/parameters")], body: Array(enabled.parameters.serialized.utf8)) }
@@ -569,7 +583,7 @@ public final class StreamSession: @unchecked Sendable {
         try control.withLock {
             // Waiting for a lost room (`waitsForLostRooms`): nothing would hear it, so the position stays.
             guard !lock.withLock({ links.isEmpty }) else { throw RTSPClient.Failure(description: "no room is left to play on") }
-            let (anchor, rtp, seq) = lock.withLock { () -> (UInt64, UInt32, UInt16) in
+            let (anchor, rtp, seq, start) = lock.withLock { () -> (UInt64, UInt32, UInt16, UInt32?) in
                 anchorRTP = anchorRTP &+ UInt32(truncatingIfNeeded: framesSinceAnchor * UInt64(frameSamples))
                 framesSinceAnchor = 0
                 history.removeAll()
@@ -579,12 +593,26 @@ public final class StreamSession: @unchecked Sendable {
                 contentSentSinceAnchor = 0
                 silenceSinceAnchor = 0
                 pendingSilence = 0
-                return (anchorClock, anchorRTP, sequence)
+                // A fresh encoder (a resume): its priming frames go first, and the rooms play from the audio after
+                // them and the encoder's delay.
+                startAt = resetEncoder ? anchorRTP &+ UInt32(Self.primingSamples + encoderDelay) : nil
+                return (anchorClock, anchorRTP, sequence, startAt)
             }
             let headers = [("RTP-Info", RTPInfo(sequence: seq, rtpTime: rtp).serialized),
                            ("Lyre-Anchor", PlaybackAnchor(rtpTime: rtp, senderClock: anchor).serialized)]
-            for (link, reply) in try broadcast("RECORD", { _ in (headers, []) }) { recordAnswered(link, reply) }
-            lock.withLock { running = true }
+                + (start.map { [("Lyre-Start-At", String($0))] } ?? [])
+            let answers = try broadcast("RECORD", { _ in (headers, []) })
+            for (link, reply) in answers { recordAnswered(link, reply) }
+            lock.withLock {
+                if start != nil {
+                    // A room that did not echo it would play the priming: then it is silence.
+                    let understood = answers.allSatisfy { $0.1.headers["Lyre-Start-At"] == start.map(String.init) }
+                    primingLeft = understood && priming.count == Self.primingSamples * 2 ? priming : [Float](repeating: 0, count: Self.primingSamples * 2)
+                    primed = primingLeft
+                }
+                priming = []
+                running = true
+            }
             pacerWake.signal()
         }
     }
@@ -621,20 +649,40 @@ public final class StreamSession: @unchecked Sendable {
     /// `encoderDelay` samples of the frame encoded before it and then its own, so the audio at `stop` may begin in
     /// the frame before the one that holds `stop`. Under `lock`.
     private func takeBack(from stop: UInt32) {
+        // Nothing after a resume plays before its start (the priming), so no room stopped before it.
+        let stop = startAt.map { Int32(bitPattern: stop &- $0) < 0 ? $0 : stop } ?? stop
         let relative = Int64(Int32(bitPattern: stop &- anchorRTP))
         let samples = Int64(frameSamples)
         let slot = relative < 0 ? 0 : relative / samples
         // Where in `slot`'s own frame the audio at `stop` is, when it is there (the encoder's input offset).
         let offset = relative < 0 ? 0 : relative % samples - Int64(encoderDelay)
         var back: [Float] = []
+        // Where `back` begins on the encoder's input, in samples from the anchor.
+        var from: Int64?
         if offset < 0, let previous = history.last(where: { $0.index < slot }), previous.content,
             history.contains(where: { $0.index == slot })
         {
             // The audio at `stop` is the tail of the frame before, which only `slot`'s packet carried out.
             back += previous.pcm.suffix(Int(-offset) * 2)
+            from = slot * samples + offset
         }
         for frame in history where frame.index >= slot && frame.content {
-            back += frame.index == slot ? frame.pcm.dropFirst(Int(max(0, offset)) * 2) : frame.pcm
+            let skip = frame.index == slot ? max(0, offset) : 0
+            from = from ?? Int64(frame.index) * samples + skip
+            back += frame.pcm.dropFirst(Int(skip) * 2)
+        }
+        // The encoder's input just before that: the next encoder is primed with it (silence where no frame was).
+        // Paused again before any of the queue's audio went: it still follows the last priming.
+        priming = startAt != nil && !history.contains(where: \.content) ? primed : [Float](repeating: 0, count: Self.primingSamples * 2)
+        if let from {
+            let first = from - Int64(Self.primingSamples)
+            for frame in history {
+                let start = Int64(frame.index) * samples
+                let lower = max(first, start), upper = min(from, start + samples)
+                guard lower < upper else { continue }
+                priming.replaceSubrange(Int(lower - first) * 2..<Int(upper - first) * 2,
+                                        with: frame.pcm.dropFirst(Int(lower - start) * 2).prefix(Int(upper - lower) * 2))
+            }
         }
         queue.prepend(back)
         history.removeAll()
@@ -648,6 +696,8 @@ public final class StreamSession: @unchecked Sendable {
         lock.withLock {
             contentEnqueued -= UInt64(queue.count / 2)
             queue.removeAll()
+            // What follows is not the audio the priming preceded: the encoder is primed with silence.
+            priming = []
         }
         wakeQueueWaiters()
     }
@@ -995,6 +1045,15 @@ public final class StreamSession: @unchecked Sendable {
                 let index = framesSinceAnchor
                 let rtp = anchorRTP &+ UInt32(truncatingIfNeeded: index * UInt64(frameSamples))
                 framesSinceAnchor += 1
+                if !primingLeft.isEmpty {
+                    // A fresh encoder's priming (after a resume): sent, and played by no room (`startAt`).
+                    let pcm = ArraySlice(primingLeft.prefix(samplesPerFrame))
+                    primingLeft.removeFirst(pcm.count)
+                    pendingSilence += UInt64(frameSamples)
+                    keep((index, pcm, false))
+                    defer { sequence &+= 1; resetEncoder = false }
+                    return (pcm, index, sequence, rtp, resetEncoder)
+                }
                 if queue.count >= samplesPerFrame || (finishing && !queue.isEmpty) {
                     var pcm = queue.take(samplesPerFrame)
                     contentSentSinceAnchor += UInt64(pcm.count / 2)

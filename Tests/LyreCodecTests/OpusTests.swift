@@ -77,3 +77,42 @@ struct OpusTests {
         #expect(difference > 0, "a decoder that keeps the old stream's state decodes the new one differently")
     }
 }
+
+extension OpusTests {
+    /// SNR of `output` against `reference`, dB, over their common length.
+    static func snr(_ output: ArraySlice<Double>, _ reference: ArraySlice<Double>) -> Double {
+        let signal = reference.reduce(0) { $0 + $1 * $1 }
+        let noise = zip(output, reference).reduce(0) { $0 + ($1.0 - $1.1) * ($1.0 - $1.1) }
+        return 10 * log10(signal / max(noise, 1e-30))
+    }
+
+    /// A resume (streaming.md §3) starts the encoder afresh, and a fresh encoder's first 312 samples are not the
+    /// audio: the receiver drops them (`Lyre-Start-At`), and the priming before them, 20 ms of the audio before
+    /// the resume point. From its first sample on, the resumed stream is the input at the codec's own quality:
+    /// at 20 resume points, 128 kbit/s, its worst first millisecond read 28.6 dB (unprimed: 25.5 dB), its worst
+    /// first 20 ms 31.2 dB, and on average as good as the uninterrupted stream at the same place (+0.3 dB over
+    /// the first millisecond; the uninterrupted stream's own first milliseconds vary by as much as 14 dB from
+    /// one place to the next, as its frames fall).
+    @Test func aResumePrimedWithThe20MillisecondsBeforeItDecodesAsTheInputFromItsFirstSample() throws {
+        let input = Self.material(frames: 48000)
+        let reference = stride(from: 0, to: input.count, by: 2).map { Double(input[$0]) }
+        let continuous = Self.left(try Self.decode(try Self.encode(input, with: try OpusEncoder(bitrate: 128_000)), with: try OpusDecoder()))
+        let encoder = try OpusEncoder(bitrate: 128_000)
+        let decoder = try OpusDecoder()
+        var gain = [48: 0.0, 960: 0.0]
+        let seams = Array(stride(from: 6000 + 37, to: 40000, by: 1717))
+        for seam in seams {
+            try encoder.reset()
+            decoder.reset()
+            let resumed = Self.left(try Self.decode(try Self.encode(Array(input[((seam - 960) * 2)...]), with: encoder), with: decoder))
+            let start = 960 + encoder.lookahead  // where input[seam] comes out: the first sample played
+            for (n, floor) in [(48, 26.0), (960, 30.0)] {
+                let primed = Self.snr(resumed[start..<(start + n)], reference[seam..<(seam + n)])
+                let uninterrupted = Self.snr(continuous[(seam + 312)..<(seam + 312 + n)], reference[seam..<(seam + n)])
+                #expect(primed >= floor, "the first \(n) samples after the resume at \(seam): \(primed) dB (uninterrupted: \(uninterrupted) dB)")
+                gain[n]! += (primed - uninterrupted) / Double(seams.count)
+            }
+        }
+        #expect(gain[48]! > -1 && gain[960]! > -1, "on average against the uninterrupted stream: \(gain) dB")
+    }
+}

@@ -293,6 +293,43 @@ extension PlayoutTests {
         #expect(playout.statistics.concealed == (joining ? 0 : 1440), "\(playout.statistics)")
     }
 
+    /// A resume's RECORD names where the output starts (`Lyre-Start-At`, streaming.md §3): the packets before it
+    /// prime the decoder and are not heard. The output is silent to that position and the input from there,
+    /// sample for sample, with nothing counted lost or concealed; a pause before any of it was heard says so.
+    @Test func aResumePlaysFromItsStartAndNotThePrimingBeforeIt() throws {
+        var playout = try Playout(format: Self.format, latency: 100_000_000, timed: true)
+        let start: UInt64 = 5_000_000_000
+        for t in stride(from: start - 3_000_000_000, through: start, by: 1_000_000_000) {
+            playout.addTimingSample(localTime: t, offset: 0, delay: 10_000)
+        }
+        let rtpStart: UInt32 = 4_294_967_000  // the start lies past the wrap
+        let skip = 1272  // 20 ms of priming and the encoder's delay
+        let pcm = Self.sweep(seconds: 0.5)
+        playout.flush(nextSequence: 100)
+        playout.record(anchor: PlaybackAnchor(rtpTime: rtpStart, senderClock: start), startAt: rtpStart &+ UInt32(skip))
+        for packet in Self.packets(pcm, start: rtpStart, sequence: 100) { playout.receive(packet, arrival: start) }
+        var out: [Int16] = []
+        var presented = start + 100_000_000  // the anchor's position is due at the first block's first frame
+        for block in 0..<10 {
+            if block == 2 {
+                // Paused before the start: nothing of the audio was heard, so no position is told.
+                var paused = try Playout(format: Self.format, latency: 100_000_000, timed: true)
+                paused.addTimingSample(localTime: start, offset: 0, delay: 10_000)
+                paused.flush(nextSequence: 100)
+                paused.record(anchor: PlaybackAnchor(rtpTime: rtpStart, senderClock: start), startAt: rtpStart &+ UInt32(skip))
+                for packet in Self.packets(pcm, start: rtpStart, sequence: 100) { paused.receive(packet, arrival: start) }
+                for b in 0..<2 { _ = paused.render(frames: 240, presentation: start + 100_000_000 + UInt64(b) * 5_000_000) }
+                #expect(paused.flush(nextSequence: 200) == nil)
+            }
+            out += playout.render(frames: 240, presentation: presented).0
+            presented += 5_000_000
+        }
+        #expect(out[..<(skip * 2)].allSatisfy { $0 == 0 }, "the priming was heard")
+        #expect(Array(out[(skip * 2)...]) == Array(pcm[(skip * 2)..<(2400 * 2)]), "the output from the start is not the input")
+        #expect(playout.statistics.lost == 0 && playout.statistics.concealed == 0, "\(playout.statistics)")
+        #expect(playout.flush(nextSequence: 200) == rtpStart &+ 2400)
+    }
+
     /// A link down for 3 s (Wi-Fi): nothing comes for 3 s, then the packets of the moment come again, each
     /// 100 ms before its time, and the 3 s of packets in between never. The output is silent or concealed
     /// for the 3 s and counted so (one gap, not a second of it: concealment reaches a second), then plays on

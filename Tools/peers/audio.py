@@ -355,7 +355,9 @@ def cmd_compare(a):
 def cmd_splice(a):
     """REF played with one pause in it: OUT is REF up to a point, silence, then REF again from a point. Says
     where OUT stopped in REF (heard_before: REF samples heard before the pause) and where it went on
-    (resumed_at), so lost = resumed_at - heard_before: samples never played (> 0) or played twice (< 0)."""
+    (resumed_at), so lost = resumed_at - heard_before: samples never played (> 0) or played twice (< 0), by
+    matching runs of samples; edges_lost is the same from the pause's two edges, to the sample when the output
+    stops and starts hard."""
     ref, ref_rate = read_wav(a.ref)
     out, rate = read_wav(a.out)
     ref = resample(ref, ref_rate, rate)
@@ -398,8 +400,24 @@ def cmd_splice(a):
     n = min(int(0.05 * rate), len(ref) - m, len(out) - (m + lag2))
     seg, want = out[m + lag2:m + lag2 + n], gain * ref[m:m + n]
     resume_snr = ratio_db(float(np.dot(want, want)), float(np.dot(seg - want, seg - want))) if n > 0 else SNR_FLOOR
+    # The same from the pause's edges, sample-exact where the output stops and starts hard (its last and first
+    # samples are audio, not a fade): where the 100 ms either side of the pause lie in REF, to the sample (the
+    # lags of the whole, taken at the song's ends, may be a sample off there after the output's first bend).
+    def local_lag(lag, lo, hi):
+        w = out[lo:hi]
+        best, best_err = lag, None
+        for cand in range(lag - 8, lag + 9):
+            if lo - cand < 0 or hi - cand > len(ref):
+                continue
+            err = float(np.sum((w - gain * ref[lo - cand:hi - cand]) ** 2))
+            if best_err is None or err < best_err:
+                best, best_err = cand, err
+        return best
+    w = int(0.1 * rate)
+    edge1, edge2 = local_lag(lag1, max(0, g0 - w), g0), local_lag(lag2, g1, min(len(out), g1 + w))
     print(json.dumps({"heard_before": heard, "resumed_at": m, "lost": m - heard, "resume_snr_db": round(resume_snr, 3),
-                      "pause_seconds": round((g1 - g0) / rate, 3), "lag_before": lag1, "lag_after": lag2}))
+                      "pause_seconds": round((g1 - g0) / rate, 3), "lag_before": lag1, "lag_after": lag2,
+                      "edges_lost": (g1 - edge2) - (g0 - edge1), "edge_lags": [edge1, edge2]}))
     return 0
 
 
