@@ -72,6 +72,13 @@ public struct StreamConfiguration: Sendable {
     /// For a live source (`lyre sink`), whose audio cannot be sent before it is recorded: the lead then adds
     /// to its delay, so it is kept short, or 0 (each packet sent when it is due).
     public var liveLeadMilliseconds: Int?
+
+    /// How long past its send time a live source's slot waits for audio that is late, ms: half the latency.
+    /// A live source always has audio (a monitor records silence too), so a queue that runs dry means its
+    /// capture ran late (a loaded machine), not that it stopped: the frame is sent when its audio comes, still
+    /// half a latency before it plays, instead of its slot passing empty and the rest of the stream playing a
+    /// frame later. 0 for other sources, whose audio running dry is the app's pause (the slot passes).
+    public var lateAudioWaitMilliseconds: Int { liveLeadMilliseconds == nil ? 0 : latencyMilliseconds / 2 }
 }
 
 /// Why the route to the receiver changed, as `AVAudioSession.RouteChangeReason` says it on iOS.
@@ -235,6 +242,10 @@ public final class StreamSession: @unchecked Sendable {
     /// Wakes a producer or `finish()` waiting for the queue to shrink; signalled when one waits.
     private let queueWake = DispatchSemaphore(value: 0)
     private var queueWaiters = 0
+    /// Wakes the pacer waiting for a live source's late audio (`lateAudioWaitMilliseconds`); signalled when it
+    /// waits and audio comes, or the end.
+    private let audioWake = DispatchSemaphore(value: 0)
+    private var pacerWaitsForAudio = false
     /// `whenQueued`'s one notice: how few frames it waits for, and whom to tell.
     private var drainNotice: (frames: Int, handler: @Sendable () -> Void)?
 
@@ -627,6 +638,7 @@ public final class StreamSession: @unchecked Sendable {
                 let rtp = anchorRTP &+ UInt32(truncatingIfNeeded: framesSinceAnchor * UInt64(frameSamples))
                 return (sequence, rtp, dueRTP())
             }
+            wakePacerForAudio()
             let headers = [("RTP-Info", RTPInfo(sequence: seq, rtpTime: rtp).serialized)]
             var answers: [(Link, RTSPMessage)] = []
             defer {
@@ -819,7 +831,12 @@ public final class StreamSession: @unchecked Sendable {
             queue.append(contentsOf: pcm)
             contentEnqueued += UInt64(pcm.count / 2)
         }
+        wakePacerForAudio()
         return true
+    }
+
+    private func wakePacerForAudio() {
+        if lock.withLock({ () -> Bool in defer { pacerWaitsForAudio = false }; return pacerWaitsForAudio }) { audioWake.signal() }
     }
 
     /// The app has no more audio for now (the end of a queue): a last part shorter than a packet is padded
@@ -895,6 +912,7 @@ public final class StreamSession: @unchecked Sendable {
     /// Sends what is queued, waits until it has played, then TEARDOWN and close.
     public func finish() {
         lock.withLock { finishing = true }
+        wakePacerForAudio()
         _ = waitForQueue(below: 1, whilePaused: false, flushed: true)
         let until = sentUntil
         if lock.withLock({ running && !ended }) { HostClock.sleep(until: until + 20_000_000) }
@@ -1022,6 +1040,7 @@ public final class StreamSession: @unchecked Sendable {
 
     private func pace(with encoder: borrowing OpusEncoder) {
         let samplesPerFrame = frameSamples * 2
+        let lateAudioWait = UInt64(configuration.lateAudioWaitMilliseconds) * 1_000_000
         // One parity packet per row of media packets, to the rooms that take FEC (streaming.md §4.3).
         var fec = configuration.fecRow.map { FECEncoder(row: $0, payloadType: Self.fecPayloadType, ssrc: ssrc ^ 0x5A5A_5A5A) }
         var sentLastSlot = false
@@ -1040,6 +1059,18 @@ public final class StreamSession: @unchecked Sendable {
                 continue
             }
             HostClock.sleep(until: step.due > lead ? step.due - lead : 0)
+            if lateAudioWait > 0 {
+                // A live source's audio is late: its frame goes when it comes, while it can still play in time.
+                let deadline = (step.due > lead ? step.due - lead : 0) + lateAudioWait
+                while lock.withLock({ () -> Bool in
+                    let late = running && !ended && !finishing && primingLeft.isEmpty && queue.count < samplesPerFrame
+                    pacerWaitsForAudio = late
+                    return late
+                }), HostClock.now() < deadline {
+                    _ = audioWake.wait(timeout: .now() + .nanoseconds(Int(deadline - min(deadline, HostClock.now()))))
+                }
+                lock.withLock { pacerWaitsForAudio = false }
+            }
             let frame = lock.withLock { () -> (pcm: ArraySlice<Float>?, index: UInt64, seq: UInt16, rtp: UInt32, reset: Bool)? in
                 guard running else { return nil }
                 let index = framesSinceAnchor

@@ -45,4 +45,13 @@ struct StreamConfigurationTests {
         live.liveLeadMilliseconds = 0
         #expect(live.leadMilliseconds == 0)
     }
+
+    /// A live source's slot waits for late audio half the latency (it can still play then); a file's passes at
+    /// once, as its audio running dry is the app's pause.
+    @Test func onlyALiveSourceWaitsForLateAudioHalfTheLatency() {
+        #expect(configuration(latency: 250).lateAudioWaitMilliseconds == 0)
+        var live = configuration(latency: 250)
+        live.liveLeadMilliseconds = 0
+        #expect(live.lateAudioWaitMilliseconds == 125)
+    }
 }
