@@ -489,34 +489,7 @@ extension String {
     var nilIfEmpty: String? { isEmpty ? nil : self }
 }
 
-/// One room as the command line names it: `NAME|ID[=CHANNELS]` (--to, lyre group add) or
-/// `HOST:PORT[=CHANNELS]` (--host).
-struct RoomSpec: Sendable {
-    var name: String
-    var channels: ChannelMap
-    /// Set when the room is HOST:PORT.
-    var hostPort: (String, UInt16)?
-
+extension RoomSpec {
     /// The route when the room is HOST:PORT, found without discovery.
     var directRoute: OutputRoute? { hostPort.map { OutputRoute(host: $0.0, port: $0.1, channels: channels) } }
-
-    /// A name is the user's and may hold `=` itself: the text after the last `=` is the channels only when it
-    /// is one of `ChannelMap.choices`, and a trailing `=` alone ends a name that itself ends in `=stereo` or the
-    /// like (`Den=mono=` is the room `Den=mono`, in stereo).
-    init(_ text: String) throws {
-        var name = text
-        channels = .stereo
-        if let equals = text.lastIndex(of: "=") {
-            let suffix = text[text.index(after: equals)...]
-            if let map = ChannelMap(parsing: suffix) {
-                channels = map
-                name = String(text[..<equals])
-            } else if suffix.isEmpty {
-                name = String(text[..<equals])
-            }
-        }
-        guard !name.isEmpty else { throw ValidationError("'\(text)' names no receiver") }
-        self.name = name
-        hostPort = HostPort.parse(name)
-    }
 }
