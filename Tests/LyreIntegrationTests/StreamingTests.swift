@@ -687,6 +687,41 @@ struct StreamingTests {
         #expect(abs(rms - (-9.03 - 10)) < 1, "level \(rms) dBFS")
     }
 
+    /// The session handshake of streaming.md §3 as a plain RTSP sender plays it (`Tools/peers/rtsp-conformance.py`,
+    /// on rtsp-abuse.py's wire code): the statuses and headers the spec states, each as it says.
+    @Test func theHandshakeAnswersAsTheSpecSays() async throws {
+        let rig = try await Rig()
+        defer { rig.network.close() }
+        let run = try await rig.network.run(["python3", "\(TestNetwork.tools)/peers/rtsp-conformance.py", "127.0.0.1", String(rig.port)])
+        let got = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "\(run.stderr)")
+        print("rtsp-conformance: \(got)")
+        func status(_ key: String) -> Int? { got[key] as? Int }
+        // ANNOUNCE: `Lyre-Latency` is 20…2000, both ends taken; out of range is 400.
+        #expect(status("announce_latency_19") == 400 && status("announce_latency_2001") == 400, "\(got)")
+        #expect(status("announce_latency_20") == 200 && status("announce_latency_2000") == 200, "\(got)")
+        // The states: RECORD before SETUP is refused (455, Method Not Valid in This State).
+        #expect(status("record_before_setup") == 455, "\(got)")
+        // SETUP: `Session: S;timeout=60`, S 16 hex digits; the Transport answer repeats the request's ssrc.
+        let session = got["setup_session"] as? String ?? ""
+        #expect(status("setup_status") == 200 && session.wholeMatch(of: /[0-9A-Fa-f]{16};timeout=60/) != nil, "Session: \(session)")
+        let transport = got["setup_transport"] as? String ?? ""
+        #expect(transport.contains("server_port=") && transport.lowercased().contains("ssrc=1234abcd"), "Transport: \(transport)")
+        // RECORD answers with the output's latency and (version 2) its delay, in milliseconds.
+        #expect(status("record_status") == 200, "\(got)")
+        #expect((got["record_output_latency"] as? String).flatMap(Double.init) != nil, "\(got)")
+        #expect((got["record_output_delay"] as? String).flatMap(Int.init) != nil, "\(got)")
+        // SET_PARAMETER volume: −30…0 and −144 taken, anything else 451; unknown names 451 either way.
+        for value in ["-30.0", "0.0", "-144", "-12.5"] { #expect(status("volume_\(value)") == 200, "volume \(value): \(got)") }
+        for value in ["-30.1", "0.1", "-143", "loud"] { #expect(status("volume_\(value)") == 451, "volume \(value): \(got)") }
+        #expect(status("set_unknown") == 451 && status("get_unknown") == 451, "\(got)")
+        // GET_PARAMETER answers each name it knows; an empty one is a keep-alive.
+        for name in ["output-latency", "output-delay", "volume"] {
+            let answer = got["get_\(name)"] as? [Any]
+            #expect(answer?.first as? Int == 200 && (answer?.last as? String ?? "").hasPrefix("\(name): "), "GET \(name): \(String(describing: answer))")
+        }
+        #expect(status("keep_alive") == 200 && status("teardown") == 200, "\(got)")
+    }
+
     @Test func badInputIsRefusedAndLyredKeepsServing() async throws {
         let rig = try await Rig()
         defer { rig.network.close() }
