@@ -223,8 +223,9 @@ struct DiscoveryPeerTests {
         StreamingTests.expectWhole(comparison)
     }
 
-    @Test("SIGTERM withdraws the service: the watcher gets deviceUnavailable and lyred exits 0", arguments: ["avahi", "embedded"])
-    func sigtermSendsDeviceUnavailable(mode: String) async throws {
+    @Test("SIGTERM or SIGINT withdraws the service: the watcher gets deviceUnavailable and lyred exits 0",
+          arguments: ["avahi", "embedded"], [SIGTERM, SIGINT])
+    func sigtermSendsDeviceUnavailable(mode: String, signal: Int32) async throws {
         let network = try TestNetwork()
         defer { network.close() }
         let watch = try network.spawn(["lyre", "devices", "--watch", "--json"])
@@ -232,13 +233,33 @@ struct DiscoveryPeerTests {
         #expect(await eventually {
             watch.jsonLines.contains { $0["reason"] as? String == "deviceAvailable" && $0["name"] as? String == "Hall" }
         }, "watch: \(watch.stdout)")
-        lyred.signal(SIGTERM)
+        lyred.signal(signal)
         try await lyred.waitForExit(timeout: 10)
         #expect(lyred.status == 0, "lyred: \(lyred.stderr)")
         // Goodbye packets make this immediate; the bound only guards against a hang.
         #expect(await eventually(timeout: 5) {
             watch.jsonLines.contains { $0["reason"] as? String == "deviceUnavailable" && $0["name"] as? String == "Hall" }
         }, "watch: \(watch.stdout)")
+    }
+
+    /// Without `--name` and `--port` a receiver is advertised under the host name, up to its first dot, on
+    /// port 7700 (README options, discovery.md §1), and plays there.
+    @Test("with no name or port given: the host name and port 7700", arguments: ["avahi", "embedded"])
+    func theDefaultsAreTheHostNameAndPort7700(mode: String) async throws {
+        let network = try TestNetwork()
+        defer { network.close() }
+        let host = try await network.run(["hostname"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let expected = String(host.prefix { $0 != "." })  // short here: the cut at 63 bytes is not tried
+        #expect(!expected.isEmpty, "no host name")
+        let lyred = try network.spawn(["lyred", "--mdns", mode, "--state-dir", "/run/lyred"])
+        defer { lyred.signal(SIGTERM) }
+        let found = await eventually {
+            let list = try? await network.run(["lyre", "devices", "--json"])
+            return (list.flatMap { try? JSONSerialization.jsonObject(with: Data($0.stdout.utf8)) as? [[String: Any]] } ?? [])
+                .contains { $0["name"] as? String == expected && $0["port"] as? Int == 7700 }
+        }
+        #expect(found, "not listed as '\(expected)' on 7700; lyred: \(lyred.stderr)")
+        #expect(lyred.stderr.contains("advertised as '\(expected)'"), "lyred: \(lyred.stderr)")
     }
 
     /// A name changed in the config file and reloaded (SIGHUP) is advertised at once, under the same id: a
