@@ -720,6 +720,10 @@ struct StreamingTests {
             #expect(answer?.first as? Int == 200 && (answer?.last as? String ?? "").hasPrefix("\(name): "), "GET \(name): \(String(describing: answer))")
         }
         #expect(status("keep_alive") == 200 && status("teardown") == 200, "\(got)")
+        // An ANNOUNCE without `Lyre-Latency` gets the default, 250 ms (lyred given no `--latency`); one without
+        // `Lyre-Sender-Name` is shown by its User-Agent.
+        #expect(rig.lyred.stderr.contains("session from 'rtsp-abuse.py': opus, latency 250 ms"), "lyred: \(rig.lyred.stderr)")
+        #expect(rig.lyred.stderr.contains("session from 'rtsp-abuse.py': opus, latency 2000 ms"), "lyred: \(rig.lyred.stderr)")
     }
 
     @Test func badInputIsRefusedAndLyredKeepsServing() async throws {
