@@ -20,6 +20,10 @@ public struct StreamConfiguration: Sendable {
     public var bitrate = 128_000
     /// Opus frame: 10 or 20 ms.
     public var frameMilliseconds = 20
+
+    /// The frame a sender picks when not told (streaming.md §4.3): 10 ms under 50 ms of latency, where an FEC
+    /// row of 20 ms frames completes too late to rebuild a lost packet in time, else 20 ms.
+    public static func defaultFrameMilliseconds(latency: Int) -> Int { latency < 50 ? 10 : 20 }
     /// Shown by the receiver while it plays.
     public var senderName = "Lyre"
     public var senderID: String?
@@ -448,7 +452,7 @@ public final class StreamSession: @unchecked Sendable {
                 if isRunning {
                     // No RTP-Info: the packets sent since SETUP (and those sent before it that are not yet
                     // due, `add` sent them) are already in the receiver's buffer, in step.
-                    let reply = try link.request("RECORD", headers: [("Lyre-Anchor", anchor.serialized)] + (start.map { [("Lyre-Start-At", String($0))] } ?? []))
+                    let reply = try link.request("RECORD", headers: [("Lyre-Anchor", anchor.serialized)] + Self.startAtHeader(start))
                     recordAnswered(link, reply)
                 }
                 if let enabled { try link.request("SET_PARAMETER", headers: [("Content-Type", "text/parameters")], body: Array(enabled.parameters.serialized.utf8)) }
@@ -543,6 +547,12 @@ public final class StreamSession: @unchecked Sendable {
         _ = try? broadcast("SET_PARAMETER", what: "rooms SET_PARAMETER") { _ in ([("Content-Type", "text/parameters")], body) }
     }
 
+    /// RECORD's `Lyre-Start-At` (streaming.md §3): where a resumed playback's rooms start to play, when it has one.
+    private static let startAtName = "Lyre-Start-At"
+    private static func startAtHeader(_ start: UInt32?) -> [(String, String)] {
+        start.map { [(startAtName, String($0))] } ?? []
+    }
+
     private func recordAnswered(_ link: Link, _ reply: RTSPMessage) {
         let id = ObjectIdentifier(link)
         lock.withLock {
@@ -611,13 +621,13 @@ public final class StreamSession: @unchecked Sendable {
             }
             let headers = [("RTP-Info", RTPInfo(sequence: seq, rtpTime: rtp).serialized),
                            ("Lyre-Anchor", PlaybackAnchor(rtpTime: rtp, senderClock: anchor).serialized)]
-                + (start.map { [("Lyre-Start-At", String($0))] } ?? [])
+                + Self.startAtHeader(start)
             let answers = try broadcast("RECORD", { _ in (headers, []) })
             for (link, reply) in answers { recordAnswered(link, reply) }
             lock.withLock {
                 if start != nil {
                     // A room that did not echo it would play the priming: then it is silence.
-                    let understood = answers.allSatisfy { $0.1.headers["Lyre-Start-At"] == start.map(String.init) }
+                    let understood = answers.allSatisfy { $0.1.headers[Self.startAtName] == start.map(String.init) }
                     primingLeft = understood && priming.count == Self.primingSamples * 2 ? priming : [Float](repeating: 0, count: Self.primingSamples * 2)
                     primed = primingLeft
                 }
@@ -757,8 +767,14 @@ public final class StreamSession: @unchecked Sendable {
     private func stepVolume(up: Bool) -> RemoteCommandStatus {
         let origin = commandOrigin
         let current = origin.flatMap { link in lock.withLock { levels[ObjectIdentifier(link)] } }.map(Self.effective) ?? volume
+        return applyVolume(from: origin, Self.stepped(current, up: up))
+    }
+
+    /// The level one volume step from `level` (now-playing.md §4.3): 1/16 of −30…0 dB; a step below −30 mutes
+    /// (−144), and a step up from mute is −30.
+    static func stepped(_ level: Double, up: Bool) -> Double {
         let step = 30.0 / 16
-        return applyVolume(from: origin, up ? (current <= -144 ? -30 : min(0, current + step)) : (current - step < -30 ? -144 : current - step))
+        return up ? (level <= -144 ? -30 : min(0, level + step)) : (level - step < -30 ? -144 : level - step)
     }
 
     /// A volume a receiver's controls asked for (a step, or its slider): that room's, or the group's when it

@@ -122,7 +122,7 @@ struct Play: AsyncParsableCommand {
         var configuration = StreamConfiguration()
         configuration.latencyMilliseconds = latency
         configuration.bitrate = bitrate * 1000
-        configuration.frameMilliseconds = frame ?? (latency < 50 ? 10 : 20)
+        configuration.frameMilliseconds = frame ?? StreamConfiguration.defaultFrameMilliseconds(latency: latency)
         configuration.fec = fecMode!
         configuration.resend = resend
         configuration.waitsForLostRooms = true

@@ -710,6 +710,10 @@ struct StreamingTests {
         #expect(status("record_status") == 200, "\(got)")
         #expect((got["record_output_latency"] as? String).flatMap(Double.init) != nil, "\(got)")
         #expect((got["record_output_delay"] as? String).flatMap(Int.init) != nil, "\(got)")
+        // A resuming RECORD (after FLUSH) with `Lyre-Start-At` has it echoed; one without it gets none.
+        #expect(status("flush_status") == 200 && status("resume_status") == 200, "\(got)")
+        #expect(got["resume_start_at"] as? String == "57272", "\(got)")
+        #expect(got["record_start_at"] == nil || got["record_start_at"] is NSNull, "\(got)")
         // SET_PARAMETER volume: −30…0 and −144 taken, anything else 451; unknown names 451 either way.
         for value in ["-30.0", "0.0", "-144", "-12.5"] { #expect(status("volume_\(value)") == 200, "volume \(value): \(got)") }
         for value in ["-30.1", "0.1", "-143", "loud"] { #expect(status("volume_\(value)") == 451, "volume \(value): \(got)") }

@@ -55,3 +55,13 @@ struct StreamConfigurationTests {
         #expect(live.lateAudioWaitMilliseconds == 125)
     }
 }
+
+extension StreamConfigurationTests {
+    /// streaming.md §4.3: under 50 ms of latency `lyre play` sends 10 ms frames unless told, else 20 ms.
+    @Test func underFiftyMillisecondsTheFrameIs10Milliseconds() {
+        #expect(StreamConfiguration.defaultFrameMilliseconds(latency: 20) == 10)
+        #expect(StreamConfiguration.defaultFrameMilliseconds(latency: 49) == 10)
+        #expect(StreamConfiguration.defaultFrameMilliseconds(latency: 50) == 20)
+        #expect(StreamConfiguration.defaultFrameMilliseconds(latency: 250) == 20)
+    }
+}

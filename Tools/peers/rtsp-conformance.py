@@ -53,6 +53,13 @@ def main():
     out["record_status"] = reply.status
     out["record_output_latency"] = reply.headers.get("lyre-output-latency")
     out["record_output_delay"] = reply.headers.get("lyre-output-delay")
+    out["record_start_at"] = reply.headers.get("lyre-start-at")
+    # §3 FLUSH then a resuming RECORD: `Lyre-Start-At` is echoed (a version 2 receiver honours it), and a RECORD
+    # without it gets none back.
+    out["flush_status"] = s.req("FLUSH", target.url, [("RTP-Info", "seq=60;rtptime=56000")], expect=None).status
+    reply = s.req("RECORD", target.url, [("RTP-Info", "seq=60;rtptime=56000"), ("Lyre-Start-At", "57272")], expect=None)
+    out["resume_status"] = reply.status
+    out["resume_start_at"] = reply.headers.get("lyre-start-at")
     # §3 SET_PARAMETER volume: −30…0 or −144; out of range 451. Unknown names 451.
     params = [("Content-Type", "text/parameters")]
     for value in ("-30.0", "0.0", "-144", "-12.5", "-30.1", "0.1", "-143", "loud"):
