@@ -183,6 +183,9 @@ let package = Package(
         .testTarget(name: "LyreCodecTests", dependencies: ["LyreCodec"]),
         .testTarget(name: "LyreSenderTests", dependencies: ["LyreSender"]),
         .testTarget(
+            name: "LyreControlTests",
+            dependencies: ["LyreControl", "LyreWire", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio")]),
+        .testTarget(
             name: "LyreCommandLineTests",
             dependencies: ["LyreCommandLine", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
     ]

@@ -232,3 +232,44 @@ struct PairingTests {
         #expect(Set(try PairedDevices(path: path).load().map(\.id)) == Set(parties.map(\.id)))
     }
 }
+
+extension PairingTests {
+    /// pairing.md §5: at most 256 pairings are kept, newest first; one more drops the oldest. The file holds
+    /// each as `{"id", "name", "publicKey" (64 hex digits), "paired" (Unix seconds)}`.
+    @Test func atMost256PairingsAreKeptAndTheOldestGoes() throws {
+        #expect(PairedDevices.capacity == 256)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lyre-paired-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = PairedDevices(path: directory + "/" + PairedDevices.receiversFile)
+        let parties = (0..<258).map { Self.party("Room \($0)").party }
+        for (index, party) in parties.enumerated() { try store.add(party, at: 1_700_000_000 + index) }
+        let kept = try store.load()
+        #expect(kept.count == 256)
+        #expect(kept.first?.name == "Room 257" && kept.last?.name == "Room 2")
+        #expect(try store.find("Room 1") == nil && store.find("Room 0") == nil)
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: store.path))) as? [[String: Any]])
+        #expect(json.count == 256)
+        let first = try #require(json.first)
+        #expect(Set(first.keys) == ["id", "name", "publicKey", "paired"])
+        #expect(first["id"] as? String == parties[257].id && first["paired"] as? Int == 1_700_000_257)
+        #expect((first["publicKey"] as? String)?.wholeMatch(of: /[0-9a-f]{64}/) != nil, "\(first)")
+    }
+
+    /// pairing.md §3: sender and party names are 1 to 63 bytes of UTF-8; a longer one is cut when sent, at a
+    /// character boundary, and refused when received.
+    @Test func namesAreOneTo63BytesOfUTF8() throws {
+        let key = Array(repeating: UInt8(7), count: 32), id = DeviceID.random().rawValue
+        func party(_ name: [UInt8]) -> [UInt8] { PrefixFree.cat([key, Array(id.utf8), name]) }
+        let longest = String(repeating: "a", count: 63)
+        #expect(try PairingParty(parsing: party(Array(longest.utf8))).name == longest)
+        #expect(try PairingMessage.Start(parsing: PrefixFree.cat([Array(longest.utf8)])).senderName == longest)
+        for bad in [[UInt8](), Array(repeating: 0x61, count: 64), [0x61, 0xff, 0x62]] {
+            #expect(throws: PairingMessageError.self, "\(bad.count) bytes") { try PairingParty(parsing: party(bad)) }
+            #expect(throws: PairingMessageError.self, "\(bad.count) bytes") { try PairingMessage.Start(parsing: PrefixFree.cat([bad])) }
+        }
+        // Sent: cut to 63 bytes without splitting "é" (2 bytes): 31 of them.
+        let long = String(repeating: "é", count: 40)
+        #expect(try PairingMessage.Start(parsing: PairingMessage.Start(senderName: long).encoded).senderName == String(repeating: "é", count: 31))
+        #expect(try PairingParty(parsing: PairingParty(publicKey: key, id: id, name: long).encoded).name == String(repeating: "é", count: 31))
+    }
+}

@@ -54,7 +54,7 @@ struct PlayoutTests {
     /// clock `offset` ns ahead of it, in blocks of `block` frames.
     static func play(_ pcm: [Int16], skewPPM: Double = 0, senderDriftPPM: Double = 0, block: Int = 240,
                      latency: UInt64 = 100_000_000, extraSeconds: Double = 0.5, fecRow: Int? = nil,
-                     withheld: [Int: Double] = [:]) throws -> Run {
+                     withheld: [Int: Double] = [:], presentationStep: (seconds: Double, nanoseconds: Double)? = nil) throws -> Run {
         var playout = try Playout(format: format, latency: latency, timed: true)
         playout.repairsFromFEC = fecRow != nil  // as SETUP does when the sender sends FEC
         let start: UInt64 = 5_000_000_000
@@ -96,11 +96,17 @@ struct PlayoutTests {
         var presented = Double(start) + Double(latency) - 20_000_000
         let seconds = Double(pcm.count / 2) / rate + Double(latency) / 1e9 + extraSeconds
         let framePeriod = 1e9 / rate / (1 + skewPPM * 1e-6)
+        var stepped = false
         while run.left.count < Int(seconds * rate) {
             feedTiming(until: UInt64(presented))
             while let next = pending.first, next.at <= presented {
                 playout.receive(sent[next.index], arrival: UInt64(next.at))
                 pending.removeFirst()
+            }
+            if let step = presentationStep, !stepped, presented >= Double(start) + step.seconds * 1e9 {
+                // The output's clock steps once (a stall, or the device's reported latency jumping).
+                presented += step.nanoseconds
+                stepped = true
             }
             let (out, _) = playout.render(frames: block, presentation: UInt64(presented.rounded()))
             run.records.append((run.left.count, presented))
@@ -264,6 +270,15 @@ extension PlayoutTests {
         let pcm = Self.sweep(seconds: 1)
         let run = try Self.play(pcm, withheld: [50: .infinity, 51: 0.602, 52: 0.602])
         #expect(run.statistics.lost == 1 && run.statistics.late == 0 && run.statistics.concealed == 480, "\(run.statistics)")
+        // An L16 gap is silence (streaming.md §6.1): one run of zeros the length of the lost packet (give or
+        // take a zero crossing of the sweep at either edge), and no other.
+        let first = try #require(run.left.firstIndex { $0 != 0 }), last = try #require(run.left.lastIndex { $0 != 0 })
+        var runs: [Int] = []
+        var zeros = 0
+        for sample in run.left[first...last] {
+            if sample == 0 { zeros += 1 } else { if zeros >= 8 { runs.append(zeros) }; zeros = 0 }
+        }
+        #expect(runs.count == 1 && (480...482).contains(runs.first ?? 0), "silent runs \(runs)")
         let windows = Self.measure(pcm, run, skewPPM: 0, every: 0.05)
         for window in windows where abs(window.at - 0.5) > 0.06 {
             #expect(abs(window.errorMicroseconds) < 25 && window.snr > 40, "\(window)")
@@ -435,6 +450,36 @@ extension PlayoutTests {
             let seconds = Double(at - start) / 48000
             let snr = Self.sineFitSNR(Array(played.left[at..<(at + 4800)]), frequency: 997 / 48000 / (1 + skew * 1e-6))
             #expect(snr > (seconds >= 3 ? 80 : 55), "tone at \(seconds) s: \(snr) dB")
+        }
+    }
+
+    /// streaming.md §6.1: an output more than 240 samples (5 ms) off its schedule (a stall, a clock step) jumps
+    /// back onto it, counted in `corrections`, and plays on time from there; one less far off is taken out by
+    /// the rate alone, with no jump.
+    @Test(arguments: [6_000_000.0, -6_000_000.0, 4_000_000.0]) func farOffTheScheduleTheOutputJumpsBackOntoIt(step: Double) throws {
+        // (4 s where the rate is read at the end: still catching up then. Windows up to 3.5 s of a 6 s sweep,
+        // under 1.2 kHz, where a window is not nearly periodic.)
+        let pcm = Self.sweep(seconds: abs(step) > 5_000_000 ? 6 : 4)
+        let run = try Self.play(pcm, block: 480, presentationStep: (seconds: 1.5, nanoseconds: step))
+        if abs(step) > 5_000_000 {
+            #expect(run.statistics.corrections == 1, "\(run.statistics)")
+            // Back on time straight after the jump, to the whole sample it restarts on (10.4 µs).
+            let after = Self.measure(pcm, run, skewPPM: 0, every: 0.25, from: 1.7).filter { $0.at < 3.5 }
+            #expect(after.count >= 4)
+            for window in after { #expect(abs(window.errorMicroseconds) < 12, "\(window)") }
+        } else {
+            #expect(run.statistics.corrections == 0, "\(run.statistics)")
+            // The rate takes it out instead, at the controller's bound (+1000 ppm: 4 ms in 4 s), never beyond.
+            let rate = try #require(run.statistics.ratePPM)
+            #expect(abs(rate - 1000) < 0.01, "rate \(rate) ppm")
+            // And nothing was skipped or left out: no run of silence inside the sweep.
+            let first = try #require(run.left.firstIndex { $0 != 0 }), last = try #require(run.left.lastIndex { $0 != 0 })
+            var zeros = 0, longest = 0
+            for sample in run.left[first...last] {
+                zeros = sample == 0 ? zeros + 1 : 0
+                longest = max(longest, zeros)
+            }
+            #expect(longest < 8, "\(longest) silent samples in a row")
         }
     }
 }

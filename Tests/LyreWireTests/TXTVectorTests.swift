@@ -117,6 +117,13 @@ func errorName(_ error: any Error) -> String {
     @Test func truncatedLengthByte() {
         #expect(throws: TXTRecordError.truncated(offset: 4)) { try TXTRecord.parse([3, 0x61, 0x3D, 0x62, 9, 0x63]) }
     }
+
+    /// discovery.md §2: the size is checked first, so RDATA that is both oversized and truncated (its first
+    /// length byte points past a string) is `recordTooLarge`.
+    @Test func sizeIsCheckedBeforeTheStrings() {
+        #expect(throws: TXTRecordError.recordTooLarge(9000)) { try TXTRecord.parse(Array(repeating: 255, count: 9000)) }
+        #expect(throws: TXTRecordError.recordTooLarge(8901)) { try TXTRecord.parse([255] + Array(repeating: 0x61, count: 8900)) }
+    }
 }
 
 @Suite struct ReceiverTXTTests {
@@ -139,6 +146,21 @@ func errorName(_ error: any Error) -> String {
         let parsed = try ReceiverTXT(receiver.txtRecord)
         guard case .playing(let sender) = parsed.status else { Issue.record("status \(String(describing: parsed.status))"); return }
         #expect(sender == String(repeating: "é", count: 32))
+    }
+
+    /// discovery.md §3: `md` is cut to 64 bytes, never inside a UTF-8 sequence or a grapheme cluster.
+    @Test func longModelIsCutAtAGraphemeBoundary() throws {
+        func written(_ model: String) throws -> String {
+            let receiver = ReceiverTXT(deviceID: Self.id, model: model, codecs: [], features: [], status: nil, outputKind: nil, volume: nil)
+            return try ReceiverTXT(TXTRecord.parse(receiver.txtRecord.serialized())).model
+        }
+        // "é" as e + U+0301 (3 bytes, one character): 21 of them fit in 63 bytes, a 22nd would be split.
+        #expect(try written(String(repeating: "e\u{301}", count: 25)) == String(repeating: "e\u{301}", count: 21))
+        // Flags (8 bytes each): 8 fill the 64 bytes exactly.
+        #expect(try written(String(repeating: "🇫🇷", count: 9)) == String(repeating: "🇫🇷", count: 8))
+        // "€" (3 bytes) after 62 bytes of ASCII: it does not fit, and is left out whole.
+        #expect(try written(String(repeating: "a", count: 62) + "€b") == String(repeating: "a", count: 62))
+        #expect(try written(String(repeating: "m", count: 64)) == String(repeating: "m", count: 64))
     }
 
     @Test func deviceIDIsRandomAndWellFormed() {
