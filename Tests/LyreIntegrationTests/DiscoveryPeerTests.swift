@@ -70,6 +70,8 @@ struct DiscoveryPeerTests {
         #expect(txt.contains("st=idle"))
         #expect(txt.contains("ok=speaker"))
         #expect(txt.contains("vol=0"))
+        // lyred given no `--model` writes the default (discovery.md §3).
+        #expect(txt.contains("md=Lyre Receiver"), "\(txt)")
         // The codecs it decodes and its features (discovery.md §3).
         #expect(txt.contains("cn=opus,l16") && txt.contains("ft=clock"), "\(txt)")
         // pk: the fingerprint of the key lyred keeps, private to its user: Python's cryptography (OpenSSL) derives
@@ -97,7 +99,7 @@ struct DiscoveryPeerTests {
     func foreignPublishersAppearAndInvalidOnesAreIgnored() async throws {
         let network = try TestNetwork()
         defer { network.close() }
-        let lyred = try network.spawn(["lyred", "--name", "Study", "--port", "0", "--state-dir", "/run/lyred"])
+        let lyred = try network.spawn(["lyred", "--name", "Study", "--model", "Study Pi 4", "--port", "0", "--state-dir", "/run/lyred"])
         try network.spawn([
             "avahi-publish", "-s", "Garage", "_lyre._tcp", "7001", "v=1", "id=\(Self.foreignID)", "md=Pi",
             "cn=opus", "ft=", "st=playing", "sn=Alice", "ok=usb", "vol=-12.5",
@@ -121,6 +123,9 @@ struct DiscoveryPeerTests {
         #expect(garage["volume"] as? Double == -12.5)
         #expect((garage["addresses"] as? [String])?.contains("127.0.0.1") == true)
         #expect((garage["txt"] as? [String: String])?["md"] == "Pi")
+        // lyred writes `--model` as `md`.
+        let study = try #require(devices.first { $0["name"] as? String == "Study" })
+        #expect((study["txt"] as? [String: String])?["md"] == "Study Pi 4", "\(study)")
     }
 
     @Test("the embedded backend is found by the namespace's avahi-daemon and by python-zeroconf")

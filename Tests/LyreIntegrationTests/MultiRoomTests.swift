@@ -258,6 +258,20 @@ struct MultiRoomTests {
         let listing = try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [String: Any]
         let names = (listing?["rooms"] as? [[String: Any]])?.compactMap { $0["name"] as? String }
         #expect(names == ["Kitchen", "Bedroom"], "lyre group: \(list.stdout) \(list.stderr)")
+        // Plain rooms say so (pairing.md §6.1: `"encrypted": false`, `plain` in the table), and each room shows its
+        // link's quality from its receiver's reports (streaming.md §4.2), Kitchen's within a report or two.
+        #expect((listing?["rooms"] as? [[String: Any]])?.allSatisfy { $0["encrypted"] as? Bool == false } == true, "\(list.stdout)")
+        var kitchen: [String: Any]?
+        let reported = await eventually(timeout: 5) {
+            let list = try? await rooms.network.run(["lyre", "group", "--json", "--socket", rooms.groupSocket])
+            let listing = list.flatMap { try? JSONSerialization.jsonObject(with: Data($0.stdout.utf8)) as? [String: Any] }
+            kitchen = (listing?["rooms"] as? [[String: Any]])?.first { $0["name"] as? String == "Kitchen" }
+            return (kitchen?["quality"] as? [String: Any])?["lossPercent"] as? NSNumber != nil
+        }
+        #expect(reported, "Kitchen's quality: \(kitchen ?? [:])")
+        let table = try await rooms.network.run(["lyre", "group", "--socket", rooms.groupSocket])
+        let kitchenRow = table.stdout.split(separator: "\n").first { $0.hasPrefix("Kitchen ") }
+        #expect(kitchenRow?.contains(" plain ") == true && kitchenRow?.contains("%") == true, "lyre group: \(table.stdout) \(table.stderr)")
         try await play.waitForExit(timeout: 30)
         #expect(play.status == 0, "lyre play: \(play.stderr)")
         #expect(play.stderr.contains("'Bedroom' joined"), "\(play.stderr)")

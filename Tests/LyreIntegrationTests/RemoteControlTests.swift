@@ -151,10 +151,21 @@ struct RemoteControlTests {
               -c:a libmp3lame -c:v copy -id3v2_version 3 -disposition:v attached_pic -metadata title=Tagged song.mp3
             """, timeout: 60)
         #expect(made.status == 0, "ffmpeg: \(made.stderr)")
-        let play = try rig.network.spawn(["lyre", "play", dir + "/song.mp3", "--to", "Speaker", "--title", "Given", "--artist", "Someone"], name: "lyre-play")
+        let play = try rig.network.spawn(["lyre", "play", dir + "/song.mp3", "--to", "Speaker", "--title", "Given", "--artist", "Someone",
+                                          "--album", "Given Album", "--name", "Den Laptop"], name: "lyre-play")
         let shown = await rig.waitForNowPlaying { $0["title"] as? String == "Given" && $0["artwork"] != nil }
-        #expect(shown?["artist"] as? String == "Someone", "\(shown ?? [:]) \(play.stderr)")
+        #expect(shown?["artist"] as? String == "Someone" && shown?["album"] as? String == "Given Album", "\(shown ?? [:]) \(play.stderr)")
         #expect(shown?["artworkType"] as? String == "image/jpeg")
+        // now-playing.md §5: who plays, what it accepts and its skip interval (§4.1: announced with the list;
+        // lyre play's is 15 s).
+        #expect(shown?["sender"] as? String == "Den Laptop", "\(shown ?? [:])")
+        let commands = shown?["commands"] as? [String] ?? []
+        #expect(Set(["play", "pause", "togglePlayPause", "changePlaybackPosition", "skipForward", "skipBackward"]).isSubset(of: commands), "\(commands)")
+        #expect((shown?["skipInterval"] as? NSNumber)?.doubleValue == 15, "\(shown ?? [:])")
+        // And as one line for a person: `▶ Title — Artist (Album)  0:01 / 0:06  from Sender`.
+        let line = try await rig.remote("now-playing")
+        #expect(line.status == 0 && line.stdout.wholeMatch(of: /▶ Given — Someone \(Given Album\)  0:0\d \/ 0:06  from Den Laptop\n/) != nil,
+                "lyre remote now-playing: \(line.stdout) \(line.stderr)")
         let same = try await rig.network.run(["cmp", dir + "/picture.jpg", shown?["artwork"] as? String ?? "/nonexistent"])
         #expect(same.status == 0, "the MP3's cover differs from what lyred wrote: \(same.stdout) \(same.stderr)")
         try await play.waitForExit(timeout: 20)
