@@ -581,6 +581,10 @@ struct MultiRoomTests {
         try await Task.sleep(for: .seconds(2))
         let remove = try await rooms.network.run(["lyre", "group", "remove", "Bedroom", "--socket", rooms.groupSocket])
         #expect(remove.status == 0, "lyre group remove: \(remove.stderr)")
+        // The last room cannot be removed (streaming.md §9.4): one line saying to stop instead, and it plays on.
+        let last = try await rooms.network.run(["lyre", "group", "remove", "Kitchen", "--socket", rooms.groupSocket])
+        #expect(last.status != 0 && last.stderr.contains("is the only room; stop the playback instead")
+                && last.stderr.split(separator: "\n").count == 1, "lyre group remove Kitchen: \(last.stdout) \(last.stderr)")
         try await play.waitForExit(timeout: 30)
         #expect(play.status == 0, "lyre play: \(play.stderr)")
         try await rooms.stop()
@@ -615,11 +619,18 @@ struct MultiRoomTests {
         #expect(volume.status == 0, "lyre group volume: \(volume.stderr)")
         let level = try await listing().first { $0["name"] as? String == odd }?["volume"] as? Double
         #expect(level == -10, "\(String(describing: level))")
+        // The group's volume is the loudest room's (streaming.md §9): Kitchen's 0 dB.
+        let before = try await rooms.network.run(["lyre", "group", "--socket", rooms.groupSocket])
+        #expect(before.stdout.hasPrefix("group volume 0.0 dB"), "\(before.stdout)")
         // The group's volume, a negative number alone, is a request word too, not an option.
         let groupVolume = try await rooms.network.run(["lyre", "group", "volume", "-3", "--socket", rooms.groupSocket])
         #expect(groupVolume.status == 0, "lyre group volume -3: \(groupVolume.stderr)")
         let table = try await rooms.network.run(["lyre", "group", "--socket", rooms.groupSocket])
         #expect(table.stdout.hasPrefix("group volume -3.0 dB") && table.stdout.contains(odd), "\(table.stdout)")
+        // Moving it moves every room by the same 3 dB.
+        let moved = try await listing()
+        #expect(moved.first { $0["name"] as? String == "Kitchen" }?["volume"] as? Double == -3
+                && moved.first { $0["name"] as? String == odd }?["volume"] as? Double == -13, "\(moved)")
         let remove = try await rooms.network.run(["lyre", "group", "remove", odd, "--socket", rooms.groupSocket])
         #expect(remove.status == 0, "lyre group remove: \(remove.stderr)")
         #expect(try await listing().compactMap { $0["name"] as? String } == ["Kitchen"])

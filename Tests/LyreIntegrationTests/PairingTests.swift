@@ -299,10 +299,19 @@ struct PairingTests {
         // The real one comes back, as Kitchen (2): the name the user paired plays there, encrypted.
         receiver.process = try Receiver.start(network, name: "Kitchen", state: receiver.state, socket: receiver.socket, access: "paired")
         #expect(await eventually { receiver.process.stderr.contains("advertised as 'Kitchen (2)'") }, "\(receiver.process.stderr)")
-        let played = try await network.run(["lyre", "play", song, "--to", "Kitchen", "--group-socket", "off"])
+        // `lyre group` shows the room's security (pairing.md §6.1): `tls+srtp`, `"encrypted": true`.
+        let pairedGroup = network.scratch.appendingPathComponent("paired-group.sock").path
+        let played = try network.spawn(["lyre", "play", song, "--to", "Kitchen", "--group-socket", pairedGroup])
+        #expect(await eventually { receiver.process.stderr.contains("TLS and SRTP") }, "\(receiver.process.stderr)")
+        let secured = try await network.run(["lyre", "group", "--socket", pairedGroup])
+        let securedJSON = try await network.run(["lyre", "group", "--json", "--socket", pairedGroup])
+        try await played.waitForExit(timeout: 20)
         #expect(played.status == 0, "\(played.stderr)")
         #expect(!played.stderr.contains("unencrypted"), "\(played.stderr)")
-        #expect(receiver.process.stderr.contains("TLS and SRTP"), "\(receiver.process.stderr)")
+        #expect(secured.stdout.split(separator: "\n").contains { $0.hasPrefix("Kitchen") && $0.contains(" tls+srtp ") },
+                "\(secured.stdout) \(secured.stderr)")
+        let securedRooms = (try? JSONSerialization.jsonObject(with: Data(securedJSON.stdout.utf8)) as? [String: Any])?["rooms"] as? [[String: Any]]
+        #expect(securedRooms?.count == 1 && securedRooms?.first?["encrypted"] as? Bool == true, "\(securedJSON.stdout)")
         #expect(!other.stderr.contains("session from"), "the other device got a session: \(other.stderr)")
 
         // Asked for by its own id, the other device plays in plain: said at the start, and in lyre group.
@@ -311,8 +320,16 @@ struct PairingTests {
         #expect(await eventually { other.stderr.contains("session from") }, "\(other.stderr)")
         let group = try await network.run(["lyre", "group", "--socket", groupSocket])
         #expect(group.stdout.contains("SECURITY") && group.stdout.contains("plain"), "\(group.stdout) \(group.stderr)")
+        let plainJSON = try await network.run(["lyre", "group", "--json", "--socket", groupSocket])
+        let plainRooms = (try? JSONSerialization.jsonObject(with: Data(plainJSON.stdout.utf8)) as? [String: Any])?["rooms"] as? [[String: Any]]
+        #expect(plainRooms?.first?["encrypted"] as? Bool == false, "\(plainJSON.stdout)")
         try await plain.waitForExit(timeout: 20)
         #expect(plain.status == 0 && plain.stderr.contains("not paired: audio, now playing and artwork go unencrypted"), "\(plain.stderr)")
+        // On a terminal the status line says so as it plays (pairing.md §6.1): `▶ …  unencrypted`.
+        let tty = try await network.run(["script", "-qec", "\(TestNetwork.binaries)/lyre play '\(song)' --to \(otherID) --group-socket off", "/dev/null"], timeout: 30)
+        let statusLines = tty.stdout.split(whereSeparator: \.isNewline).filter { $0.contains("▶") }
+        #expect(tty.status == 0 && !statusLines.isEmpty && statusLines.allSatisfy { $0.contains("  unencrypted") },
+                "status lines: \(statusLines) (\(tty.stdout.suffix(500)))")
 
         // Neither there: the paired one is said to be missing, and nothing plays.
         for process in [receiver.process, other] { process.signal(SIGTERM) }

@@ -724,10 +724,19 @@ struct StreamingTests {
             #expect(answer?.first as? Int == 200 && (answer?.last as? String ?? "").hasPrefix("\(name): "), "GET \(name): \(String(describing: answer))")
         }
         #expect(status("keep_alive") == 200 && status("teardown") == 200, "\(got)")
+        // pairing.md: keys come only over TLS (an SRTP key in ANNOUNCE, a timing key in SETUP: 400 on a plain
+        // connection); a PAIR body over 1024 bytes is 413, a malformed one 400.
+        #expect(status("announce_crypto_plain") == 400 && status("setup_timing_key_plain") == 400, "\(got)")
+        #expect(status("pair_body_1025") == 413 && status("pair_body_1024") == 400, "\(got)")
         // An ANNOUNCE without `Lyre-Latency` gets the default, 250 ms (lyred given no `--latency`); one without
         // `Lyre-Sender-Name` is shown by its User-Agent.
         #expect(rig.lyred.stderr.contains("session from 'rtsp-abuse.py': opus, latency 250 ms"), "lyred: \(rig.lyred.stderr)")
         #expect(rig.lyred.stderr.contains("session from 'rtsp-abuse.py': opus, latency 2000 ms"), "lyred: \(rig.lyred.stderr)")
+        // Media from another SSRC (3) or address (1) is foreign, another payload type (2) malformed: dropped and
+        // counted, in the session's stats when it ends.
+        #expect(await eventually { rig.lyred.stderr.contains("session from 'rtsp-abuse.py' stats: ") }, "lyred: \(rig.lyred.stderr)")
+        let counted = rig.lyred.stderr.firstMatch(of: /session from 'rtsp-abuse.py' stats: .* foreign=(\d+) malformed=(\d+)/)
+        #expect(counted.map { Int($0.1) == 4 && Int($0.2) == 2 } == true, "\(counted?.0 ?? "no stats line"): \(rig.lyred.stderr)")
     }
 
     @Test func badInputIsRefusedAndLyredKeepsServing() async throws {

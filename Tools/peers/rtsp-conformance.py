@@ -4,11 +4,14 @@ would, and print what it answered as one JSON object: the statuses and headers t
 to assert. Usage: rtsp-conformance.py HOST PORT
 
 Reuses rtsp-abuse.py's connection and message reading (the same wire code, not a second one)."""
+import base64
 import importlib.util
 import json
 import os
 import random
+import socket
 import sys
+import time
 
 spec = importlib.util.spec_from_file_location("rtsp_abuse", os.path.join(os.path.dirname(__file__), "rtsp-abuse.py"))
 abuse = importlib.util.module_from_spec(spec)
@@ -69,8 +72,42 @@ def main():
     for name in ("output-latency", "output-delay", "volume"):
         reply = s.req("GET_PARAMETER", target.url, params, f"{name}\r\n".encode(), expect=None)
         out[f"get_{name}"] = [reply.status, reply.body.decode("utf-8", "replace").strip()]
+    # §3 SETUP: the Transport's ssrc is locked; media from another SSRC or another address is dropped and
+    # counted as `foreign`; §4: another payload type is dropped and counted (as `malformed`). Sent to the
+    # receiver's server_port, none of it valid: lyred's stats at the session's end count 4 foreign, 2 malformed.
+    server = int(out["setup_transport"].split("server_port=")[1].split("-")[0])
+    other = socket.socket(target.family, socket.SOCK_DGRAM)
+    other.bind(("127.0.0.2", 0))
+    for seq in range(3):
+        s.rtp_sock.sendto(abuse.rtp(96, 100 + seq, 96000, 0xDEADBEEF, bytes(40)), (target.ip, server))
+    other.sendto(abuse.rtp(96, 103, 96000, 0x1234ABCD, bytes(40)), (target.ip, server))
+    for seq in range(2):
+        s.rtp_sock.sendto(abuse.rtp(50, 104 + seq, 96000, 0x1234ABCD, bytes(40)), (target.ip, server))
+    other.close()
+    time.sleep(0.3)  # loopback delivers at once; the receiver counts them before the TEARDOWN below
     out["keep_alive"] = s.req("GET_PARAMETER", target.url, expect=None).status
     out["teardown"] = s.req("TEARDOWN", target.url, expect=None).status
+    s.close()
+    # pairing.md §6.3, §6.4: an SRTP key (ANNOUNCE's a=crypto) or a timing key (SETUP's Lyre-Timing-Key) on a
+    # plain connection is refused with 400; they come only over TLS.
+    s = session(target)
+    crypto = abuse.sdp(abuse.SDP_LINES + ["a=crypto:1 AEAD_AES_128_GCM inline:" + base64.b64encode(bytes(28)).decode()])
+    out["announce_crypto_plain"] = s.req("ANNOUNCE", target.url, [("Content-Type", "application/sdp")], crypto, expect=None).status
+    s.close()
+    s = session(target)
+    announce(s)
+    s._bind_udp(s.conn.sock.getsockname()[0])
+    port = s.rtp_sock.getsockname()[1]
+    out["setup_timing_key_plain"] = s.req("SETUP", target.url + "streamid=0",
+                                          [("Transport", f"RTP/AVP/UDP;unicast;client_port={port}-{port + 1};mode=record"),
+                                           ("Lyre-Timing-Key", base64.b64encode(bytes(32)).decode())], expect=None).status
+    s.close()
+    # pairing.md §3: a PAIR body is at most 1024 bytes (over it, 413, as every body over its limit); 1024 bytes
+    # that are not the step's fields are malformed, 400.
+    s = session(target)
+    pair = [("Lyre-Pair", "start"), ("Content-Type", "application/octet-stream")]
+    out["pair_body_1025"] = s.req("PAIR", target.url, pair, bytes(1025), expect=None).status
+    out["pair_body_1024"] = s.req("PAIR", target.url, pair, bytes(1024), expect=None).status
     s.close()
     print(json.dumps(out))
 
