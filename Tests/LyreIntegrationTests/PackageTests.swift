@@ -223,4 +223,100 @@ struct PackageTests {
         // `systemctl reload` (the unit's ExecReload) re-read the file, and lyred stayed up.
         #expect(journals["lyred"]?.contains("reloaded /etc/lyre/lyred.conf") == true, "\(journals["lyred"] ?? "")")
     }
+
+    /// lyred.service killed mid-song (as a crash would end it) is started again by systemd (`Restart=on-failure`),
+    /// with the id, key and paired senders it keeps in its state directory: the sender, paired with it in the
+    /// booted system (the PIN read from lyred's journal), brings the room back by itself, paired and encrypted
+    /// again, and plays the song on from where it stopped, to its end.
+    @Test func lyredRestartedBySystemdMidSongComesBackPairedAndPlaysOn() async throws {
+        let root = try Self.root()
+        let network = try TestNetwork(avahi: false)
+        defer { network.close() }
+        let input = try await StreamingTests.sweep(network, rate: 48000, seconds: 10, signal: "music")
+        try? FileManager.default.removeItem(atPath: root + "/var/tmp/song.wav")
+        try FileManager.default.copyItem(atPath: input, toPath: root + "/var/tmp/song.wav")
+        let config = root + "/etc/lyre/lyred.conf"
+        let handle = try #require(FileHandle(forWritingAtPath: config))
+        try handle.truncate(atOffset: 0)
+        try handle.write(contentsOf: Data("""
+            # written by PackageTests
+            name = Installed Den
+            access = paired
+            output = wav:/var/lib/lyred/out.wav
+
+            """.utf8))
+        try handle.close()
+        // The sender: pairs (the PIN from lyred's journal, read through a FIFO as it is written), plays the
+        // song, and two seconds into it has systemd kill lyred with SIGKILL; then keeps what happened and
+        // forgets the pairing at both ends (the root is shared with the other tests).
+        try #"""
+            #!/bin/sh
+            export HOME=/root
+            mkfifo /run/journal /run/pin
+            journalctl -f -n 0 -o cat -u lyred.service > /run/journal &
+            journal=$!
+            exec 4< /run/journal
+            lyre pair "Installed Den" --name Container --timeout 20 < /run/pin > /var/tmp/pair.out 2>&1 &
+            pair=$!
+            exec 3> /run/pin
+            pin=$(timeout 30 grep -m1 -oE 'PIN [0-9]{6}' <&4 | cut -d" " -f2)
+            echo "$pin" >&3
+            exec 3>&-
+            wait $pair; echo "lyre pair exited $?"
+            lyre play /var/tmp/song.wav --to "Installed Den" --timeout 20 > /var/tmp/play.out 2>&1 &
+            play=$!
+            timeout 30 grep -m1 -q "now playing" <&4
+            sleep 2
+            systemctl kill -s KILL lyred.service && echo "lyred killed"
+            wait $play; echo "lyre play exited $?"
+            kill $journal
+            echo "lyred.service restarts $(systemctl show -p NRestarts --value lyred.service)"
+            systemctl is-active lyred.service | sed "s/^/lyred.service /"
+            sed "s/^/lyre play: /" /var/tmp/pair.out /var/tmp/play.out
+            systemctl stop lyred.service
+            journalctl -b --no-pager -u lyred.service > /var/tmp/lyred.log
+            lyre pair --forget "Installed Den" > /dev/null
+            rm -f /var/lib/lyred/paired-senders.json
+            systemctl poweroff
+            """#.write(toFile: root + "/var/tmp/restart.sh", atomically: true, encoding: .utf8)
+        try """
+            [Unit]
+            After=lyred.service avahi-daemon.service
+            [Service]
+            Type=oneshot
+            ExecStart=/bin/sh /var/tmp/restart.sh
+            StandardOutput=journal+console
+            [Install]
+            WantedBy=multi-user.target
+            """.write(toFile: root + "/etc/systemd/system/lyre-test-restart.service", atomically: true, encoding: .utf8)
+        let wants = root + "/etc/systemd/system/multi-user.target.wants/lyre-test-restart.service"
+        try? FileManager.default.removeItem(atPath: wants)
+        try FileManager.default.createSymbolicLink(atPath: wants, withDestinationPath: "/etc/systemd/system/lyre-test-restart.service")
+        defer { try? FileManager.default.removeItem(atPath: wants) }
+        try? FileManager.default.removeItem(atPath: root + "/var/lib/lyred/out.wav")
+
+        let boot = try await network.shell("""
+            command -v systemd-nspawn >/dev/null || { echo "systemd-nspawn is missing (Debian systemd-container; Tools/test installs it)" >&2; exit 69; }
+            SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=0 exec systemd-nspawn -q --register=no --keep-unit --private-network -D '\(root)' -b
+            """, timeout: 150)
+        let console = boot.stdout
+        let journal = (try? String(contentsOfFile: root + "/var/tmp/lyred.log", encoding: .utf8)) ?? ""
+        #expect(boot.status == 0, "systemd-nspawn: \(boot.stderr)\n\(console.suffix(3000))")
+        #expect(console.contains("lyre pair exited 0") && console.contains("lyred killed"), "\(console.suffix(3000))")
+        // systemd started it again, once, and it stayed up.
+        #expect(console.contains("lyred.service restarts 1") && console.contains("lyred.service active"), "\(console.suffix(3000))")
+        // The sender paused while its only room was gone, and played on when it was back; both sessions paired.
+        #expect(console.contains("lyre play exited 0"), "\(console.suffix(3000))\n\(journal)")
+        #expect(console.contains("paused: 'Installed Den' is no longer available") && console.contains("'Installed Den' is back"),
+                "\(console.suffix(3000))")
+        let said = console.split(separator: "\n").filter { $0.contains("lyre play: ") }
+        #expect(!said.isEmpty && !said.contains { $0.contains("unencrypted") || $0.contains("plain") }, "\(said)")
+        #expect(journal.components(separatedBy: "TLS and SRTP").count - 1 == 2, "two paired sessions, before and after: \(journal)")
+        // The restarted lyred's output (it writes its file anew) holds the song from where it stopped to its end,
+        // whole: no gap, its last sample played.
+        let comparison = try await StreamingTests.compare(network, reference: input, output: root + "/var/lib/lyred/out.wav", part: true)
+        StreamingTests.expectSameAudio(comparison)
+        StreamingTests.expectWhole(comparison)
+        #expect((comparison["matched_seconds"] as? Double ?? 0) > 5, "\(comparison)")
+    }
 }
