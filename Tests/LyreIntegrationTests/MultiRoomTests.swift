@@ -275,6 +275,8 @@ struct MultiRoomTests {
         try await play.waitForExit(timeout: 30)
         #expect(play.status == 0, "lyre play: \(play.stderr)")
         #expect(play.stderr.contains("'Bedroom' joined"), "\(play.stderr)")
+        // The sender then told the new room what plays (streaming.md §9.2).
+        #expect(rooms.lyred["Bedroom"]!.stderr.contains("now playing:"), "\(rooms.lyred["Bedroom"]!.stderr)")
         try await rooms.stop()
         // Kitchen played the whole sweep without a gap; Bedroom from when it joined, in step with it.
         StreamingTests.expectSameAudio(try await rooms.compare(sweep, "Kitchen"))

@@ -168,8 +168,17 @@ struct RemoteControlTests {
                 "lyre remote now-playing: \(line.stdout) \(line.stderr)")
         let same = try await rig.network.run(["cmp", dir + "/picture.jpg", shown?["artwork"] as? String ?? "/nonexistent"])
         #expect(same.status == 0, "the MP3's cover differs from what lyred wrote: \(same.stdout) \(same.stderr)")
+        // now-playing.md §2: the file is readable only by lyred's user, named by a hash of its bytes (FNV-1a,
+        // so a changed image gets a new name), and removed when the session ends.
+        let artwork = shown?["artwork"] as? String ?? "/nonexistent"
+        let mode = try await rig.network.run(["stat", "-c", "%a", artwork])
+        #expect(mode.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "600", "artwork mode \(mode.stdout)")
+        let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: dir + "/picture.jpg")))
+        let hash = bytes.reduce(UInt64(0xcbf2_9ce4_8422_2325)) { ($0 ^ UInt64($1)) &* 0x100_0000_01b3 }
+        #expect(artwork.hasSuffix("/artwork-\(String(hash, radix: 16)).jpg"), "\(artwork)")
         try await play.waitForExit(timeout: 20)
         #expect(play.status == 0, "lyre play: \(play.stderr)")
+        #expect(await eventually { !FileManager.default.fileExists(atPath: artwork) }, "\(artwork) is still there after the session")
     }
 
     /// M4A, read through FFmpeg's libraries (issue 12): AAC and ALAC, each with its tags and an embedded PNG

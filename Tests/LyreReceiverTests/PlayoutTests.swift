@@ -482,4 +482,24 @@ extension PlayoutTests {
             #expect(longest < 8, "\(longest) silent samples in a row")
         }
     }
+
+    /// streaming.md §6.1: in tune, the output is the input sample for sample while it stays within two samples
+    /// (42 µs) of the schedule; an output whose clock steps by 1.4 samples stays in tune (not one sample
+    /// resampled), one that steps by 2.9 leaves it (and is steered back by the rate).
+    @Test(arguments: [30_000.0, 60_000.0]) func inTuneHoldsWithinTwoSamplesAndLeavesPastThem(step: Double) throws {
+        let pcm = Self.sweep(seconds: 3)
+        let run = try Self.play(pcm, block: 480, presentationStep: (seconds: 1.2, nanoseconds: step))
+        #expect(run.statistics.corrections == 0)
+        let input = stride(from: 0, to: pcm.count, by: 2).map { Double(pcm[$0]) }
+        let first = try #require(run.left.firstIndex { $0 != 0 })
+        let firstIn = try #require(input.firstIndex { $0 != 0 })
+        let copied = Array(run.left[first..<(first + input.count - firstIn)]) == Array(input[firstIn...])
+        if step < 2 * 1e9 / Self.rate {
+            #expect(run.statistics.tuned == 1 && run.statistics.ratePPM == 0, "\(run.statistics)")
+            #expect(copied, "the output was resampled")
+        } else {
+            #expect(run.statistics.tuned > 1 || run.statistics.ratePPM != 0, "still in tune: \(run.statistics)")
+            #expect(!copied, "the output stayed the input sample for sample")
+        }
+    }
 }
