@@ -232,7 +232,10 @@ struct RemoteControlTests {
         #expect(paused?["rate"] as? Double == 0, "\(paused ?? [:])")
         let frozen = Self.position(paused)
         let statsBefore = try await rig.remote("stats")
-        try await Task.sleep(for: .seconds(1.5))
+        // Paused for 12 s, past the 10 s a receiver waits for a silent sender: the sender keeps its session with
+        // GET_PARAMETER (streaming.md §7), so it is not timed out.
+        try await Task.sleep(for: .seconds(12))
+        #expect(!rig.lyred.stderr.contains("timed out") && !rig.lyred.stderr.contains("ended:"), "\(rig.lyred.stderr)")
         let later = try await rig.nowPlaying()
         #expect(abs(Self.position(later) - frozen) < 0.001, "the position moved while paused: \(frozen) → \(Self.position(later))")
         let mprisStatus = try await rig.playerctl("status")

@@ -273,6 +273,8 @@ struct StreamingTests {
         #expect(play.status == 0, "lyre play: \(play.stderr)")
         try await rig.stop()
         Self.expectSameAudio(try await Self.compare(rig.network, reference: sweep, output: raw, format: "raw:s16le:48000:2"))
+        // The file plugin keeps no time, so the output is paced on the host clock, and lyred says so (§6.1).
+        #expect(rig.lyred.stderr.contains("presentation times from the host clock (lyrefile keeps no time)"), "\(rig.lyred.stderr)")
     }
 
     /// App audio versus system sounds (AudioSession): an app with category `.playback` streams its song to
@@ -737,6 +739,22 @@ struct StreamingTests {
         #expect(await eventually { rig.lyred.stderr.contains("session from 'rtsp-abuse.py' stats: ") }, "lyred: \(rig.lyred.stderr)")
         let counted = rig.lyred.stderr.firstMatch(of: /session from 'rtsp-abuse.py' stats: .* foreign=(\d+) malformed=(\d+)/)
         #expect(counted.map { Int($0.1) == 4 && Int($0.2) == 2 } == true, "\(counted?.0 ?? "no stats line"): \(rig.lyred.stderr)")
+    }
+
+    /// streaming.md §7: a recording session that hears nothing (no RTSP, no media) for 10 s ends, `timeout`:
+    /// the sender is told (`session-end: timeout`) and the connection closed. (A paused sender that keeps its
+    /// session with GET_PARAMETER: RemoteControlTests.pauseSetsRateZeroAndFreezesThePosition.)
+    @Test func aSilentSessionEndsAfter10Seconds() async throws {
+        let rig = try await Rig()
+        defer { rig.network.close() }
+        let run = try await rig.network.run(["python3", "\(TestNetwork.tools)/peers/rtsp-conformance.py", "127.0.0.1", String(rig.port), "--silent"],
+                                            timeout: 40)
+        let got = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "\(run.stderr)")
+        let after = got["closed_after_s"] as? Double ?? 0
+        // Not before 10 s (its once-a-second check ends it within the 11th); the upper bound only says it ended.
+        #expect(after >= 10 && after < 15, "closed after \(after) s")
+        #expect((got["said"] as? String ?? "").contains("session-end: timeout"), "\(got)")
+        #expect(rig.lyred.stderr.contains("session from 'rtsp-abuse.py' ended: timeout"), "\(rig.lyred.stderr)")
     }
 
     @Test func badInputIsRefusedAndLyredKeepsServing() async throws {

@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Play the session handshake of Protocol/streaming.md §3 against a Lyre receiver, as a plain RTSP sender
 would, and print what it answered as one JSON object: the statuses and headers the spec states, for a test
-to assert. Usage: rtsp-conformance.py HOST PORT
+to assert. Usage: rtsp-conformance.py HOST PORT [--silent]
+
+With --silent: sets a session up to RECORD and then says and sends nothing (§7: a recording session silent for
+10 s ends, `timeout`); prints how long until the receiver closed the connection and what it said first.
 
 Reuses rtsp-abuse.py's connection and message reading (the same wire code, not a second one)."""
 import base64
@@ -28,8 +31,35 @@ def announce(s, headers=()):
     return s.req("ANNOUNCE", s.target.url, [("Content-Type", "application/sdp")] + list(headers), abuse.VALID_SDP, expect=None)
 
 
+def recording(target):
+    """A session set up to RECORD, as the handshake below does it."""
+    s = session(target)
+    announce(s)
+    s._bind_udp(s.conn.sock.getsockname()[0])
+    port = s.rtp_sock.getsockname()[1]
+    reply = s.req("SETUP", target.url + "streamid=0", [("Transport", f"RTP/AVP/UDP;unicast;client_port={port}-{port + 1};mode=record")])
+    s.session = reply.headers.get("session", "").split(";")[0].strip()
+    s.req("RECORD", target.url, [("RTP-Info", "seq=1;rtptime=1")])
+    return s
+
+
+def silent(target):
+    s = recording(target)
+    start = time.monotonic()
+    said = b""
+    s.conn.sock.settimeout(20)
+    while True:
+        data = s.conn.sock.recv(65536)
+        if not data:
+            break
+        said += data
+    print(json.dumps({"closed_after_s": round(time.monotonic() - start, 2), "said": said.decode("utf-8", "replace")}))
+
+
 def main():
     target = abuse.Target(sys.argv[1], int(sys.argv[2]), 5)
+    if "--silent" in sys.argv:
+        return silent(target)
     out = {}
     # §3 ANNOUNCE: Lyre-Latency 20…2000, out of range 400 (each on a connection of its own).
     for latency in (19, 20, 2000, 2001):
