@@ -62,7 +62,12 @@ public struct SenderSecurity: Sendable {
     public func pairedKey(of route: OutputRoute) -> [UInt8]? { route.id.flatMap { pairedKeys[$0] } }
 
     static func keyChanged(_ route: OutputRoute) -> RTSPClient.Failure {
-        RTSPClient.Failure(description: "its key is not the one paired with (another device may have taken its name and id); "
-            + "nothing was sent. If it was reinstalled: lyre pair --forget '\(route.name)', then lyre pair '\(route.name)'")
+        // Pairing again the way it was reached: by name, or, for a receiver reached at HOST:PORT, by its id
+        // and `--host` (a name that is an address names no pairing and no device).
+        let byAddress = route.name == route.address
+        let forget = byAddress ? (route.id ?? "ID (see lyre pair --list)") : "'\(route.name)'"
+        let pair = byAddress ? "--host \(route.address)" : "'\(route.name)'"
+        return RTSPClient.Failure(description: "its key is not the one paired with (another device may have taken its name and id); "
+            + "nothing was sent. If it was reinstalled: lyre pair --forget \(forget), then lyre pair \(pair)")
     }
 }

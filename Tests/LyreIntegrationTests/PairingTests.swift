@@ -255,11 +255,17 @@ struct PairingTests {
         let impostor = network.scratch.appendingPathComponent("impostor.state").path
         try FileManager.default.createDirectory(atPath: impostor, withIntermediateDirectories: true)
         try FileManager.default.copyItem(atPath: receiver.state + "/device-id", toPath: impostor + "/device-id")
+        let receiverID = try String(contentsOfFile: receiver.state + "/device-id", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
         try await receiver.restart(state: impostor)
         for target in [["--to", "Kitchen"], ["--host", "127.0.0.1:7750"]] {
             let fooled = try await network.run(["lyre", "play", song, "--group-socket", "off"] + target)
             #expect(fooled.status != 0)
             #expect(fooled.stderr.contains("not the one paired with") && fooled.stderr.split(separator: "\n").count == 1,
+                    "\(target): \(fooled.stderr)")
+            // It says why (another device may have taken the name and id) and how to pair again (pairing.md §6.1).
+            let again = target[0] == "--to" ? "lyre pair --forget 'Kitchen', then lyre pair 'Kitchen'"
+                : "lyre pair --forget \(receiverID), then lyre pair --host 127.0.0.1:7750"
+            #expect(fooled.stderr.contains("another device may have taken its name and id") && fooled.stderr.contains(again),
                     "\(target): \(fooled.stderr)")
         }
         #expect(!receiver.process.stderr.contains("session from"), "the impostor got a session: \(receiver.process.stderr)")
@@ -277,6 +283,8 @@ struct PairingTests {
         await receiver.waitUntilAdvertised()
         #expect(try await Self.pair(receiver).status == 0)
         let pairedID = try String(contentsOfFile: receiver.state + "/device-id", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let list = try await network.run(["lyre", "pair", "--list"])
+        let pairedKey = try #require(list.stdout.firstMatch(of: /key ([0-9a-f]{16})/).map { String($0.1) }, "lyre pair --list: \(list.stdout)")
         let song = network.scratch.appendingPathComponent("song.wav").path
         #expect(try await network.run(["python3", MultiRoomTests.audioTool, "sweep", song, "--rate", "44100", "--seconds", "3"]).status == 0)
 
@@ -295,6 +303,10 @@ struct PairingTests {
         #expect(refused.status != 0)
         #expect(refused.stderr.split(separator: "\n").count == 1 && refused.stderr.contains(otherID) && refused.stderr.contains(pairedID)
                 && refused.stderr.contains("is not the 'Kitchen' paired with"), "\(refused.stderr)")
+        // …and both key fingerprints: the paired one (as `lyre pair --list` shows it) and the other's (its `pk`).
+        let otherKey = try #require(try await DiscoveryPeerTests.devicesJSON(network).first { $0["id"] as? String == otherID }
+            .flatMap { ($0["txt"] as? [String: String])?["pk"] }, "the other device's pk")
+        #expect(pairedKey != otherKey && refused.stderr.contains(pairedKey) && refused.stderr.contains(otherKey), "\(refused.stderr)")
 
         // The real one comes back, as Kitchen (2): the name the user paired plays there, encrypted.
         receiver.process = try Receiver.start(network, name: "Kitchen", state: receiver.state, socket: receiver.socket, access: "paired")

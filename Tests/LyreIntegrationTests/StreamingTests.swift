@@ -558,6 +558,16 @@ struct StreamingTests {
         let play = try await rig.network.run(["lyre", "play", sweep, "--host", "127.0.0.1:\(rig.port)"])
         #expect(play.status != 0)
         #expect(play.stderr.contains("audio output is unavailable"), "\(play.stderr)")
+        // streaming.md §8: the ANNOUNCE is answered 503 with `Retry-After: 5`.
+        let raw = try await rig.network.run(["python3", "-c", """
+            import socket, sys
+            s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+            sdp = b"v=0\\r\\no=- 0 0 IN IP4 127.0.0.1\\r\\ns=Lyre\\r\\nc=IN IP4 127.0.0.1\\r\\nt=0 0\\r\\nm=audio 0 RTP/AVP 96\\r\\na=rtpmap:96 opus/48000/2\\r\\n"
+            s.sendall(b"ANNOUNCE rtsp://127.0.0.1/ RTSP/1.0\\r\\nCSeq: 1\\r\\nContent-Type: application/sdp\\r\\nContent-Length: %d\\r\\n\\r\\n" % len(sdp) + sdp)
+            s.settimeout(5)
+            print(s.recv(4096).decode())
+            """, String(rig.port)])
+        #expect(raw.stdout.hasPrefix("RTSP/1.0 503") && raw.stdout.contains("Retry-After: 5\r\n"), "\(raw.stdout) \(raw.stderr)")
     }
 
     /// Volume goes to the output's mixer when it has one: here PulseAudio's, through ALSA's pulse PCM and
@@ -631,6 +641,10 @@ struct StreamingTests {
         ]
         for lyred in receivers { #expect(await eventually { lyred.stderr.contains("advertised as") }, "\(lyred.stderr)") }
         #expect(await eventually { receivers[1].stderr.contains("volume not applied (volume-control none)") }, "\(receivers[1].stderr)")
+        // `--control-socket off` (now-playing.md §5): no socket, not even at root's default path.
+        let sockets = try await network.shell("ls /run/lyred 2>&1; find / -xdev -type s -path '*lyred*' 2>/dev/null")
+        #expect(!sockets.stdout.contains("control"), "\(sockets.stdout)")
+        #expect(receivers.allSatisfy { !$0.stderr.contains("control socket") }, "\(receivers.map(\.stderr))")
         let listing = try await network.run(["lyre", "devices", "--json"])
         let devices = try JSONSerialization.jsonObject(with: Data(listing.stdout.utf8)) as? [[String: Any]] ?? []
         #expect(devices.first { $0["name"] as? String == "Capped" }?["volume"] as? Double == -10, "\(listing.stdout)")
