@@ -272,6 +272,7 @@ struct PackageTests {
             kill $journal
             echo "lyred.service restarts $(systemctl show -p NRestarts --value lyred.service)"
             systemctl is-active lyred.service | sed "s/^/lyred.service /"
+            echo "control socket directory $(stat -c '%a %U' /run/lyred)"
             sed "s/^/lyre play: /" /var/tmp/pair.out /var/tmp/play.out
             systemctl stop lyred.service
             journalctl -b --no-pager -u lyred.service > /var/tmp/lyred.log
@@ -305,6 +306,8 @@ struct PackageTests {
         #expect(console.contains("lyre pair exited 0") && console.contains("lyred killed"), "\(console.suffix(3000))")
         // systemd started it again, once, and it stayed up.
         #expect(console.contains("lyred.service restarts 1") && console.contains("lyred.service active"), "\(console.suffix(3000))")
+        // Its control socket's directory is its own alone (now-playing.md §5).
+        #expect(console.contains("control socket directory 700 lyred"), "\(console.suffix(3000))")
         // The sender paused while its only room was gone, and played on when it was back; both sessions paired.
         #expect(console.contains("lyre play exited 0"), "\(console.suffix(3000))\n\(journal)")
         #expect(console.contains("paused: 'Installed Den' is no longer available") && console.contains("'Installed Den' is back"),
