@@ -311,10 +311,16 @@ struct StreamingTests {
         let flac = rig.network.scratch.appendingPathComponent("sweep.flac").path
         let encode = try await rig.network.run(["ffmpeg", "-loglevel", "error", "-y", "-i", sweep, flac])
         #expect(encode.status == 0, "\(encode.stderr)")
-        let push = try await rig.network.run([
+        let push = try rig.network.spawn([
             "ffmpeg", "-loglevel", "error", "-re", "-i", flac, "-c:a", "libopus", "-b:a", "128k",
             "-rtsp_transport", transport, "-f", "rtsp", "rtsp://127.0.0.1:\(rig.port)/",
         ])
+        // A sender that never sends a list of commands accepts none (now-playing.md §4.1): the receiver refuses
+        // a command for it and sends it nothing.
+        #expect(await eventually { rig.lyred.stderr.contains("session from") }, "\(rig.lyred.stderr)")
+        let pause = try await rig.network.run(["lyre", "remote", "pause"])
+        #expect(pause.status != 0 && pause.stderr.contains("does not accept pause"), "lyre remote pause: \(pause.stdout) \(pause.stderr)")
+        try await push.waitForExit(timeout: 60)
         #expect(push.status == 0, "ffmpeg: \(push.stderr)")
         try await rig.stop()
         Self.expectSameAudio(try await Self.compare(rig.network, reference: sweep, output: rig.output))
