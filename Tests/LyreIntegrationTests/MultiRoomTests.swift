@@ -633,6 +633,12 @@ struct MultiRoomTests {
         let moved = try await listing()
         #expect(moved.first { $0["name"] as? String == "Kitchen" }?["volume"] as? Double == -3
                 && moved.first { $0["name"] as? String == odd }?["volume"] as? Double == -13, "\(moved)")
+        // A room's own volume key steps that room only (§9): Kitchen's `volume down`, one step of 1.875 dB.
+        let key = try await rooms.network.run(["lyre", "remote", "volume", "down", "--socket", rooms.path("Kitchen", "sock")])
+        #expect(key.status == 0, "lyre remote volume down: \(key.stderr)")
+        let stepped = try await listing()
+        #expect(stepped.first { $0["name"] as? String == "Kitchen" }?["volume"] as? Double == -4.875
+                && stepped.first { $0["name"] as? String == odd }?["volume"] as? Double == -13, "\(stepped)")
         let remove = try await rooms.network.run(["lyre", "group", "remove", odd, "--socket", rooms.groupSocket])
         #expect(remove.status == 0, "lyre group remove: \(remove.stderr)")
         #expect(try await listing().compactMap { $0["name"] as? String } == ["Kitchen"])
