@@ -653,6 +653,27 @@ struct MultiRoomTests {
         #expect(play.stderr.contains("'\(odd)' joined") && play.stderr.contains("'\(odd)' removed"), "\(play.stderr)")
     }
 
+    /// streaming.md §9.1: a room that another sender takes over leaves this playback (`takenOver`, said with
+    /// who took it) and is not waited for; the other room plays on to the end, whole.
+    @Test func aRoomTakenOverLeavesTheGroupAlone() async throws {
+        let rooms = try await Rooms([("Kitchen", []), ("Bedroom", [])])
+        defer { rooms.network.close() }
+        let song = try await rooms.sweep(seconds: 8)
+        let play = try rooms.network.spawn(["lyre", "play", song, "--to", "Kitchen", "--to", "Bedroom", "--group-socket", rooms.groupSocket])
+        #expect(await eventually { rooms.lyred["Bedroom"]!.stderr.contains("now playing:") }, "\(rooms.lyred["Bedroom"]!.stderr)")
+        let chime = try await rooms.sweep(seconds: 1, signal: "music")
+        let other = try await rooms.network.run(["lyre", "play", chime, "--to", "Bedroom", "--name", "Bob", "--group-socket", "off"])
+        #expect(other.status == 0, "the other sender: \(other.stderr)")
+        #expect(play.stderr.contains("'Bob' took over 'Bedroom'"), "lyre play: \(play.stderr)")
+        #expect(try await rooms.groupStates() == ["Kitchen playing"], "a room taken over is not waited for")
+        try await play.waitForExit(timeout: 30)
+        #expect(play.status == 0, "lyre play: \(play.stderr)")
+        try await rooms.stop()
+        let kitchen = try await rooms.compare(song, "Kitchen")
+        StreamingTests.expectSameAudio(kitchen)
+        StreamingTests.expectWhole(kitchen, lags: false)
+    }
+
     /// One room killed while the song plays: it leaves the playback alone, and the other plays on to the
     /// end without a gap.
     @Test func roomLostLeavesTheOthersPlaying() async throws {
