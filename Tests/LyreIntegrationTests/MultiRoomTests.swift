@@ -97,6 +97,17 @@ struct MultiRoomTests {
                            + (referenceChannel.map { ["--ref-channel", String($0)] } ?? []) + (part ? ["--part"] : []))
         }
 
+        /// Waits for `play` to end well, stops the receivers, and expects `room` to have played `song` whole,
+        /// first sample to last, without a gap.
+        func expectPlayedWhole(_ play: Spawned, _ song: String, in room: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+            try await play.waitForExit(timeout: 40)
+            #expect(play.status == 0, "lyre play: \(play.stderr)", sourceLocation: sourceLocation)
+            try await stop()
+            let output = try await compare(song, room)
+            StreamingTests.expectSameAudio(output, sourceLocation: sourceLocation)
+            StreamingTests.expectWhole(output, lags: false, sourceLocation: sourceLocation)
+        }
+
         func sync(_ a: String, _ b: String, expectMilliseconds: Double = 0, skews: (Double, Double) = (0, 0), settle: Double = 5,
                   within: Double = 100) async throws -> [String: Any] {
             try await json(["sync", path(a, "wav"), path(a, "csv"), path(b, "wav"), path(b, "csv"), "--expect-ms", String(expectMilliseconds),
@@ -307,12 +318,7 @@ struct MultiRoomTests {
         let restarted = Self.monotonicNow()
         try rooms.restart("Bedroom")
         #expect(await eventually(timeout: 10) { play.stderr.contains("'Bedroom' is back") }, "lyre play: \(play.stderr)")
-        try await play.waitForExit(timeout: 40)
-        #expect(play.status == 0, "lyre play: \(play.stderr)")
-        try await rooms.stop()
-        let kitchen = try await rooms.compare(song, "Kitchen")
-        StreamingTests.expectSameAudio(kitchen)
-        StreamingTests.expectWhole(kitchen, lags: false)
+        try await rooms.expectPlayedWhole(play, song, in: "Kitchen")
         Self.expectInSync(try await rooms.sync("Bedroom", "Kitchen"))
         // Its first audio left within 3.5 s of its lyred being started again (start-up, at most a second
         // until the next try, the join and the playback latency).
@@ -666,12 +672,7 @@ struct MultiRoomTests {
         #expect(other.status == 0, "the other sender: \(other.stderr)")
         #expect(play.stderr.contains("'Bob' took over 'Bedroom'"), "lyre play: \(play.stderr)")
         #expect(try await rooms.groupStates() == ["Kitchen playing"], "a room taken over is not waited for")
-        try await play.waitForExit(timeout: 30)
-        #expect(play.status == 0, "lyre play: \(play.stderr)")
-        try await rooms.stop()
-        let kitchen = try await rooms.compare(song, "Kitchen")
-        StreamingTests.expectSameAudio(kitchen)
-        StreamingTests.expectWhole(kitchen, lags: false)
+        try await rooms.expectPlayedWhole(play, song, in: "Kitchen")
     }
 
     /// One room killed while the song plays: it leaves the playback alone, and the other plays on to the

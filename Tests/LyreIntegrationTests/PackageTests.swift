@@ -25,6 +25,42 @@ struct PackageTests {
             """, timeout: timeout)
     }
 
+    /// Replaces `path`'s text in place, so that the file keeps the owner and mode the package gave it.
+    static func rewrite(_ path: String, _ text: String) throws {
+        let handle = try #require(FileHandle(forWritingAtPath: path))
+        try handle.truncate(atOffset: 0)
+        try handle.write(contentsOf: Data(text.utf8))
+        try handle.close()
+    }
+
+    /// A oneshot unit that runs `command` once the system is up, its output on the console; returns the link
+    /// that enables it, to remove when done.
+    static func enableOneshot(_ root: String, name: String, after: String, command: String) throws -> String {
+        try """
+            [Unit]
+            After=\(after)
+            [Service]
+            Type=oneshot
+            ExecStart=\(command)
+            StandardOutput=journal+console
+            [Install]
+            WantedBy=multi-user.target
+            """.write(toFile: root + "/etc/systemd/system/\(name)", atomically: true, encoding: .utf8)
+        let wants = root + "/etc/systemd/system/multi-user.target.wants/\(name)"
+        try? FileManager.default.removeItem(atPath: wants)
+        try FileManager.default.createSymbolicLink(atPath: wants, withDestinationPath: "/etc/systemd/system/\(name)")
+        return wants
+    }
+
+    /// Boots the root (systemd in a container, with a network of its own that has only loopback) until it
+    /// powers itself off. cgroup v1 on this kernel's hosts: the container's systemd is given the hybrid hierarchy.
+    static func boot(_ network: TestNetwork, _ root: String, timeout: Double) async throws -> Spawned {
+        try await network.shell("""
+            command -v systemd-nspawn >/dev/null || { echo "systemd-nspawn is missing (Debian systemd-container; Tools/test installs it)" >&2; exit 69; }
+            SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=0 exec systemd-nspawn -q --register=no --keep-unit --private-network -D '\(root)' -b
+            """, timeout: timeout)
+    }
+
     static func toolsVersion() throws -> String {
         let script = Process()
         script.executableURL = URL(fileURLWithPath: TestNetwork.tools + "/version")
@@ -151,16 +187,13 @@ struct PackageTests {
             .first { $0.hasPrefix("lyred:") }.flatMap { Int($0.split(separator: ":")[2]) }
         #expect(attributes[.groupOwnerAccountID] as? Int == lyredGroup && (attributes[.posixPermissions] as? Int ?? 0) & 0o020 != 0,
                 "the packaged lyred.conf is not writable by the lyred group: \(attributes)")
-        let handle = try #require(FileHandle(forWritingAtPath: config))
-        try handle.truncate(atOffset: 0)
-        try handle.write(contentsOf: Data("""
+        try Self.rewrite(config, """
             # written by PackageTests
             name = Installed Den
             access = open
             output = wav:/var/lib/lyred/out.wav
 
-            """.utf8))
-        try handle.close()
+            """)
         // A second receiver on the same host, as for a second sound card: lyred@porch.service with its own file.
         try """
             name = Installed Porch
@@ -175,28 +208,13 @@ struct PackageTests {
         defer { try? FileManager.default.removeItem(atPath: instance) }
         // The player: after both receivers, plays to both rooms at once with the installed lyre, stops them
         // (which ends the WAVs), keeps their journals and powers the container off.
-        try """
-            [Unit]
-            After=lyred.service lyred@porch.service avahi-daemon.service
-            [Service]
-            Type=oneshot
-            ExecStart=/bin/sh -c 'lyre play /var/tmp/in.wav --to "Installed Den" --to "Installed Porch" --timeout 20; echo "lyre play exited $?"; runuser -u lyred -- lyre remote output-delay 25 --socket /run/lyred/control; echo "output-delay exited $?"; systemctl reload lyred.service; sleep 1; systemctl is-active lyred.service | sed "s/^/lyred.service /"; systemctl stop lyred.service lyred@porch.service; journalctl -b --no-pager -u lyred.service > /var/tmp/lyred.log; journalctl -b --no-pager -u lyred@porch.service > /var/tmp/lyred-porch.log; systemctl poweroff'
-            StandardOutput=journal+console
-            [Install]
-            WantedBy=multi-user.target
-            """.write(toFile: root + "/etc/systemd/system/lyre-test-play.service", atomically: true, encoding: .utf8)
-        let wants = root + "/etc/systemd/system/multi-user.target.wants/lyre-test-play.service"
-        try? FileManager.default.removeItem(atPath: wants)
-        try FileManager.default.createSymbolicLink(atPath: wants, withDestinationPath: "/etc/systemd/system/lyre-test-play.service")
+        let wants = try Self.enableOneshot(root, name: "lyre-test-play.service", after: "lyred.service lyred@porch.service avahi-daemon.service",
+                                           command: #"/bin/sh -c 'lyre play /var/tmp/in.wav --to "Installed Den" --to "Installed Porch" --timeout 20; echo "lyre play exited $?"; runuser -u lyred -- lyre remote output-delay 25 --socket /run/lyred/control; echo "output-delay exited $?"; systemctl reload lyred.service; sleep 1; systemctl is-active lyred.service | sed "s/^/lyred.service /"; systemctl stop lyred.service lyred@porch.service; journalctl -b --no-pager -u lyred.service > /var/tmp/lyred.log; journalctl -b --no-pager -u lyred@porch.service > /var/tmp/lyred-porch.log; systemctl poweroff'"#)
         defer { try? FileManager.default.removeItem(atPath: wants) }
         try? FileManager.default.removeItem(atPath: root + "/var/lib/lyred/out.wav")
         try? FileManager.default.removeItem(atPath: root + "/var/lib/lyred/porch/out.wav")
 
-        // cgroup v1 on this kernel's hosts: the container's systemd is given the hybrid hierarchy.
-        let boot = try await network.shell("""
-            command -v systemd-nspawn >/dev/null || { echo "systemd-nspawn is missing (Debian systemd-container; Tools/test installs it)" >&2; exit 69; }
-            SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=0 exec systemd-nspawn -q --register=no --keep-unit --private-network -D '\(root)' -b
-            """, timeout: 120)
+        let boot = try await Self.boot(network, root, timeout: 120)
         let console = boot.stdout
         #expect(boot.status == 0, "systemd-nspawn: \(boot.stderr)\n\(console.suffix(3000))")
         #expect(console.contains("lyre play exited 0"), "\(console.suffix(3000))")
@@ -236,16 +254,13 @@ struct PackageTests {
         try? FileManager.default.removeItem(atPath: root + "/var/tmp/song.wav")
         try FileManager.default.copyItem(atPath: input, toPath: root + "/var/tmp/song.wav")
         let config = root + "/etc/lyre/lyred.conf"
-        let handle = try #require(FileHandle(forWritingAtPath: config))
-        try handle.truncate(atOffset: 0)
-        try handle.write(contentsOf: Data("""
+        try Self.rewrite(config, """
             # written by PackageTests
             name = Installed Den
             access = paired
             output = wav:/var/lib/lyred/out.wav
 
-            """.utf8))
-        try handle.close()
+            """)
         // The sender: pairs (the PIN from lyred's journal, read through a FIFO as it is written), plays the
         // song, and two seconds into it has systemd kill lyred with SIGKILL; then keeps what happened and
         // forgets the pairing at both ends (the root is shared with the other tests).
@@ -280,26 +295,12 @@ struct PackageTests {
             rm -f /var/lib/lyred/paired-senders.json
             systemctl poweroff
             """#.write(toFile: root + "/var/tmp/restart.sh", atomically: true, encoding: .utf8)
-        try """
-            [Unit]
-            After=lyred.service avahi-daemon.service
-            [Service]
-            Type=oneshot
-            ExecStart=/bin/sh /var/tmp/restart.sh
-            StandardOutput=journal+console
-            [Install]
-            WantedBy=multi-user.target
-            """.write(toFile: root + "/etc/systemd/system/lyre-test-restart.service", atomically: true, encoding: .utf8)
-        let wants = root + "/etc/systemd/system/multi-user.target.wants/lyre-test-restart.service"
-        try? FileManager.default.removeItem(atPath: wants)
-        try FileManager.default.createSymbolicLink(atPath: wants, withDestinationPath: "/etc/systemd/system/lyre-test-restart.service")
+        let wants = try Self.enableOneshot(root, name: "lyre-test-restart.service", after: "lyred.service avahi-daemon.service",
+                                           command: "/bin/sh /var/tmp/restart.sh")
         defer { try? FileManager.default.removeItem(atPath: wants) }
         try? FileManager.default.removeItem(atPath: root + "/var/lib/lyred/out.wav")
 
-        let boot = try await network.shell("""
-            command -v systemd-nspawn >/dev/null || { echo "systemd-nspawn is missing (Debian systemd-container; Tools/test installs it)" >&2; exit 69; }
-            SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=0 exec systemd-nspawn -q --register=no --keep-unit --private-network -D '\(root)' -b
-            """, timeout: 150)
+        let boot = try await Self.boot(network, root, timeout: 150)
         let console = boot.stdout
         let journal = (try? String(contentsOfFile: root + "/var/tmp/lyred.log", encoding: .utf8)) ?? ""
         #expect(boot.status == 0, "systemd-nspawn: \(boot.stderr)\n\(console.suffix(3000))")
