@@ -31,14 +31,24 @@ def announce(s, headers=()):
     return s.req("ANNOUNCE", s.target.url, [("Content-Type", "application/sdp")] + list(headers), abuse.VALID_SDP, expect=None)
 
 
+def setup(s, transport="", headers=()):
+    """SETUP over UDP from a pair of ports bound here (`transport` adds to the Transport header); the session id
+    it gives is used from then on."""
+    s._bind_udp(s.conn.sock.getsockname()[0])
+    port = s.rtp_sock.getsockname()[1]
+    reply = s.req("SETUP", s.target.url + "streamid=0",
+                  [("Transport", f"RTP/AVP/UDP;unicast;client_port={port}-{port + 1};mode=record{transport}")] + list(headers),
+                  expect=None)
+    s.session = reply.headers.get("session", "").split(";")[0].strip() or None
+    return reply
+
+
 def recording(target):
     """A session set up to RECORD, as the handshake below does it."""
     s = session(target)
     announce(s)
-    s._bind_udp(s.conn.sock.getsockname()[0])
-    port = s.rtp_sock.getsockname()[1]
-    reply = s.req("SETUP", target.url + "streamid=0", [("Transport", f"RTP/AVP/UDP;unicast;client_port={port}-{port + 1};mode=record")])
-    s.session = reply.headers.get("session", "").split(";")[0].strip()
+    if setup(s).status != 200:
+        raise abuse.SetupError("SETUP refused")
     s.req("RECORD", target.url, [("RTP-Info", "seq=1;rtptime=1")])
     return s
 
@@ -74,14 +84,10 @@ def main():
     # The handshake, as the spec's figure has it.
     s = session(target)
     announce(s, [("Lyre-Latency", "2000")])
-    s._bind_udp(s.conn.sock.getsockname()[0])
-    port = s.rtp_sock.getsockname()[1]
-    reply = s.req("SETUP", target.url + "streamid=0",
-                  [("Transport", f"RTP/AVP/UDP;unicast;client_port={port}-{port + 1};mode=record;ssrc=1234ABCD")], expect=None)
+    reply = setup(s, ";ssrc=1234ABCD")
     out["setup_status"] = reply.status
     out["setup_session"] = reply.headers.get("session", "")
     out["setup_transport"] = reply.headers.get("transport", "")
-    s.session = out["setup_session"].split(";")[0].strip() or None
     reply = s.req("RECORD", target.url, [("RTP-Info", "seq=1;rtptime=1")], expect=None)
     out["record_status"] = reply.status
     out["record_output_latency"] = reply.headers.get("lyre-output-latency")
@@ -126,11 +132,7 @@ def main():
     s.close()
     s = session(target)
     announce(s)
-    s._bind_udp(s.conn.sock.getsockname()[0])
-    port = s.rtp_sock.getsockname()[1]
-    out["setup_timing_key_plain"] = s.req("SETUP", target.url + "streamid=0",
-                                          [("Transport", f"RTP/AVP/UDP;unicast;client_port={port}-{port + 1};mode=record"),
-                                           ("Lyre-Timing-Key", base64.b64encode(bytes(32)).decode())], expect=None).status
+    out["setup_timing_key_plain"] = setup(s, headers=[("Lyre-Timing-Key", base64.b64encode(bytes(32)).decode())]).status
     s.close()
     # pairing.md §3: a PAIR body is at most 1024 bytes (over it, 413, as every body over its limit); 1024 bytes
     # that are not the step's fields are malformed, 400.
