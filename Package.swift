@@ -184,7 +184,10 @@ let package = Package(
         .testTarget(name: "LyreSenderTests", dependencies: ["LyreSender", "LyreWire", .product(name: "NIOCore", package: "swift-nio")]),
         .testTarget(
             name: "LyreControlTests",
-            dependencies: ["LyreControl", "LyreWire", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio")]),
+            dependencies: [
+                "LyreControl", "LyreWire", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]),
         .testTarget(
             name: "LyreCommandLineTests",
             dependencies: ["LyreCommandLine", .product(name: "ArgumentParser", package: "swift-argument-parser")]),

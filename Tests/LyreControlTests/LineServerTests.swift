@@ -1,7 +1,9 @@
+import Foundation
 @testable import LyreControl
 import LyreWire
 import NIOCore
 import NIOEmbedded
+import NIOPosix
 import Synchronization
 import Testing
 
@@ -69,5 +71,23 @@ struct LineServerTests {
         try channel.writeInbound(ByteBuffer(string: "\n  \nfast\n"))
         #expect(try answers(channel) == ["ok fast\n"])
         _ = try channel.finish()
+    }
+}
+
+/// The socket itself (now-playing.md §5): bound in a directory lyred makes when it is missing, 0700, with
+/// the socket 0600, so that only its user can reach it.
+struct LineServerSocketTests {
+    @Test func aMissingDirectoryIsMade0700AndTheSocket0600() async throws {
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("lyre-line-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        let path = base + "/lyred/control.sock"
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let channel = try await LineServer.bind(path: path, eventLoop: loop, owner: "lyred") { line, loop in loop.makeSucceededFuture("ok") }
+        let directory = try FileManager.default.attributesOfItem(atPath: base + "/lyred")
+        let socket = try FileManager.default.attributesOfItem(atPath: path)
+        try await channel.close()
+        #expect((directory[.posixPermissions] as? Int) == 0o700, "directory mode \(String(describing: directory[.posixPermissions]))")
+        #expect((socket[.posixPermissions] as? Int) == 0o600 && socket[.type] as? FileAttributeType == .typeSocket, "\(socket)")
     }
 }
