@@ -191,5 +191,7 @@ let package = Package(
         .testTarget(
             name: "LyreCommandLineTests",
             dependencies: ["LyreCommandLine", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+        // lyred's own pure parts (what MPRIS shows and what its calls become), through `@testable import lyred`.
+        .testTarget(name: "lyredTests", dependencies: ["lyred", "LyreMPRIS", "LyreReceiver", "LyreWire"]),
     ]
 )

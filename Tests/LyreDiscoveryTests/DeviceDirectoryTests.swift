@@ -115,4 +115,100 @@ import Testing
         #expect(changes.first?.device.id == Self.other)
         #expect(directory.currentDevices.map(\.name) == ["Stays"])
     }
+
+    // discovery.md §3: a device whose every instance says `leaving` is not listed, and a listed one that
+    // says it becomes `deviceUnavailable`, carrying the device as it last was.
+    @Test func aDeviceSayingLeavingIsNotListedAndAListedOneBecomesUnavailable() {
+        var directory = DeviceDirectory()
+        var (changes, _) = directory.apply(.resolved(Self.key("Going"), Self.service(Self.txt(Self.id, status: .leaving))))
+        #expect(changes.isEmpty)
+        #expect(directory.currentDevices.isEmpty)
+
+        _ = directory.apply(.resolved(Self.key("Kitchen"), Self.service(Self.txt(Self.other, volume: -12))))
+        _ = directory.apply(.resolved(Self.key("Kitchen", ipv6: true), Self.service(Self.txt(Self.other, volume: -12), address: "::1")))
+        // One of its two instances leaving is not the device leaving.
+        (changes, _) = directory.apply(.resolved(Self.key("Kitchen"), Self.service(Self.txt(Self.other, status: .leaving))))
+        #expect(changes.map(\.reason) == [.deviceChanged])
+        #expect(directory.currentDevices.map(\.addresses) == [["::1"]])
+        (changes, _) = directory.apply(
+            .resolved(Self.key("Kitchen", ipv6: true), Self.service(Self.txt(Self.other, status: .leaving), address: "::1")))
+        #expect(changes.map(\.reason) == [.deviceUnavailable])
+        #expect(changes.first?.device.id == Self.other)
+        #expect(changes.first?.device.receiver.status == .idle)
+        #expect(changes.first?.device.receiver.volume == -12)
+        #expect(directory.currentDevices.isEmpty)
+    }
+
+    // discovery.md §5: addresses and interfaces are the union of the instances'; name, host, port and
+    // attributes come from the first instance by (name, interface, IPv4 before IPv6, domain).
+    @Test func aDeviceIsTheUnionOfItsInstancesAndTheFirstInstanceNamesIt() {
+        func service(_ host: String, _ address: String, _ port: UInt16, model: String) -> ResolvedService {
+            let txt = ReceiverTXT(deviceID: Self.id, model: model, codecs: ["opus"], features: [], status: .idle, outputKind: .speaker, volume: 0)
+            return ResolvedService(host: host, address: address, port: port, txt: txt.txtRecord.serialized())
+        }
+        var directory = DeviceDirectory()
+        // Arriving in the reverse of the order that decides.
+        _ = directory.apply(.resolved(Self.key("Kitchen (2)", interface: "eth0"), service("d.local", "10.0.0.4", 7704, model: "d")))
+        _ = directory.apply(.resolved(Self.key("Kitchen", interface: "wlan0"), service("c.local", "10.0.0.3", 7703, model: "c")))
+        _ = directory.apply(.resolved(Self.key("Kitchen", interface: "eth0", ipv6: true), service("b.local", "fe80::2", 7702, model: "b")))
+        _ = directory.apply(.resolved(Self.key("Kitchen", interface: "eth0"), service("a.local", "10.0.0.1", 7701, model: "a")))
+        var device = directory.currentDevices.first
+        #expect(directory.currentDevices.count == 1)
+        #expect(device?.name == "Kitchen")
+        #expect(device?.host == "a.local")
+        #expect(device?.port == 7701)
+        #expect(device?.receiver.model == "a")
+        #expect(device?.txt["md"] == "a")
+        #expect(device?.interfaces == ["eth0", "wlan0"])
+        #expect(device?.addresses == ["10.0.0.1", "10.0.0.3", "10.0.0.4", "fe80::2"])
+
+        // The first instance gone, the next one (IPv6 on the same interface) names the device.
+        let (changes, _) = directory.apply(.removed(Self.key("Kitchen", interface: "eth0")))
+        #expect(changes.map(\.reason) == [.deviceChanged])
+        device = directory.currentDevices.first
+        #expect(device?.host == "b.local")
+        #expect(device?.port == 7702)
+        #expect(device?.receiver.model == "b")
+        #expect(device?.addresses == ["10.0.0.3", "10.0.0.4", "fe80::2"])
+    }
+
+    // discovery.md §7: SRV (host, port) and address changes are reported, as `deviceChanged`; so is an
+    // interface the device is newly seen on.
+    @Test func hostPortAddressAndInterfaceChangesAreReported() {
+        var directory = DeviceDirectory()
+        let txt = Self.txt(Self.id)
+        _ = directory.apply(.resolved(Self.key("Den"), ResolvedService(host: "pi.local", address: "10.0.0.1", port: 7700, txt: txt)))
+        let steps: [(BrowseEvent, (Device) -> Bool)] = [
+            (.resolved(Self.key("Den"), ResolvedService(host: "pi-2.local", address: "10.0.0.1", port: 7700, txt: txt)), { $0.host == "pi-2.local" }),
+            (.resolved(Self.key("Den"), ResolvedService(host: "pi-2.local", address: "10.0.0.1", port: 7711, txt: txt)), { $0.port == 7711 }),
+            (.resolved(Self.key("Den"), ResolvedService(host: "pi-2.local", address: "10.0.0.9", port: 7711, txt: txt)), { $0.addresses == ["10.0.0.9"] }),
+            (.resolved(Self.key("Den", interface: "eth1"), ResolvedService(host: "pi-2.local", address: "10.0.0.9", port: 7711, txt: txt)),
+             { $0.interfaces == ["eth1", "lo"] }),
+        ]
+        for (event, check) in steps {
+            let (changes, _) = directory.apply(event)
+            #expect(changes.map(\.reason) == [.deviceChanged])
+            #expect(changes.first.map { check($0.device) } == true)
+        }
+    }
+
+    // discovery.md §7: every TXT attribute as sent, keyed by its lower-cased key, the first occurrence
+    // kept, with boolean and non-UTF-8 values as empty text.
+    @Test func rawAttributesAreLowerCasedFirstKeptAndBooleanOrNonUTF8AsEmpty() throws {
+        var bytes = Self.txt(Self.id)
+        for string: [UInt8] in [Array("X-Room=Den".utf8), Array("x-room=Hall".utf8), Array("Flag".utf8), Array("bin=".utf8) + [0xFF, 0xFE],
+                                Array("Empty=".utf8)] {
+            bytes += [UInt8(string.count)] + string
+        }
+        var directory = DeviceDirectory()
+        let (changes, rejected) = directory.apply(.resolved(Self.key("Den"), Self.service(bytes)))
+        #expect(rejected == nil)
+        let txt = try #require(changes.first?.device.txt)
+        #expect(txt["x-room"] == "Den")
+        #expect(txt["X-Room"] == nil)
+        #expect(txt["flag"] == "")
+        #expect(txt["bin"] == "")
+        #expect(txt["empty"] == "")
+        #expect(txt["id"] == Self.id.description)
+    }
 }
