@@ -183,15 +183,8 @@ final class Link: Sendable {
             let receiverRTCP = try SocketAddress.numeric(peer, port: Int(server.1))
             if !feedbackKinds.isEmpty {
                 let (rtcp, kinds) = (rtcp, feedbackKinds)
-                var unprotect: (@Sendable ([UInt8]) -> [UInt8]?)?
-                if let srtcp {
-                    unprotect = { datagram in
-                        guard case .success(let plain) = srtcp.unprotectRTCP(datagram) else { return nil }
-                        return plain
-                    }
-                }
                 let (sender, own) = (self.sender, rtp)
-                feedback.start(receiver: receiverRTCP, lookup: kept, unprotect: unprotect) { packet in
+                feedback.start(receiver: receiverRTCP, lookup: kept, srtcp: srtcp) { packet in
                     guard let bytes = srtp.map({ $0.protect(packet) }) ?? packet else { return }
                     Self.out(sender, own).writeAndFlush(AddressedEnvelope(remoteAddress: destination, data: ByteBuffer(bytes: bytes)), promise: nil)
                 }

@@ -1,4 +1,5 @@
 import LyreClock
+import LyreSRTP
 import LyreWire
 import NIOConcurrencyHelpers
 import NIOCore
@@ -19,7 +20,7 @@ final class LinkFeedback: Sendable {
         var lookup: (@Sendable (UInt16) -> [UInt8]?)?
         var send: (@Sendable ([UInt8]) -> Void)?
         /// Reads SRTCP (a paired session): nil for what does not verify.
-        var unprotect: (@Sendable ([UInt8]) -> [UInt8]?)?
+        var srtcp: SRTPSession?
         var quality: LinkQuality?
         /// RTP packets and payload bytes sent to this room (for sender reports and the loss figure).
         var packetsSent: UInt32 = 0
@@ -39,16 +40,16 @@ final class LinkFeedback: Sendable {
         lock = NIOLockedValueBox(State(budget: RetransmissionBudget(bytesPerSecond: Double(bitrate) / 8)))
     }
 
-    /// Starts taking feedback from `receiver`: resends from `lookup`, sent with `send`; with `unprotect`, the
-    /// feedback is SRTCP and what does not verify is dropped.
+    /// Starts taking feedback from `receiver`: resends from `lookup`, sent with `send`; with `srtcp` (a paired
+    /// link), the feedback is SRTCP and what does not verify under it is dropped (pairing.md §6.3).
     func start(receiver: SocketAddress, lookup: @escaping @Sendable (UInt16) -> [UInt8]?,
-               unprotect: (@Sendable ([UInt8]) -> [UInt8]?)? = nil, now: UInt64 = HostClock.now(),
+               srtcp: SRTPSession? = nil, now: UInt64 = HostClock.now(),
                send: @escaping @Sendable ([UInt8]) -> Void) {
         lock.withLockedValue {
             $0.expected = receiver
             $0.lastHeard = now
             $0.lookup = lookup
-            $0.unprotect = unprotect
+            $0.srtcp = srtcp
             $0.send = send
         }
     }
@@ -93,7 +94,7 @@ final class LinkFeedback: Sendable {
     func received(_ datagram: [UInt8], from source: SocketAddress, now: UInt64 = HostClock.now()) {
         let (packets, send) = lock.withLockedValue { state -> ([[UInt8]], (@Sendable ([UInt8]) -> Void)?) in
             guard let expected = state.expected, let lookup = state.lookup, source == expected,
-                let plain = state.unprotect.map({ $0(datagram) }) ?? datagram,
+                let plain = state.srtcp.map({ try? $0.unprotectRTCP(datagram).get() }) ?? datagram,
                 let rtcp = try? RTCPPacket.all(in: plain)
             else {
                 state.counters.dropped += 1

@@ -41,6 +41,33 @@ struct SRTPTests {
         #expect(receiver.unprotect([1, 2, 3]) == .failure(.malformed))
     }
 
+    /// pairing.md §6.3: a master key and salt of 28 bytes, fresh each time; nothing else is taken as one.
+    @Test func aKeyIs28FreshBytes() throws {
+        let keys = (0..<8).map { _ in SRTPSession.makeKey() }
+        #expect(keys.allSatisfy { $0.count == 28 })
+        #expect(Set(keys).count == keys.count)
+        for length in [0, 16, 27, 29, 30] {
+            #expect(throws: SRTPSession.Failure.self) { try SRTPSession(.receive, key: [UInt8](repeating: 7, count: length)) }
+        }
+    }
+
+    /// pairing.md §6.3: a packet seen before, or older than the 1024-packet replay window, is `replayed`; one
+    /// never seen within the window is taken, however late.
+    @Test func aPacketOlderThanTheReplayWindowIsReplayed() throws {
+        let key = SRTPSession.makeKey()
+        let sender = try SRTPSession(.send, key: key)
+        let receiver = try SRTPSession(.receive, key: key)
+        let payload = Array("frame".utf8)
+        let protected = try (0...1100).map { try #require(sender.protect(Self.packet(sequence: UInt16($0), payload: payload))) }
+        #expect(receiver.unprotect(protected[1100]) == .success(Self.packet(sequence: 1100, payload: payload)))
+        // 1023 behind the newest: inside the window, never seen, taken.
+        #expect(receiver.unprotect(protected[77]) == .success(Self.packet(sequence: 77, payload: payload)))
+        // 1024 and more behind: outside the window, refused as a replay although never seen.
+        #expect(receiver.unprotect(protected[76]) == .failure(.replayed))
+        #expect(receiver.unprotect(protected[3]) == .failure(.replayed))
+        #expect(receiver.unprotect(protected[77]) == .failure(.replayed))
+    }
+
     @Test func rtcpGoesAsSRTCPBothWays() throws {
         let key = SRTPSession.makeKey()
         // Each end protects its own RTCP with a send session and reads the other's with its receive session.

@@ -1,4 +1,5 @@
 @testable import LyreSender
+import LyreSRTP
 import LyreWire
 import NIOCore
 import Synchronization
@@ -17,11 +18,12 @@ struct LinkFeedbackTests {
         func withLock<T>(_ body: ([[UInt8]]) -> T) -> T { packets.withLock { body($0) } }
     }
 
-    static func started() throws -> (LinkFeedback, SocketAddress, Sent) {
+    static func started(srtcp: SRTPSession? = nil) throws -> (LinkFeedback, SocketAddress, Sent) {
         let feedback = LinkFeedback(ssrc: ssrc, bitrate: 128_000)
         let receiver = try SocketAddress(ipAddress: "127.0.0.1", port: 6001)
         let sent = Sent()
-        feedback.start(receiver: receiver, lookup: { (10..<20).contains($0) ? [UInt8(truncatingIfNeeded: $0), 0xAA] : nil }, now: 100 * second) { packet in
+        feedback.start(receiver: receiver, lookup: { (10..<20).contains($0) ? [UInt8(truncatingIfNeeded: $0), 0xAA] : nil }, srtcp: srtcp,
+                       now: 100 * second) { packet in
             sent.packets.withLock { $0.append(packet) }
         }
         return (feedback, receiver, sent)
@@ -78,5 +80,28 @@ struct LinkFeedbackTests {
         // 59 s is taken.
         feedback.received(Self.receiverReport(lastSenderReport: lsr, delay: 0), from: receiver, now: sentAt + 59 * Self.second)
         #expect(abs((feedback.quality?.roundTripMilliseconds ?? 0) - 59_000) < 1, "\(String(describing: feedback.quality))")
+    }
+
+    /// pairing.md §6.3: on a paired link the feedback is SRTCP; a sender drops what does not verify (altered, under
+    /// another key, sent plain, or replayed) and counts it with its other dropped feedback.
+    @Test func srtcpThatDoesNotVerifyIsDroppedAndCounted() throws {
+        let key = SRTPSession.makeKey()
+        let (feedback, receiver, sent) = try Self.started(srtcp: try SRTPSession(.receive, key: key))
+        let room = try SRTPSession(.send, key: key)
+        let stranger = try SRTPSession(.send, key: SRTPSession.makeKey())
+        func compound(_ sequence: UInt16) -> [UInt8] { RTCPPacket.compound([Self.nack([sequence])]) }
+
+        let good = try #require(room.protectRTCP(compound(11)))
+        feedback.received(good, from: receiver, now: 101 * Self.second)
+        #expect(sent.withLock { $0 } == [[11, 0xAA]])
+
+        var altered = try #require(room.protectRTCP(compound(12)))
+        altered[12] ^= 0x01
+        for bad in [altered, try #require(stranger.protectRTCP(compound(13))), compound(14), good] {
+            feedback.received(bad, from: receiver, now: 102 * Self.second)
+        }
+        #expect(sent.withLock { $0.count } == 1, "nothing that failed was resent")
+        let report = feedback.report
+        #expect(report.requested == 1 && report.resent == 1 && report.dropped == 4, "\(report)")
     }
 }
