@@ -15,10 +15,15 @@ public enum OutputKindProbe {
     /// The kind of `pcm`, or `nil` when ALSA cannot tell (no card, a plugin such as `file` or `null`,
     /// or an internal analog card).
     public static func detect(pcm: String) -> OutputKind? {
+        kind(pcm: pcm) { cardIndex(for: pcm).flatMap { CardInfo(card: $0) } }
+    }
+
+    /// The rule of ``detect(pcm:)``, with the card's info asked of `card` (only when the name does not tell).
+    static func kind(pcm: String, card: () -> CardInfo?) -> OutputKind? {
         let lowered = pcm.lowercased()
         if lowered.hasPrefix("hdmi") { return .hdmi }
         if lowered.hasPrefix("iec958") || lowered.hasPrefix("spdif") { return .line }
-        guard let card = cardIndex(for: pcm), let info = CardInfo(card: card) else { return nil }
+        guard let info = card() else { return nil }
         if info.driver == "USB-Audio" { return .usb }
         if (info.name + " " + info.longName + " " + info.id).uppercased().contains("HDMI") { return .hdmi }
         return nil
@@ -49,6 +54,10 @@ public enum OutputKindProbe {
 /// `snd_ctl_t` opened on one card, read for its `snd_ctl_card_info_t`, and closed.
 struct CardInfo {
     var id = "", driver = "", name = "", longName = ""
+
+    init(id: String, driver: String, name: String, longName: String) {
+        (self.id, self.driver, self.name, self.longName) = (id, driver, name, longName)
+    }
 
     init?(card: Int32) {
         var ctl: OpaquePointer?

@@ -9,13 +9,17 @@ public enum DeviceIdentity {
     /// The state directory to use when none is given: `$STATE_DIRECTORY` (systemd), `/var/lib/lyred` for
     /// root, else `$XDG_STATE_HOME/lyred` or `~/.local/state/lyred`.
     public static func defaultStateDirectory() -> String {
-        let environment = ProcessInfo.processInfo.environment
+        defaultStateDirectory(environment: ProcessInfo.processInfo.environment, root: getuid() == 0, home: NSHomeDirectory())
+    }
+
+    /// The rule of ``defaultStateDirectory()``, for this environment, user and home.
+    static func defaultStateDirectory(environment: [String: String], root: Bool, home: String) -> String {
         if let systemd = environment["STATE_DIRECTORY"], !systemd.isEmpty {
             return String(systemd.split(separator: ":").first ?? Substring(systemd))
         }
-        if getuid() == 0 { return "/var/lib/lyred" }
+        if root { return "/var/lib/lyred" }
         if let xdg = environment["XDG_STATE_HOME"], !xdg.isEmpty { return xdg + "/lyred" }
-        return NSHomeDirectory() + "/.local/state/lyred"
+        return home + "/.local/state/lyred"
     }
 
     /// Reads the id from `directory`, or creates the directory and a new id when there is none.

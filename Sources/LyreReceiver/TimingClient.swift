@@ -46,31 +46,59 @@ final class TimingClient: @unchecked Sendable {
     }
 
     private func loop() {
-        var sequence: UInt32 = 0
-        var outstanding: [UInt32: UInt64] = [:]
-        var next = HostClock.now()
+        var exchange = TimingExchange(start: HostClock.now())
         while !stopped.withLockedValue({ $0 }) {
-            if HostClock.now() >= next {
-                sequence &+= 1
-                let t1 = HostClock.now()
-                outstanding[sequence] = t1
-                if outstanding.count > 16, let oldest = outstanding.keys.min() { outstanding[oldest] = nil }
-                let request = TimingPacket(kind: .request, sequence: sequence, t1: t1).serialized()
+            if let request = exchange.request(at: HostClock.now()) {
                 socket.send(authenticator?.seal(request) ?? request, to: peer, port: peerPort)
-                next = t1 + (sequence < 5 ? 20_000_000 : 1_000_000_000)
             }
             // Until the next request is due: `close()` ends the wait sooner.
-            let wait = Int(max(1, (Int64(bitPattern: next) - Int64(bitPattern: HostClock.now())) / 1_000_000))
+            let wait = Int(max(1, (Int64(bitPattern: exchange.next) - Int64(bitPattern: HostClock.now())) / 1_000_000))
             guard let datagram = socket.receive(timeoutMilliseconds: wait) else { continue }
             let bytes = authenticator.map { $0.open(datagram.bytes) } ?? datagram.bytes
-            guard datagram.host == peer, datagram.port == peerPort, let bytes, let packet = TimingPacket(parsing: bytes),
-                packet.kind == .response, let t1 = outstanding.removeValue(forKey: packet.sequence), t1 == packet.t1
-            else {
+            guard datagram.host == peer, datagram.port == peerPort, let bytes, let sample = exchange.take(bytes, arrival: datagram.arrival) else {
                 onDropped()
                 continue
             }
-            let (offset, delay) = packet.offsetAndDelay(t4: datagram.arrival)
-            onSample((datagram.arrival, offset, delay))
+            onSample(sample)
         }
+    }
+}
+
+/// The timing exchange's schedule and bookkeeping (streaming.md §5), without the socket or the thread:
+/// 5 requests 20 ms apart, then one a second; a reply counts only when it answers a request still outstanding
+/// (at most the last 16), echoing its sequence and its `t1`, so an old reply sent again is dropped
+/// (pairing.md §6.4).
+struct TimingExchange: Sendable {
+    /// Requests asked 20 ms apart before the pace drops to one a second.
+    static let quickRequests: UInt32 = 5
+    static let quickInterval: UInt64 = 20_000_000
+    static let interval: UInt64 = 1_000_000_000
+    /// Requests remembered for their replies; an older one's reply is dropped.
+    static let outstandingLimit = 16
+
+    private(set) var sequence: UInt32 = 0
+    /// When the next request is due (local clock, ns).
+    private(set) var next: UInt64
+    private var outstanding: [UInt32: UInt64] = [:]
+
+    init(start: UInt64) { next = start }
+
+    /// The request to send at `now`, if one is due.
+    mutating func request(at now: UInt64) -> [UInt8]? {
+        guard now >= next else { return nil }
+        sequence &+= 1
+        outstanding[sequence] = now
+        if outstanding.count > Self.outstandingLimit, let oldest = outstanding.keys.min() { outstanding[oldest] = nil }
+        next = now + (sequence < Self.quickRequests ? Self.quickInterval : Self.interval)
+        return TimingPacket(kind: .request, sequence: sequence, t1: now).serialized()
+    }
+
+    /// The sample a reply that arrived at `arrival` gives, or nil when it is not the answer to an outstanding
+    /// request (malformed, a request, an unknown sequence, another `t1`, or answered already).
+    mutating func take(_ bytes: [UInt8], arrival: UInt64) -> TimingClient.Sample? {
+        guard let packet = TimingPacket(parsing: bytes), packet.kind == .response, outstanding[packet.sequence] == packet.t1 else { return nil }
+        outstanding[packet.sequence] = nil
+        let (offset, delay) = packet.offsetAndDelay(t4: arrival)
+        return (arrival, offset, delay)
     }
 }
