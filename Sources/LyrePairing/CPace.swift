@@ -32,10 +32,16 @@ public enum CPace {
     /// G.calculate_generator: the encoded generator, from the 64-byte hash of the generator string through
     /// ristretto255's one-way map.
     public static func generator(prs: [UInt8], ci: [UInt8], sid: [UInt8]) -> [UInt8] {
+        oneWayMap(Array(SHA512.hash(data: generatorString(prs: prs, ci: ci, sid: sid))))
+    }
+
+    /// ristretto255's one-way map (RFC 9496 §4.3.4) of 64 uniform bytes: libsodium's
+    /// `crypto_core_ristretto255_from_hash`.
+    public static func oneWayMap(_ uniform: [UInt8]) -> [UInt8] {
         precondition(initialized)
-        let hash = Array(SHA512.hash(data: generatorString(prs: prs, ci: ci, sid: sid)))
+        precondition(uniform.count == Int(crypto_core_ristretto255_HASHBYTES), "the one-way map takes 64 bytes")
         var point = [UInt8](repeating: 0, count: Int(crypto_core_ristretto255_BYTES))
-        crypto_core_ristretto255_from_hash(&point, hash)
+        crypto_core_ristretto255_from_hash(&point, uniform)
         return point
     }
 

@@ -23,6 +23,17 @@ struct CPaceTests {
         #expect(CPace.generator(prs: v.bytes("PRS"), ci: v.bytes("CI"), sid: v.bytes("sid")) == v.bytes("g"))
     }
 
+    /// pairing.md §2: the one-way map the generator goes through agrees with RFC 9496's own vectors (Appendix
+    /// A.3), and the draft's generator is that map of its generator hash.
+    @Test func theOneWayMapAgreesWithRFC9496() {
+        let pairs = Self.vectors["rfc9496_one_way_map"] as! [[String: Any]]
+        #expect(pairs.count == 4)
+        for pair in pairs {
+            #expect(CPace.oneWayMap(Self.bytes("input", in: pair)) == Self.bytes("output", in: pair))
+        }
+        #expect(CPace.oneWayMap(Self.bytes("generator_hash")) == Self.bytes("g"))
+    }
+
     @Test func sharesKeysAndISKMatchTheDraft() throws {
         let v = Self.self
         let a = CPace.Party(prs: v.bytes("PRS"), ci: v.bytes("CI"), sid: v.bytes("sid"), scalar: v.bytes("ya"))
