@@ -206,6 +206,51 @@ struct PairingTests {
         #expect(try await receiver.remote(["paired"]).stdout.contains("no paired senders"))
     }
 
+    /// A sender written from pairing.md alone (Tools/peers/pair-peer.py: CPace computed there with libsodium's
+    /// ristretto255 and Python's hashlib) pairs with lyred: the receiver's tag equals the one computed from the
+    /// spec's inputs (PRS, CI, sid, ADa, ADb, ISK and the tags' labels), so those are what §2 says and not only
+    /// what both Lyre ends share. The refusals of §3 and the TLS rules of §6.1 and §6.3 hold for it too.
+    @Test func aSenderWrittenFromTheSpecPairsAndIsHeldToIt() async throws {
+        let network = try TestNetwork()
+        defer { network.close() }
+        let receiver = try await Receiver(network: network)
+        await receiver.waitUntilAdvertised()
+        let peer = try await network.shell(
+            "python3 \(TestNetwork.tools)/peers/pair-peer.py 127.0.0.1 7750 --name 'Spec Sender' "
+                + "--pin-command '\(TestNetwork.binaries)/lyre remote --socket \(receiver.socket) pairing --json'", timeout: 90)
+        let report = try #require(try? JSONSerialization.jsonObject(with: Data(peer.stdout.utf8)) as? [String: Any], "pair-peer.py: \(peer.stdout) \(peer.stderr)")
+        func run(_ name: String) -> [String: Any] { report[name] as? [String: Any] ?? [:] }
+        func status(_ name: String, _ key: String) -> Int? { run(name)[key] as? Int }
+
+        // §3: a share that is not a valid element (the identity, a non-canonical encoding) is 400.
+        for name in ["invalid_share", "noncanonical"] {
+            #expect(status(name, "start") == 200 && status(name, "exchange") == 400, "\(name): \(run(name))")
+        }
+        // §2, §3: with a wrong PIN the receiver's tag does not match, and the confirm is 403.
+        #expect(run("wrong_pin")["tag_b_matches"] as? Bool == false && status("wrong_pin", "confirm") == 403, "\(run("wrong_pin"))")
+        // §2: with the PIN, the tag computed from the spec is the receiver's, and the receiver keeps the sender.
+        #expect(run("pair")["tag_b_matches"] as? Bool == true && status("pair", "confirm") == 200, "\(run("pair"))")
+        let sender = report["sender"] as? [String: Any] ?? [:]
+        let paired = try await receiver.remote(["paired"]).stdout
+        #expect(paired.contains(sender["id"] as? String ?? "-") && paired.contains("Spec Sender"), "\(paired)")
+
+        // §6.1: TLS 1.3 with a self-signed Ed25519 certificate over the paired key; the receiver proves the key
+        // it paired with; a session may be announced under `paired` access.
+        #expect(run("tls_paired")["version"] as? String == "TLSv1.3", "\(run("tls_paired"))")
+        #expect(run("tls_paired")["server_key_is_paired"] as? Bool == true, "\(run("tls_paired"))")
+        #expect(status("tls_paired", "options") == 200 && status("tls_paired", "announce") == 200, "\(run("tls_paired"))")
+        // §6.3: another SRTP suite is 415.
+        #expect(status("other_suite", "announce") == 415, "\(run("other_suite"))")
+        // §6.1: no dates, names or issuers are checked: the paired key in a certificate that expired in 2000 plays.
+        #expect(status("expired", "announce") == 200, "\(run("expired"))")
+        // Another key is TLS all the same, and not paired.
+        #expect(status("unpaired", "options") == 200 && status("unpaired", "announce") == 403, "\(run("unpaired"))")
+        // §6.1: TLS 1.3 only, Ed25519 only: TLS 1.2 and an ECDSA certificate get no answer at all.
+        for name in ["tls12", "ecdsa"] {
+            #expect(run(name)["handshake"] as? String == "failed" && status(name, "options") == nil, "\(name): \(run(name))")
+        }
+    }
+
     /// A receiver as installed (no --access: paired is the default): an unpaired sender is refused with one
     /// line that says how to pair, and nothing plays; once paired, it plays over TLS, and a capture of the RTSP
     /// connection shows neither the title nor any plaintext RTSP. Another device under the receiver's name and
