@@ -17,7 +17,12 @@ public enum GroupSocketPath {
 /// else `/tmp/DIRECTORY-UID/FILE`.
 enum RuntimeSocketPath {
     static func path(directory: String, file: String) -> String {
-        if let runtime = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"], !runtime.isEmpty { return "\(runtime)/\(directory)/\(file)" }
-        return getuid() == 0 ? "/run/\(directory)/\(file)" : "/tmp/\(directory)-\(getuid())/\(file)"
+        path(directory: directory, file: file, runtime: ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"], uid: getuid())
+    }
+
+    /// The rule, for this `$XDG_RUNTIME_DIR` and user.
+    static func path(directory: String, file: String, runtime: String?, uid: uid_t) -> String {
+        if let runtime, !runtime.isEmpty { return "\(runtime)/\(directory)/\(file)" }
+        return uid == 0 ? "/run/\(directory)/\(file)" : "/tmp/\(directory)-\(uid)/\(file)"
     }
 }

@@ -39,6 +39,15 @@ public struct Device: Sendable, Equatable, Identifiable {
     }
 }
 
+extension Device {
+    /// The address a sender streams to (streaming.md §1): its first IPv4 address, else its first IPv6 one that is
+    /// not link-local, else a link-local one with the zone of the interface it was found on (`fe80::1%eth0`).
+    public var streamAddress: String? {
+        addresses.first { !$0.contains(":") } ?? addresses.first { $0.contains(":") && !HostPort.isLinkLocal($0) }
+            ?? addresses.first { HostPort.isLinkLocal($0) }
+    }
+}
+
 /// Why the set of available routes changed (AVAudioSession.RouteChangeReason's counterpart for discovery).
 public enum RouteChangeReason: String, Sendable, Equatable, CaseIterable {
     /// A receiver appeared on the network.

@@ -456,13 +456,6 @@ extension Device {
     func matches(_ name: String) -> Bool {
         id.rawValue == name.lowercased() || self.name.lowercased() == name.lowercased()
     }
-
-    /// The address Lyre streams to: its first IPv4 address, else its first IPv6 one that is not link-local,
-    /// else a link-local one with the zone of the interface it was found on (`fe80::1%eth0`).
-    var streamAddress: String? {
-        addresses.first { !$0.contains(":") } ?? addresses.first { $0.contains(":") && !$0.contains("%") }
-            ?? addresses.first { $0.contains("%") }
-    }
 }
 
 /// The output chosen last with `--to`, by id (`setPreferredOutput` on iOS): `$XDG_CONFIG_HOME/lyre/preferred-output`.

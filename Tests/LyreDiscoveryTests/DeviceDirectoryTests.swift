@@ -211,4 +211,21 @@ import Testing
         #expect(txt["empty"] == "")
         #expect(txt["id"] == Self.id.description)
     }
+
+    // streaming.md §1: a sender that found a receiver by discovery streams to its first IPv4 address, else its
+    // first IPv6 address that is not link-local, else a link-local one (with its zone).
+    @Test func theStreamAddressIsIPv4ThenGlobalIPv6ThenLinkLocal() {
+        let receiver = ReceiverTXT(deviceID: Self.id, model: "m", codecs: ["opus"], features: [], status: .idle, outputKind: .speaker, volume: 0)
+        let table: [([String], String?)] = [
+            (["10.0.0.2", "10.0.0.9", "2001:db8::2", "fe80::2%eth0"], "10.0.0.2"),
+            (["fd00::7", "fe80::2%eth0"], "fd00::7"),
+            (["fe80::2%eth0", "2001:db8::2"], "2001:db8::2"),
+            (["fe80::2%eth0", "fe80::3%wlan0"], "fe80::2%eth0"),
+            ([], nil),
+        ]
+        for (addresses, expected) in table {
+            let device = Device(id: Self.id, name: "Den", host: "pi.local", addresses: addresses, port: 7700, interfaces: ["eth0"], receiver: receiver, txt: [:])
+            #expect(device.streamAddress == expected, "\(addresses)")
+        }
+    }
 }
