@@ -15,13 +15,14 @@ struct StreamingTests {
         let output: String
         let port = 7720
 
-        init(name: String = "Speaker", output: String? = nil, environment: [String] = []) async throws {
+        /// `arguments`: more of lyred's options.
+        init(name: String = "Speaker", output: String? = nil, environment: [String] = [], arguments: [String] = []) async throws {
             network = try TestNetwork()
             let wav = network.scratch.appendingPathComponent("out.wav").path
             self.output = output ?? wav
             lyred = try network.spawn(
                 ["env"] + environment + [TestNetwork.binaries + "/lyred", "--name", name, "--port", "7720", "--state-dir", "/run/lyred",
-                 "--output", output == nil ? "wav:\(wav)" : output!, "--log-level", "info"],
+                 "--output", output == nil ? "wav:\(wav)" : output!, "--log-level", "info"] + arguments,
                 name: "lyred")
             let up = await eventually { lyred.stderr.contains("advertised as") }
             #expect(up, "lyred did not come up: \(lyred.stderr)")
@@ -302,10 +303,12 @@ struct StreamingTests {
         Self.expectSameAudio(try await Self.compare(rig.network, reference: song, output: rig.output))
     }
 
+    /// ffmpeg's RTSP publisher asks for no latency: it gets lyred's `--latency` (README "output"), and
+    /// `--stats-interval` has lyred log its statistics that often while it plays.
     @Test(arguments: ["udp", "tcp"])
     func ffmpegPublisherIsHeard(transport: String) async throws {
         guard TestNetwork.which("ffmpeg") != nil else { throw TestNetworkError("ffmpeg is missing: run Tools/test, which installs it") }
-        let rig = try await Rig()
+        let rig = try await Rig(arguments: ["--latency", "400", "--stats-interval", "0.5"])
         defer { rig.network.close() }
         let sweep = try await Self.sweep(rig.network, rate: 48000)
         let flac = rig.network.scratch.appendingPathComponent("sweep.flac").path
@@ -324,6 +327,11 @@ struct StreamingTests {
         #expect(push.status == 0, "ffmpeg: \(push.stderr)")
         try await rig.stop()
         Self.expectSameAudio(try await Self.compare(rig.network, reference: sweep, output: rig.output))
+        #expect(rig.lyred.stderr.contains("': opus, latency 400 ms"), "\(rig.lyred.stderr)")
+        // The 3 s sweep and its set-up take more than 2 s: at least four periodic lines (each session's own
+        // closing stats line says "session from").
+        let periodic = rig.lyred.stderr.split(separator: "\n").filter { $0.contains(" stats: ") && !$0.contains("session from") }
+        #expect(periodic.count >= 4, "\(rig.lyred.stderr)")
     }
 
     /// IPv6 for control and media (issue 9): lyred listens on every address of both families by default, and
