@@ -48,6 +48,12 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     private var latencyMilliseconds = 250
     private var channels = ChannelMap.stereo
     private(set) var senderName = "RTSP sender"
+    /// The sender's stable id from `Lyre-Sender-ID` (32 hex digits), for the log; nil when it sent none or
+    /// something else.
+    private(set) var senderID: DeviceID?
+
+    /// The sender as the log names it: its name, quoted, and its id when it sent one.
+    var senderLabel: String { Printable.quoted(senderName) + (senderID.map { " (id \($0))" } ?? "") }
     private var sessionID: String?
     private(set) var controller: PlayoutController?
     private var mediaChannels: [Channel] = []
@@ -278,6 +284,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         releaseMedia()
         let name = request.headers["Lyre-Sender-Name"] ?? request.headers["User-Agent"] ?? "RTSP sender"
         senderName = String(decoding: name.utf8.prefix(64), as: UTF8.self)
+        senderID = request.headers["Lyre-Sender-ID"].flatMap { DeviceID($0) }
         self.format = format
         latencyMilliseconds = latency
         self.channels = channels
@@ -286,7 +293,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         sessionID = sessionID ?? Self.newSessionID()
         state = .announced
         registry.claim(self)
-        logger.info("session from \(Printable.quoted(senderName)): \(format.encoding.rawValue), latency \(latency) ms, channels \(channels.rawValue)\(srtp != nil ? ", TLS and SRTP" : "")")
+        logger.info("session from \(Printable.quoted(senderName)): \(format.encoding.rawValue), latency \(latency) ms, channels \(channels.rawValue)\(srtp != nil ? ", TLS and SRTP" : "")\(senderID.map { ", sender id \($0)" } ?? "")")
         // Echoed, so the sender knows this receiver applies the map (a version 1 receiver does not answer it).
         send(.response(200, cseq: cseq, headers: [("Lyre-Channels", channels.rawValue)]))
     }

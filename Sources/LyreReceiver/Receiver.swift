@@ -209,7 +209,7 @@ final class SessionRegistry: @unchecked Sendable {
     func claim(_ handler: RTSPConnectionHandler) {
         eventLoop.assertInEventLoop()
         if let previous = active, previous !== handler {
-            logger.notice("\(Printable.quoted(handler.senderName)) takes over from \(Printable.quoted(previous.senderName))")
+            logger.notice("\(handler.senderLabel) takes over from \(previous.senderLabel)")
             active = handler
             previous.end(.takenOver(by: handler.senderName))
         }

@@ -426,6 +426,12 @@ struct StreamingTests {
         try await first.waitForExit(timeout: 10)
         #expect(first.status != 0)
         #expect(first.stderr.contains("'Bob' took over"), "\(first.stderr)")
+        // streaming.md §3: the receiver logs each sender's Lyre-Sender-ID, its id (both run as this user here, so
+        // it is the same), with the session and with the takeover.
+        let id = try String(contentsOfFile: rig.network.scratch.appendingPathComponent("state/lyre/device-id").path, encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(id.count == 32 && rig.lyred.stderr.contains("session from 'Alice': opus, latency 250 ms, channels stereo, sender id \(id)"), "\(id): \(rig.lyred.stderr)")
+        #expect(rig.lyred.stderr.contains("'Bob' (id \(id)) takes over from 'Alice' (id \(id))"), "\(rig.lyred.stderr)")
     }
 
     /// A second connection that never set up a session (Tools/peers/rtsp-intruder.py) sends every request that
@@ -515,9 +521,17 @@ struct StreamingTests {
             echo "failed=$failed"
             """, timeout: 400)
         #expect(loop.stdout.hasSuffix("failed=0\n"), "\(loop.stdout) \(loop.stderr)")
+        // README "play": `--to` is remembered as the preferred output, so a play that names none goes there, even
+        // with another receiver on the network.
+        let other = try rig.network.spawn(["lyred", "--name", "Other", "--port", "7721", "--state-dir", "/run/lyred-other", "--output", "null",
+                                           "--control-socket", "off", "--mpris", "off", "--web", "off", "--log-level", "info"], name: "lyred-other")
+        #expect(await eventually { other.stderr.contains("advertised as") }, "\(other.stderr)")
+        let preferred = try await rig.network.run(["lyre", "play", short, "--latency", "20"])
+        #expect(preferred.status == 0, "\(preferred.stderr)")
+        #expect(!other.stderr.contains("session from"), "\(other.stderr)")
         try await rig.stop()
         let sessions = rig.lyred.stderr.components(separatedBy: "': opus, latency 20 ms").count - 1
-        #expect(sessions == plays, "the receiver saw \(sessions) sessions")
+        #expect(sessions == plays + 1, "the receiver saw \(sessions) sessions")
     }
 
     /// The receiver killed while it plays: `lyre play` pauses and says so, waits for it (issue 27), and Ctrl-C
