@@ -780,6 +780,10 @@ struct StreamingTests {
             #expect(answer?.first as? Int == 200 && (answer?.last as? String ?? "").hasPrefix("\(name): "), "GET \(name): \(String(describing: answer))")
         }
         #expect(status("keep_alive") == 200 && status("teardown") == 200, "\(got)")
+        // now-playing.md §3, as the receiver's page serves the cover: a JPEG, kept through a now-playing update,
+        // replaced by a PNG, cleared by an empty body; set again, it goes with the session.
+        let artwork = (got["artwork"] as? [[Any]] ?? []).map { "\($0[2]) \($0[3])" }
+        #expect(artwork == ["200 jpeg", "200 jpeg", "200 png", "200 404", "200 jpeg", "200 404"], "\(got["artwork"] ?? "none")")
         // pairing.md: keys come only over TLS (an SRTP key in ANNOUNCE, a timing key in SETUP: 400 on a plain
         // connection); a PAIR body over 1024 bytes is 413, a malformed one 400.
         #expect(status("announce_crypto_plain") == 400 && status("setup_timing_key_plain") == 400, "\(got)")

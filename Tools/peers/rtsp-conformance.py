@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Play the session handshake of Protocol/streaming.md §3 against a Lyre receiver, as a plain RTSP sender
 would, and print what it answered as one JSON object: the statuses and headers the spec states, for a test
-to assert. Usage: rtsp-conformance.py HOST PORT [--silent]
+to assert. Usage: rtsp-conformance.py HOST PORT [--silent] (the receiver's page on port 7780)
 
 With --silent: sets a session up to RECORD and then says and sends nothing (§7: a recording session silent for
 10 s ends, `timeout`); prints how long until the receiver closed the connection and what it said first.
@@ -15,6 +15,8 @@ import random
 import socket
 import sys
 import time
+import urllib.error
+import urllib.request
 
 spec = importlib.util.spec_from_file_location("rtsp_abuse", os.path.join(os.path.dirname(__file__), "rtsp-abuse.py"))
 abuse = importlib.util.module_from_spec(spec)
@@ -64,6 +66,22 @@ def silent(target):
             break
         said += data
     print(json.dumps({"closed_after_s": round(time.monotonic() - start, 2), "said": said.decode("utf-8", "replace")}))
+
+
+# The smallest bodies each format's magic bytes make (the receiver checks those, not the picture).
+JPEG = bytes([0xFF, 0xD8, 0xFF, 0xE0]) + b"a cover"
+PNG = bytes([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) + b"another cover"
+WEB_PORT = 7780
+
+
+def cover(target, port):
+    """What the receiver's page serves as the cover now: "jpeg", "png" (the bytes sent here) or its status."""
+    try:
+        with urllib.request.urlopen(f"http://{target.ip}:{port}/artwork", timeout=5) as answer:
+            body = answer.read()
+    except urllib.error.HTTPError as error:
+        return error.code
+    return "jpeg" if body == JPEG else "png" if body == PNG else f"other ({len(body)} bytes)"
 
 
 def main():
@@ -122,7 +140,18 @@ def main():
     other.close()
     time.sleep(0.3)  # loopback delivers at once; the receiver counts them before the TEARDOWN below
     out["keep_alive"] = s.req("GET_PARAMETER", target.url, expect=None).status
+    # now-playing.md §3: artwork belongs to the session until replaced (a now-playing update leaves it); an empty
+    # body clears it; the session's end takes it. Seen from the receiver's page (`GET /artwork`, 404 for none).
+    artwork = []
+    update = b'{"title": "After the cover", "elapsed": 0, "rate": 1, "anchor": 0}'
+    for kind, body in [("image/jpeg", JPEG), ("application/json", update), ("image/png", PNG), ("image/png", b"")]:
+        status = s.req("SET_PARAMETER", target.url, [("Content-Type", kind)], body, expect=None).status
+        artwork.append([kind, len(body), status, cover(target, WEB_PORT)])
+    status = s.req("SET_PARAMETER", target.url, [("Content-Type", "image/jpeg")], JPEG, expect=None).status
+    artwork.append(["image/jpeg", len(JPEG), status, cover(target, WEB_PORT)])
     out["teardown"] = s.req("TEARDOWN", target.url, expect=None).status
+    artwork.append(["teardown", 0, out["teardown"], cover(target, WEB_PORT)])
+    out["artwork"] = artwork
     s.close()
     # pairing.md §6.3, §6.4: an SRTP key (ANNOUNCE's a=crypto) or a timing key (SETUP's Lyre-Timing-Key) on a
     # plain connection is refused with 400; they come only over TLS.
