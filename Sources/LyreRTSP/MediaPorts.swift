@@ -1,3 +1,4 @@
+import LyreWire
 import NIOCore
 import NIOPosix
 
@@ -21,6 +22,9 @@ public enum MediaPorts {
             }
             return DatagramBootstrap(group: eventLoop)
                 .channelOption(.socketOption(.so_rcvbuf), value: 1 << 20)
+                // One byte over the largest packet taken (streaming.md §2), so that a datagram over the limit
+                // arrives over it, to be dropped and counted, instead of cut to fit (NIO's default reads 2048).
+                .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: RTPPacket.maximumSize + 1))
                 .channelInitializer { channel in channel.eventLoop.makeCompletedFuture { try setUp(channel, rtcp) } }
                 .bind(to: address)
         }

@@ -137,9 +137,16 @@ def main():
     other.sendto(abuse.rtp(96, 103, 96000, 0x1234ABCD, bytes(40)), (target.ip, server))
     for seq in range(2):
         s.rtp_sock.sendto(abuse.rtp(50, 104 + seq, 96000, 0x1234ABCD, bytes(40)), (target.ip, server))
+    # §2: an RTP packet over 8192 bytes is dropped and counted (as malformed: 3 in all).
+    s.rtp_sock.sendto(abuse.rtp(96, 106, 96000, 0x1234ABCD, bytes(9000 - 12)), (target.ip, server))
     other.close()
     time.sleep(0.3)  # loopback delivers at once; the receiver counts them before the TEARDOWN below
+    # §7: a refused ANNOUNCE from another connection changes nothing: this session is not taken over.
+    refused = session(target)
+    out["refused_announce"] = announce(refused, [("Lyre-Latency", "19")]).status
+    refused.close()
     out["keep_alive"] = s.req("GET_PARAMETER", target.url, expect=None).status
+    out["taken_over_by_refused"] = s.taken_over
     # now-playing.md §3: artwork belongs to the session until replaced (a now-playing update leaves it); an empty
     # body clears it; the session's end takes it. Seen from the receiver's page (`GET /artwork`, 404 for none).
     artwork = []
@@ -152,6 +159,14 @@ def main():
     out["teardown"] = s.req("TEARDOWN", target.url, expect=None).status
     artwork.append(["teardown", 0, out["teardown"], cover(target, WEB_PORT)])
     out["artwork"] = artwork
+    s.close()
+    # §2: over TCP, an interleaved frame over 8192 bytes is dropped and counted, and the framing is kept (the
+    # session's second stats line: malformed=1; the keep-alive after it is answered).
+    s = abuse.MediaSession(target, "tcp", random.Random(9))
+    s.open()
+    s.conn.sock.sendall(b"$" + bytes([s.rtp_ch]) + (9000).to_bytes(2, "big") + abuse.rtp(96, s.seq + 1, s.ts, s.ssrc, bytes(9000 - 12)))
+    out["interleaved_keep_alive"] = s.req("GET_PARAMETER", target.url, expect=None).status
+    s.req("TEARDOWN", target.url, expect=None)
     s.close()
     # pairing.md §6.3, §6.4: an SRTP key (ANNOUNCE's a=crypto) or a timing key (SETUP's Lyre-Timing-Key) on a
     # plain connection is refused with 400; they come only over TLS.
