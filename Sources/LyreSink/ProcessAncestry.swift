@@ -3,13 +3,17 @@ import Foundation
 /// A process and its parents, from `/proc/PID/stat`: an app may play from a child process (a browser's audio
 /// process) while its parent owns the MPRIS name.
 public enum ProcessAncestry {
-    /// `pid` first, then its parent, and so on, at most `depth` processes, never init.
-    public static func chain(of pid: UInt32?, depth: Int = 8) -> [UInt32] {
+    /// `pid` first, then its parents, up to `parents` of them (now-playing.md §7: up to 8), never init.
+    /// `stat` reads a process's `/proc/PID/stat`.
+    public static func chain(of pid: UInt32?, parents: Int = 8,
+                             stat: (UInt32) -> [UInt8]? = { FileManager.default.contents(atPath: "/proc/\($0)/stat").map(Array.init) })
+        -> [UInt32]
+    {
         var chain: [UInt32] = []
         var next = pid
-        while let current = next, current > 1, chain.count < depth, !chain.contains(current) {
+        while let current = next, current > 1, chain.count <= parents, !chain.contains(current) {
             chain.append(current)
-            next = FileManager.default.contents(atPath: "/proc/\(current)/stat").flatMap { parent(inStat: Array($0)) }
+            next = stat(current).flatMap { parent(inStat: $0) }
         }
         return chain
     }

@@ -161,7 +161,10 @@ struct DiscoveryPeerTests {
         let network = try TestNetwork()
         defer { network.close() }
         // Someone else holds "Kitchen" already.
-        try network.spawn(["avahi-publish", "-s", "Kitchen", "_lyre._tcp", "7001", "v=1", "id=\(Self.foreignID)"])
+        // (Through python3, which clears the signal mask the test runner's children inherit, so that avahi-publish
+        // takes the SIGTERM below and says goodbye.)
+        let holder = try network.spawn(["python3", "-c", "import os, signal, sys; signal.pthread_sigmask(signal.SIG_SETMASK, []); os.execvp(sys.argv[1], sys.argv[1:])",
+                                        "avahi-publish", "-s", "Kitchen", "_lyre._tcp", "7001", "v=1", "id=\(Self.foreignID)"])
         #expect(await eventually { ((try? await Self.browse(network)) ?? []).count == 1 })
 
         let lyred = try network.spawn([
@@ -175,6 +178,16 @@ struct DiscoveryPeerTests {
             return devices.contains { $0["name"] as? String == "Kitchen (2)" && $0["id"] as? String == id }
                 && devices.contains { $0["name"] as? String == "Kitchen" && $0["id"] as? String == Self.foreignID }
         })
+        // discovery.md §6: the rename is not stored. The other one gone, the next start takes "Kitchen" again.
+        holder.signal(SIGTERM)
+        let gone = await eventually { !((try? await Self.browse(network)) ?? []).contains { $0[3] == "Kitchen" } }
+        let listed = (try? await Self.browse(network)) ?? []
+        #expect(gone, "\(listed) \(holder.stderr) \(holder.isRunning)")
+        lyred.signal(SIGTERM)
+        try await lyred.waitForExit(timeout: 10)
+        let again = try network.spawn(["lyred", "--mdns", mode, "--name", "Kitchen", "--port", "0", "--state-dir", "/run/lyred"])
+        #expect(await Self.waitForAdvertised(again, name: "Kitchen"), "lyred log: \(again.stderr)")
+        #expect(!again.stderr.contains("is taken"), "\(again.stderr)")
     }
 
     @Test("avahi-daemon restarts: lyred re-registers without restarting, and the picker does not lose it")
@@ -234,6 +247,9 @@ struct DiscoveryPeerTests {
         let network = try TestNetwork()
         defer { network.close() }
         let watch = try network.spawn(["lyre", "devices", "--watch", "--json"])
+        // What goes on the wire about Hall, read by python-zeroconf's parser (Tools/peers/mdns-sniff.py).
+        let sniff = try network.spawn(["python3", TestNetwork.tools + "/peers/mdns-sniff.py", "Hall._lyre._tcp.local.", "30"])
+        #expect(await eventually { sniff.stdout.contains("listening") }, "mdns-sniff.py: \(sniff.stderr)")
         let lyred = try network.spawn(["lyred", "--mdns", mode, "--name", "Hall", "--port", "0", "--state-dir", "/run/lyred"])
         #expect(await eventually {
             watch.jsonLines.contains { $0["reason"] as? String == "deviceAvailable" && $0["name"] as? String == "Hall" }
@@ -245,6 +261,15 @@ struct DiscoveryPeerTests {
         #expect(await eventually(timeout: 5) {
             watch.jsonLines.contains { $0["reason"] as? String == "deviceUnavailable" && $0["name"] as? String == "Hall" }
         }, "watch: \(watch.stdout)")
+        // discovery.md §3, §6: `st=leaving` goes out first, then the goodbye (TTL 0), within a moment.
+        func firstPacket(_ matching: ([String: Any]) -> Bool) -> Double? {
+            sniff.jsonLines.first { (($0["records"] as? [[String: Any]]) ?? []).contains(where: matching) }?["t"] as? Double
+        }
+        #expect(await eventually { firstPacket { $0["ttl"] as? Int == 0 } != nil }, "no goodbye seen: \(sniff.stdout)")
+        let leaving = firstPacket { ($0["ttl"] as? Int ?? 0) > 0 && ($0["txt"] as? [String] ?? []).contains("st=leaving") }
+        let goodbye = firstPacket { $0["ttl"] as? Int == 0 }
+        #expect(leaving != nil && goodbye != nil && leaving! < goodbye! && goodbye! - leaving! < 1, "leaving at \(String(describing: leaving)), goodbye at \(String(describing: goodbye)): \(sniff.stdout)")
+        if let leaving, let goodbye { print("\(mode): st=leaving went out \(Int((goodbye - leaving) * 1000)) ms before the goodbye") }
     }
 
     /// Without `--name` and `--port` a receiver is advertised under the host name, up to its first dot, on

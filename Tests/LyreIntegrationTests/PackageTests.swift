@@ -112,7 +112,7 @@ struct PackageTests {
             "usr/share/zsh/vendor-completions/_lyred", "usr/share/zsh/vendor-completions/_lyre",
             "usr/share/fish/vendor_completions.d/lyred.fish", "usr/share/fish/vendor_completions.d/lyre.fish",
             "lib/systemd/system/lyred.service", "lib/systemd/system/lyred@.service", "usr/lib/systemd/user/lyred.service",
-            "usr/lib/systemd/user/lyre-sink.service", "etc/lyre/lyred.conf",
+            "usr/lib/systemd/user/lyre-sink.service", "etc/lyre/lyred.conf", "usr/share/dbus-1/system.d/lyred.conf",
         ]
         for file in files { #expect(FileManager.default.fileExists(atPath: "\(root)/\(file)"), "\(file) is not installed") }
         let network = try TestNetwork(avahi: false)

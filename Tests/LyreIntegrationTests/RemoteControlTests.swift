@@ -496,4 +496,58 @@ struct RemoteControlTests {
         #expect(theirs.stderr.contains("closed its control socket"), "\(theirs.stderr)")
         #expect(lyred.isRunning)
     }
+
+    /// now-playing.md §6: `--mpris system` puts the player on the system bus, `--mpris off` on none. The system
+    /// bus here is dbus-daemon with Debian's own system.conf, and with the policy the lyred package installs
+    /// (Tools/package.d/lyred.dbus.conf): without that file, the system bus lets no one own the player's name.
+    @Test func theMPRISPlayerIsOnTheSystemBusOrOnNone() async throws {
+        let network = try TestNetwork()
+        defer { network.close() }
+        func systemBus(_ name: String, policy: Bool) async throws -> String {
+            let config = network.scratch.appendingPathComponent("\(name).conf").path
+            let includes = ["/usr/share/dbus-1/system.conf"] + (policy ? [TestNetwork.tools + "/package.d/lyred.dbus.conf"] : [])
+            try Data(("<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN\" "
+                + "\"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd\">\n<busconfig>"
+                + includes.map { "<include>\($0)</include>" }.joined() + "</busconfig>\n").utf8).write(to: URL(fileURLWithPath: config))
+            let socket = network.scratch.appendingPathComponent("\(name).socket").path
+            let daemon = try network.spawn(["dbus-daemon", "--config-file=\(config)", "--address=unix:path=\(socket)", "--nopidfile", "--nofork"],
+                                           name: "dbus-daemon-\(name)")
+            #expect(await eventually { FileManager.default.fileExists(atPath: socket) }, "dbus-daemon: \(daemon.stderr)")
+            return "unix:path=" + socket
+        }
+        func names(_ bus: String) async throws -> String {
+            try await network.run(["dbus-send", bus, "--print-reply", "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                   "org.freedesktop.DBus.ListNames"]).stdout
+        }
+        func lyred(_ mode: String, bus: String) throws -> Spawned {
+            try network.spawn(["env", "DBUS_SYSTEM_BUS_ADDRESS=\(bus)", TestNetwork.binaries + "/lyred", "--name", "Den-\(mode)", "--port", "0",
+                               "--state-dir", "/run/lyred-\(mode)", "--output", "null", "--mpris", mode, "--web", "off",
+                               "--control-socket", "off", "--log-level", "info"], name: "lyred-\(mode)")
+        }
+        let system = try await systemBus("system", policy: true)
+        let onSystem = try lyred("system", bus: system)
+        #expect(await eventually { onSystem.stderr.contains("MPRIS on the system bus as org.mpris.MediaPlayer2.lyred") }, "\(onSystem.stderr)")
+        let identity = try await network.run(["dbus-send", "--bus=\(system)", "--print-reply", "--dest=org.mpris.MediaPlayer2.lyred",
+                                              "/org/mpris/MediaPlayer2", "org.freedesktop.DBus.Properties.Get",
+                                              "string:org.mpris.MediaPlayer2", "string:Identity"])
+        #expect(identity.stdout.contains("Lyre receiver Den-system"), "\(identity.stdout) \(identity.stderr)")
+        let session = try await names("--session")
+        #expect(!session.contains("org.mpris.MediaPlayer2.lyred"), "\(session)")
+        onSystem.signal(SIGTERM)
+        try await onSystem.waitForExit(timeout: 10)
+
+        // `off`: on neither bus.
+        let off = try lyred("off", bus: system)
+        #expect(await eventually { off.stderr.contains("advertised as") }, "\(off.stderr)")
+        let (onSystemBus, onSessionBus) = (try await names("--bus=\(system)"), try await names("--session"))
+        #expect(!onSystemBus.contains("org.mpris") && !onSessionBus.contains("org.mpris"), "\(onSystemBus) \(onSessionBus)")
+        off.signal(SIGTERM)
+        try await off.waitForExit(timeout: 10)
+
+        // Debian's system bus without the package's policy: the name cannot be owned, and lyred says so.
+        let bare = try await systemBus("bare", policy: false)
+        let refused = try lyred("system", bus: bare)
+        try await refused.waitForExit(timeout: 10)
+        #expect(refused.status != 0 && refused.stderr.contains("not allowed to own"), "\(refused.stderr)")
+    }
 }

@@ -118,4 +118,15 @@ struct ProcessAncestryTests {
         #expect(Array(chain.prefix(2)) == [UInt32(child.processIdentifier), UInt32(getpid())], "\(chain)")
         #expect(ProcessAncestry.chain(of: nil).isEmpty && ProcessAncestry.chain(of: 1).isEmpty)
     }
+
+    /// now-playing.md §7: the stream's process, then its parents, up to 8 of them; never init, never round a loop.
+    @Test func theChainIsTheProcessAndUpTo8Parents() {
+        // 120's parent is 119, and so on down to init.
+        func stat(_ pid: UInt32) -> [UInt8]? { Array("\(pid) (app \(pid)) S \(pid - 1) \(pid) 1 0".utf8) }
+        #expect(ProcessAncestry.chain(of: 120, stat: stat) == [120, 119, 118, 117, 116, 115, 114, 113, 112])
+        #expect(ProcessAncestry.chain(of: 4, stat: stat) == [4, 3, 2])
+        // A loop (7's parent is 8, 8's is 7) ends where it would repeat.
+        func loop(_ pid: UInt32) -> [UInt8]? { Array("\(pid) (x) S \(pid == 7 ? 8 : 7) 1 1 0".utf8) }
+        #expect(ProcessAncestry.chain(of: 7, stat: loop) == [7, 8])
+    }
 }
