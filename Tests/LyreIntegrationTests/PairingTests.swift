@@ -375,6 +375,8 @@ struct PairingTests {
         let groupSocket = network.scratch.appendingPathComponent("group.sock").path
         let plain = try network.spawn(["lyre", "play", song, "--to", otherID, "--group-socket", groupSocket])
         #expect(await eventually { other.stderr.contains("session from") }, "\(other.stderr)")
+        // lyre play opens its group socket once its rooms are set up, a moment after the receiver logs the session.
+        #expect(await eventually { FileManager.default.fileExists(atPath: groupSocket) }, "\(plain.stderr)")
         let group = try await network.run(["lyre", "group", "--socket", groupSocket])
         #expect(group.stdout.contains("SECURITY") && group.stdout.contains("plain"), "\(group.stdout) \(group.stderr)")
         let plainJSON = try await network.run(["lyre", "group", "--json", "--socket", groupSocket])
