@@ -11,6 +11,7 @@ import NIOConcurrencyHelpers
 /// (playerctl, desktop media keys, KDE Connect, Home Assistant) ask to the sender (now-playing.md §6).
 /// What is shown and what a call becomes is ``MPRISView``'s to decide; this only moves it to and from the bus.
 final class MPRISBridge: Sendable {
+    /// The player on the bus, put back when the bus restarts; its value is nil while the bus is away.
     private let presence = NIOLockedValueBox<BusReconnector<MPRISPlayer>?>(nil)
     private var player: MPRISPlayer? { presence.withLockedValue { $0 }?.value }
     private let last = NIOLockedValueBox(MPRISView())
