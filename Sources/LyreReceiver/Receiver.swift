@@ -378,8 +378,13 @@ public final class Receiver: Sendable {
             let bootstrap = ServerBootstrap(group: registry.eventLoop)
                 .serverChannelOption(.backlog, value: 64)
                 .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-                // What waits for a peer that does not read is bounded (RTSPConnectionHandler.send).
+                // What waits for a peer that does not read is bounded (RTSPConnectionHandler.send): 256 KiB here,
+                // and the kernel's send buffer fixed at 64 KiB (Linux doubles it). Left to grow, it took 4 MiB on
+                // loopback, so a peer that pipelined OPTIONS and read nothing was answered about 100 000 times
+                // before it was closed, and in a debug build that starved the room playing beside it
+                // (ExhaustionTests' `unread` phase); now it is closed after a few thousand.
                 .childChannelOption(.writeBufferWaterMark, value: .init(low: 32 * 1024, high: 256 * 1024))
+                .childChannelOption(.socketOption(.so_sndbuf), value: 64 * 1024)
                 .childChannelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
                         registry.count(\.connections)

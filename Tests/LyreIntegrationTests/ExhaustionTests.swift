@@ -4,7 +4,8 @@ import Testing
 /// No host on the LAN can starve a receiver (issue 27; streaming.md §2's limits): while a song plays, one
 /// host sends 2 MB/s of empty interleaved frames (on connections that hold no session: each is closed at its
 /// first frame, and the flood reconnects), holds 100 connections each with 2 MiB − 1 of a body, sends
-/// large GET_PARAMETERs it never reads, and stalls TLS handshakes (Tools/peers/rtsp-exhaust.py). The song
+/// large GET_PARAMETERs it never reads, stalls TLS handshakes, and sends OPTIONS after OPTIONS reading none of
+/// the answers (Tools/peers/rtsp-exhaust.py). The song
 /// plays whole, first sample to last (audio.py against the file), with nothing late, lost or concealed;
 /// OPTIONS is answered all along, the receiver closed what it had to, and its memory stays bounded.
 @Suite(.serialized)
@@ -27,6 +28,8 @@ struct ExhaustionTests {
         #expect((report["interleaved_frames"] as? Int ?? 0) > 1_000_000, "the flood did not flow: \(report)")
         #expect(report["healthy"] as? Bool == true, "OPTIONS went unanswered: \(report)")
         #expect((report["closed_by_receiver"] as? Int ?? 0) >= 100, "the receiver kept what it should have closed: \(report)")
+        // streaming.md §2: a peer that reads nothing is closed once 256 KiB wait for it, and counted `slow`.
+        #expect(report["unread_closed"] as? Bool == true, "a connection that reads nothing was kept: \(report)")
         // Bounded: at most 32 connections' 2 MiB bodies (64 MiB) above what lyred needs anyway.
         let rss = (report["rss_kib"] as? [Int] ?? []).max() ?? Int.max
         #expect(rss < 256 * 1024, "lyred's RSS reached \(rss) KiB: \(report)")
@@ -34,7 +37,7 @@ struct ExhaustionTests {
         let stats = try await network.run(["lyre", "remote", "stats"]).stdout
         func counter(_ name: String) -> Int { stats.firstMatch(of: try! Regex(" \(name)=(\\d+)")).flatMap { Int($0.output[1].substring ?? "") } ?? -1 }
         #expect(counter("late") == 0 && counter("lost") == 0 && counter("concealed") == 0, "the audio suffered: \(stats)")
-        #expect(counter("evicted") > 0, "stats: \(stats)")
+        #expect(counter("evicted") > 0 && counter("slow") > 0, "stats: \(stats)")
 
         try await play.waitForExit(timeout: 60)
         #expect(play.status == 0, "lyre play: \(play.stderr)")

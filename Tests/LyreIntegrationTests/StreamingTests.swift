@@ -414,6 +414,28 @@ struct StreamingTests {
         Self.expectSameAudio(try await Self.compare(network, reference: sweep, output: out))
     }
 
+    /// now-playing.md §4.2 from the sender's side: `lyre play` answers a receiver's commands with the handler's
+    /// result in `Lyre-Command-Status` and the status code, takes them only with its session's id (454), and
+    /// refuses a malformed or unknown one (451). A plain receiver (Tools/peers/rtsp-sink.py) sends them, as the
+    /// spec shows, over the session's connection.
+    @Test func aSenderAnswersRemoteCommandsAsNowPlayingSays() async throws {
+        let network = try TestNetwork(avahi: false)
+        defer { network.close() }
+        let sweep = try await Self.sweep(network, rate: 48000, seconds: 6)
+        let out = network.scratch.appendingPathComponent("ffmpeg.wav").path
+        let sink = try network.spawn(["python3", TestNetwork.tools + "/peers/rtsp-sink.py", "7750", out, "--commands"], name: "rtsp-sink")
+        #expect(await eventually { sink.stdout.contains("listening") }, "rtsp-sink: \(sink.stderr)")
+        let play = try await network.run(["lyre", "play", sweep, "--host", "127.0.0.1:7750"])
+        #expect(play.status == 0, "lyre play: \(play.stderr)")
+        try await sink.waitForExit(timeout: 20)
+        let answers = (sink.jsonLines.last?["commands"] as? [[Any]] ?? []).map { "\($0[0]) \($0[1]) \($0[2])" }
+        #expect(answers == [
+            "past_the_end 404 noSuchContent", "position_past_the_end 500 commandFailed", "withdrawn 403 disabled",
+            "other_session 454 <null>", "no_session 454 <null>", "malformed 451 <null>", "unknown 451 <null>",
+            "pause 200 success", "play 200 success",
+        ], "\(sink.stdout) \(sink.stderr)")
+    }
+
     @Test func secondSenderTakesOver() async throws {
         let rig = try await Rig()
         defer { rig.network.close() }

@@ -9,15 +9,17 @@ audio. Phases, in order:
                but its last byte, and hold it
   getparam     N connections each send a GET_PARAMETER whose 2 MiB - 1 body is `volume` lines, and never read
   tls          N connections each send the first bytes of a TLS ClientHello, and stall
+  unread       one connection sends OPTIONS after OPTIONS and reads none of the answers, until the receiver
+               closes it (§2: past 256 KiB waiting for a peer, `slow`) or 400 000 were sent
 
 After each phase a fresh connection's `OPTIONS *` must get 200; its time is recorded. At the end the held
 connections the receiver closed are counted (closed = it evicted them, or their deadline passed).
 
 Prints one JSON line: {"interleaved_frames", "reconnects", "held", "closed_by_receiver", "options_ms",
-"healthy", "rss_kib"}. Python 3 standard library only.
+"healthy", "rss_kib", and with unread: "unread_sent", "unread_closed"}. Python 3 standard library only.
 
 Usage: rtsp-exhaust.py HOST PORT [--rate 2000000] [--seconds 5] [--connections 200] [--pid PID]
-                       [--phases interleaved,hold,getparam,tls]
+                       [--phases interleaved,hold,getparam,tls,unread]
 """
 import argparse
 import json
@@ -54,7 +56,7 @@ def main():
     ap.add_argument("--seconds", type=float, default=5)
     ap.add_argument("--connections", type=int, default=200)
     ap.add_argument("--pid", type=int)
-    ap.add_argument("--phases", default="interleaved,hold,getparam,tls")
+    ap.add_argument("--phases", default="interleaved,hold,getparam,tls,unread")
     a = ap.parse_args()
     phases = set(a.phases.split(","))
     report = {"options_ms": [], "healthy": True, "rss_kib": [], "interleaved_frames": 0, "reconnects": 0, "held": 0}
@@ -77,6 +79,9 @@ def main():
         check()
     if "tls" in phases:
         kept += tls(a)
+        check()
+    if "unread" in phases:
+        unread(a, report)
         check()
     closed = 0
     for c in kept:
@@ -159,6 +164,25 @@ def getparam(a):
         except OSError:
             pass
     return unread
+
+
+def unread(a, report):
+    """OPTIONS in batches of 100 on a connection with a 4 KiB receive buffer, none of the answers read."""
+    c = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    c.settimeout(5)
+    c.connect((a.host, a.port))
+    sent, closed = 0, False
+    while sent < 400_000 and not closed:
+        batch = b"".join(f"OPTIONS * RTSP/1.0\r\nCSeq: {sent + i + 1}\r\n\r\n".encode() for i in range(100))
+        try:
+            c.sendall(batch)
+            sent += 100
+        except OSError:  # reset or broken pipe: the receiver closed it
+            closed = True
+    c.close()
+    report["unread_sent"] = sent
+    report["unread_closed"] = closed
 
 
 def tls(a):

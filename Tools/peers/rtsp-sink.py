@@ -7,8 +7,12 @@ GET/SET_PARAMETER and TEARDOWN. On SETUP it writes the announced SDP with that p
 starts `ffmpeg -i SDP OUT.wav`. After TEARDOWN (or the connection closing) it stops ffmpeg with 'q'.
 No timing exchange is done, so the sender is played as a plain publisher would be.
 
-Usage: rtsp-sink.py PORT OUT.wav [--media-port 5004]
-Prints one JSON line at the end: the SDP it used and ffmpeg's exit status.
+With --commands, once the sender has said which remote commands it accepts (now-playing.md §4.1), sends it
+the commands of COMMANDS below over the session's connection, as a receiver relays them (§4.2), one at a time,
+and records each answer's status and `Lyre-Command-Status`.
+
+Usage: rtsp-sink.py PORT OUT.wav [--media-port 5004] [--commands]
+Prints one JSON line at the end: the SDP it used, ffmpeg's exit status, and the commands' answers.
 """
 import argparse
 import json
@@ -16,7 +20,22 @@ import re
 import socket
 import subprocess
 import sys
+import threading
 import time
+
+SESSION = "1234ABCD"
+# (what it checks, Session header, body): now-playing.md §4.2's answers, for a queue of one short file.
+COMMANDS = [
+    ("past_the_end", SESSION, "remote-command: skipForward\r\ninterval: 3600\r\n"),  # nothing after the last item: 404
+    ("position_past_the_end", SESSION, "remote-command: changePlaybackPosition\r\nposition: 99999\r\n"),  # 500
+    ("withdrawn", SESSION, "remote-command: nextTrack\r\n"),  # withdrawn on the last item: disabled, 403
+    ("other_session", "FEEDFACE", "remote-command: pause\r\n"),  # not this session: 454
+    ("no_session", None, "remote-command: pause\r\n"),  # 454
+    ("malformed", SESSION, "remote-command: skipForward\r\ninterval: -1\r\n"),  # 451
+    ("unknown", SESSION, "remote-command: dance\r\n"),  # 451
+    ("pause", SESSION, "remote-command: pause\r\n"),  # 200
+    ("play", SESSION, "remote-command: play\r\n"),  # 200
+]
 
 
 def read_request(conn, buf):
@@ -35,6 +54,7 @@ def read_request(conn, buf):
             return None, buf
         buf += chunk
     body, buf = buf[:length], buf[length:]
+    headers[":start"] = lines[0]  # a request's line, or an answer's status line
     return (lines[0].split(" ")[0], headers, body), buf
 
 
@@ -43,6 +63,7 @@ def main():
     ap.add_argument("port", type=int)
     ap.add_argument("out")
     ap.add_argument("--media-port", type=int, default=5004)
+    ap.add_argument("--commands", action="store_true")
     a = ap.parse_args()
     server = socket.socket()
     server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -51,11 +72,37 @@ def main():
     print("listening", flush=True)
     conn, _ = server.accept()
     buf, sdp, ffmpeg, used = b"", "", None, ""
+    writing = threading.Lock()
+    answers, answered = {}, threading.Condition()
+    results = []
+
+    def send_commands():
+        time.sleep(1)  # the queue's first item has begun, so it has a position to act on
+        for i, (name, session, body) in enumerate(COMMANDS):
+            cseq = 1000 + i
+            lines = [f"SET_PARAMETER rtsp://127.0.0.1:{a.port}/ RTSP/1.0", f"CSeq: {cseq}", "Content-Type: text/parameters",
+                     f"Content-Length: {len(body)}"] + ([f"Session: {session}"] if session else [])
+            with writing:
+                conn.sendall(("\r\n".join(lines) + "\r\n\r\n" + body).encode())
+            with answered:
+                answered.wait_for(lambda: cseq in answers, timeout=5)
+                status, command_status = answers.get(cseq, (None, None))
+            results.append([name, status, command_status])
+
+    commander = None
     while True:
         request, buf = read_request(conn, buf)
         if request is None:
             break
         method, headers, body = request
+        if method == "RTSP/1.0":  # the sender's answer to a command
+            with answered:
+                answers[int(headers.get("cseq", "0"))] = (int(headers[":start"].split(" ")[1]), headers.get("lyre-command-status"))
+                answered.notify_all()
+            continue
+        if a.commands and commander is None and b"remote-commands:" in body:
+            commander = threading.Thread(target=send_commands)
+            commander.start()
         extra = []
         if method == "ANNOUNCE":
             sdp = body.decode()
@@ -71,11 +118,12 @@ def main():
             client = re.search(r"client_port=(\d+)", headers.get("transport", ""))
             cp = client.group(1) if client else "0"
             extra = [("Transport", f"RTP/AVP/UDP;unicast;client_port={cp}-{int(cp) + 1};server_port={a.media_port}-{a.media_port + 1}"),
-                     ("Session", "1234ABCD")]
+                     ("Session", SESSION)]
         elif method == "OPTIONS":
             extra = [("Public", "OPTIONS, ANNOUNCE, SETUP, RECORD, SET_PARAMETER, GET_PARAMETER, TEARDOWN")]
         lines = ["RTSP/1.0 200 OK", f"CSeq: {headers.get('cseq', '0')}"] + [f"{k}: {v}" for k, v in extra]
-        conn.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+        with writing:
+            conn.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
         if method == "TEARDOWN":
             break
     conn.close()
@@ -87,7 +135,9 @@ def main():
         except subprocess.TimeoutExpired:
             ffmpeg.kill()
         status = ffmpeg.returncode
-    print(json.dumps({"sdp": used, "ffmpeg_status": status}), flush=True)
+    if commander:
+        commander.join()
+    print(json.dumps({"sdp": used, "ffmpeg_status": status, "commands": results}), flush=True)
     return 0
 
 
