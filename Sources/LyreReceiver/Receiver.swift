@@ -379,10 +379,11 @@ public final class Receiver: Sendable {
                 .serverChannelOption(.backlog, value: 64)
                 .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
                 // What waits for a peer that does not read is bounded (RTSPConnectionHandler.send): 256 KiB here,
-                // and the kernel's send buffer fixed at 64 KiB (Linux doubles it). Left to grow, it took 4 MiB on
-                // loopback, so a peer that pipelined OPTIONS and read nothing was answered about 100 000 times
-                // before it was closed, and in a debug build that starved the room playing beside it
-                // (ExhaustionTests' `unread` phase); now it is closed after a few thousand.
+                // and the kernel's send buffer fixed at 64 KiB (Linux doubles it). Left to grow (to 4 MiB on
+                // loopback), it let a peer that pipelined OPTIONS and read nothing be answered tens of thousands
+                // of times before it was closed, and in a debug build that starved the room playing beside it
+                // (ExhaustionTests' `unread` phase). Now the kernel takes about 105 KiB of answers (strace), NIO
+                // holds 256 KiB, and the peer is closed after about 4 000.
                 .childChannelOption(.writeBufferWaterMark, value: .init(low: 32 * 1024, high: 256 * 1024))
                 .childChannelOption(.socketOption(.so_sndbuf), value: 64 * 1024)
                 .childChannelInitializer { channel in
