@@ -432,8 +432,19 @@ struct StreamingTests {
         #expect(answers == [
             "past_the_end 404 noSuchContent", "position_past_the_end 500 commandFailed", "withdrawn 403 disabled",
             "other_session 454 <null>", "no_session 454 <null>", "malformed 451 <null>", "unknown 451 <null>",
-            "pause 200 success", "play 200 success",
+            "pause 200 success", "play 200 success", "seek_back 200 success",
         ], "\(sink.stdout) \(sink.stderr)")
+        // streaming.md §3: a pause is FLUSH, a resume RECORD with a new anchor, and a seek (back, here) FLUSH then
+        // RECORD: the RTP timestamps keep counting up, only the anchor changes.
+        let flow = (sink.jsonLines.last?["flow"] as? [[Any]] ?? []).map { ($0[0] as? String ?? "", $0[1] as? String, $0[2] as? String) }
+        #expect(flow.map(\.0) == ["RECORD", "FLUSH", "RECORD", "FLUSH", "RECORD"], "\(flow)")
+        // FLUSH names the first packet after it, which the RECORD after it starts with; each RECORD starts later
+        // in RTP time than the one before, the seek back included.
+        let times = flow.compactMap { $0.1?.firstMatch(of: /rtptime=(\d+)/).flatMap { UInt32($0.1) } }
+        let anchors = flow.filter { $0.0 == "RECORD" }.compactMap(\.2)
+        #expect(times.count == 5 && times[1] == times[2] && times[3] == times[4], "RTP-Info: \(flow)")
+        #expect(times.count == 5 && times[0] < times[2] && times[2] < times[4], "RTP-Info: \(flow)")
+        #expect(anchors.count == 3 && Set(anchors).count == 3, "Lyre-Anchor: \(flow)")
     }
 
     @Test func secondSenderTakesOver() async throws {

@@ -9,10 +9,12 @@ No timing exchange is done, so the sender is played as a plain publisher would b
 
 With --commands, once the sender has said which remote commands it accepts (now-playing.md §4.1), sends it
 the commands of COMMANDS below over the session's connection, as a receiver relays them (§4.2), one at a time,
-and records each answer's status and `Lyre-Command-Status`.
+and records each answer's status and `Lyre-Command-Status`. Every RECORD and FLUSH is recorded too, with its
+`RTP-Info` and `Lyre-Anchor`.
 
 Usage: rtsp-sink.py PORT OUT.wav [--media-port 5004] [--commands]
-Prints one JSON line at the end: the SDP it used, ffmpeg's exit status, and the commands' answers.
+Prints one JSON line at the end: the SDP it used, ffmpeg's exit status, the commands' answers, and the RECORDs and
+FLUSHes ("flow": [method, RTP-Info, Lyre-Anchor]).
 """
 import argparse
 import json
@@ -35,6 +37,8 @@ COMMANDS = [
     ("unknown", SESSION, "remote-command: dance\r\n"),  # 451
     ("pause", SESSION, "remote-command: pause\r\n"),  # 200
     ("play", SESSION, "remote-command: play\r\n"),  # 200
+    ("wait", None, ""),  # a second of play after the resume
+    ("seek_back", SESSION, "remote-command: changePlaybackPosition\r\nposition: 0.5\r\n"),  # 200: a FLUSH, a RECORD
 ]
 
 
@@ -74,11 +78,14 @@ def main():
     buf, sdp, ffmpeg, used = b"", "", None, ""
     writing = threading.Lock()
     answers, answered = {}, threading.Condition()
-    results = []
+    results, flow = [], []
 
     def send_commands():
         time.sleep(1)  # the queue's first item has begun, so it has a position to act on
         for i, (name, session, body) in enumerate(COMMANDS):
+            if name == "wait":
+                time.sleep(1)
+                continue
             cseq = 1000 + i
             lines = [f"SET_PARAMETER rtsp://127.0.0.1:{a.port}/ RTSP/1.0", f"CSeq: {cseq}", "Content-Type: text/parameters",
                      f"Content-Length: {len(body)}"] + ([f"Session: {session}"] if session else [])
@@ -100,6 +107,8 @@ def main():
                 answers[int(headers.get("cseq", "0"))] = (int(headers[":start"].split(" ")[1]), headers.get("lyre-command-status"))
                 answered.notify_all()
             continue
+        if method in ("RECORD", "FLUSH"):
+            flow.append([method, headers.get("rtp-info"), headers.get("lyre-anchor")])
         if a.commands and commander is None and b"remote-commands:" in body:
             commander = threading.Thread(target=send_commands)
             commander.start()
@@ -137,7 +146,7 @@ def main():
         status = ffmpeg.returncode
     if commander:
         commander.join()
-    print(json.dumps({"sdp": used, "ffmpeg_status": status, "commands": results}), flush=True)
+    print(json.dumps({"sdp": used, "ffmpeg_status": status, "commands": results, "flow": flow}), flush=True)
     return 0
 
 
