@@ -49,6 +49,27 @@ struct DiscoveryPeerTests {
         await eventually { lyred.stderr.contains(name.map { "advertised as '\($0)'" } ?? "advertised as") }
     }
 
+    /// discovery.md §7: a one-shot listing ends when every resolver has answered, or after 3 s by default. A
+    /// service avahi-publish puts on a host that nobody answers for (`ghost.local`) is never resolved, so the
+    /// listing ends at its bound with what did resolve: a receiver whose name has dots (§1: any characters,
+    /// dots included, in one DNS label).
+    @Test func aOneShotListingEndsAtThreeSecondsWhenAResolverNeverAnswers() async throws {
+        let network = try TestNetwork()
+        defer { network.close() }
+        let lyred = try network.spawn(["lyred", "--name", "St. Mary's Hall v2.0", "--port", "0", "--state-dir", "/run/lyred"])
+        #expect(await Self.waitForAdvertised(lyred, name: "St. Mary's Hall v2.0"), "\(lyred.stderr)")
+        try network.spawn(["avahi-publish", "-s", "-H", "ghost.local", "Ghost", "_lyre._tcp", "7009", "v=1", "id=\(Self.foreignID)"])
+        #expect(await eventually {
+            ((try? await network.run(["avahi-browse", "--parsable", "--terminate", "_lyre._tcp"]))?.stdout ?? "").contains(";Ghost;")
+        })
+        let start = ContinuousClock.now
+        let devices = try await Self.devicesJSON(network)
+        let took = ContinuousClock.now - start
+        #expect(devices.compactMap { $0["name"] as? String } == ["St. Mary's Hall v2.0"], "\(devices)")
+        // Not before the bound; well before avahi's own resolver gives up (5 s).
+        #expect(took >= .milliseconds(2900) && took < .milliseconds(4700), "lyre devices took \(took)")
+    }
+
     @Test("avahi-browse sees lyred's service and its documented TXT")
     func avahiBrowseSeesLyred() async throws {
         let network = try TestNetwork()
