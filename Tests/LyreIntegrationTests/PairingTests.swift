@@ -71,9 +71,9 @@ struct PairingTests {
     /// socket's requests must carry whole (`LineWords`).
     static let senderName = "Test \"sender\" = 1"
 
-    /// Runs `lyre pair Kitchen`, typing what `typed` makes of the PIN the receiver shows.
-    static func pair(_ receiver: Receiver, typed: (String) -> String = { $0 }) async throws -> Spawned {
-        let pair = try receiver.network.spawn(["lyre", "pair", "Kitchen", "--name", senderName], input: true)
+    /// Runs `lyre pair Kitchen` (or `target`), typing what `typed` makes of the PIN the receiver shows.
+    static func pair(_ receiver: Receiver, target: [String] = ["Kitchen"], shownBy: String = "'Kitchen'", typed: (String) -> String = { $0 }) async throws -> Spawned {
+        let pair = try receiver.network.spawn(["lyre", "pair"] + target + ["--name", senderName], input: true)
         var pin: String?
         _ = try await eventually(timeout: 15) {
             pin = try await receiver.pin()
@@ -82,7 +82,7 @@ struct PairingTests {
         if let pin {
             #expect(pin.count == 6 && pin.allSatisfy(\.isNumber))
             // The prompt is on the terminal before the PIN is typed.
-            #expect(await eventually { pair.stderr.contains("PIN shown by 'Kitchen'") }, "\(pair.stderr)")
+            #expect(await eventually { pair.stderr.contains("PIN shown by \(shownBy)") }, "\(pair.stderr)")
             pair.type(typed(pin))
         }
         try await pair.waitForExit(timeout: 20)
@@ -158,6 +158,38 @@ struct PairingTests {
         let forgot = try await network.run(["lyre", "pair", "--forget", "kitchen"])
         #expect(forgot.status == 0, "\(forgot.stderr)")
         #expect(try await network.run(["lyre", "pair", "--list"]).stdout.contains("no paired receivers"))
+    }
+
+    /// pairing.md §3 and §5: `lyre pair --host HOST:PORT` pairs without mDNS, taking the key as it comes, and
+    /// `lyre pair --list` prints its fingerprint (the one the receiver advertises) for the user to compare.
+    /// §6.5: a sender unpaired at the receiver while it plays keeps its session until it ends.
+    @Test func pairingByAddressAndUnpairingMidSong() async throws {
+        let network = try TestNetwork()
+        defer { network.close() }
+        let receiver = try await Receiver(network: network)
+        await receiver.waitUntilAdvertised()
+        let pair = try await Self.pair(receiver, target: ["--host", "127.0.0.1:7750"], shownBy: "'127.0.0.1:7750'")
+        #expect(pair.status == 0 && pair.stdout.contains("paired with 'Kitchen'"), "lyre pair: \(pair.stdout) \(pair.stderr)")
+        let devices = try await network.run(["lyre", "devices", "--json", "--timeout", "3"])
+        let found = try JSONSerialization.jsonObject(with: Data(devices.stdout.utf8)) as? [[String: Any]] ?? []
+        let advertised = try #require(found.first { $0["name"] as? String == "Kitchen" }, "\(devices.stdout)")
+        let fingerprint = try #require(advertised["keyFingerprint"] as? String)
+        let id = try #require(advertised["id"] as? String)
+        let listed = try await network.run(["lyre", "pair", "--list"])
+        #expect(listed.stdout.contains("Kitchen  \(id)  key \(fingerprint)"), "\(listed.stdout)")
+
+        // Paired, so encrypted; unpaired at the receiver 2 s in, the session plays on to its end.
+        let song = try await StreamingTests.sweep(network, rate: 48000, seconds: 6)
+        let play = try network.spawn(["lyre", "play", song, "--to", "Kitchen", "--group-socket", "off"])
+        #expect(await eventually { receiver.process.stderr.contains("TLS and SRTP") }, "\(receiver.process.stderr)")
+        try await Task.sleep(for: .seconds(2))
+        let unpaired = try await receiver.remote(["unpair", Self.senderName])
+        #expect(unpaired.status == 0, "\(unpaired.stdout) \(unpaired.stderr)")
+        try await play.waitForExit(timeout: 30)
+        #expect(play.status == 0, "lyre play: \(play.stderr)")
+        #expect(receiver.process.stderr.components(separatedBy: " ended: ").count == 2 && receiver.process.stderr.contains("ended: teardown"),
+                "\(receiver.process.stderr)")
+        #expect(try await receiver.remote(["paired"]).stdout.contains("no paired senders"))
     }
 
     /// A sender's name is the sender's to choose, and is printed escaped: a newline in it cannot forge a log
