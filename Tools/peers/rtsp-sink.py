@@ -10,7 +10,7 @@ No timing exchange is done, so the sender is played as a plain publisher would b
 With --commands, once the sender has said which remote commands it accepts (now-playing.md §4.1), sends it
 the commands of COMMANDS below over the session's connection, as a receiver relays them (§4.2), one at a time,
 and records each answer's status and `Lyre-Command-Status`. Every RECORD and FLUSH is recorded too, with its
-`RTP-Info` and `Lyre-Anchor`.
+`RTP-Info` and `Lyre-Anchor`, and the TEARDOWN.
 
 Usage: rtsp-sink.py PORT OUT.wav [--media-port 5004] [--commands]
 Prints one JSON line at the end: the SDP it used, ffmpeg's exit status, the commands' answers, and the RECORDs and
@@ -107,7 +107,7 @@ def main():
                 answers[int(headers.get("cseq", "0"))] = (int(headers[":start"].split(" ")[1]), headers.get("lyre-command-status"))
                 answered.notify_all()
             continue
-        if method in ("RECORD", "FLUSH"):
+        if method in ("RECORD", "FLUSH", "TEARDOWN"):
             flow.append([method, headers.get("rtp-info"), headers.get("lyre-anchor")])
         if a.commands and commander is None and b"remote-commands:" in body:
             commander = threading.Thread(target=send_commands)
