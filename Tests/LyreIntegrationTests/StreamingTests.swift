@@ -854,6 +854,22 @@ struct StreamingTests {
         #expect(rig.lyred.stderr.contains("session from 'rtsp-abuse.py' ended: timeout"), "\(rig.lyred.stderr)")
     }
 
+    /// now-playing.md §4.2: the receiver waits 5 s for a sender's answer to a command, then reports a timeout. The
+    /// sender (rtsp-conformance.py --deaf) enables `pause`, gets it, and never answers.
+    @Test func aCommandTheSenderNeverAnswersTimesOutAfter5Seconds() async throws {
+        let rig = try await Rig()
+        defer { rig.network.close() }
+        let sender = try rig.network.spawn(["python3", "\(TestNetwork.tools)/peers/rtsp-conformance.py", "127.0.0.1", String(rig.port), "--deaf"])
+        #expect(await eventually { sender.stdout.contains("ready") }, "\(sender.stderr)")
+        let start = ContinuousClock.now
+        let pause = try await rig.network.run(["lyre", "remote", "pause"], timeout: 15)
+        let took = ContinuousClock.now - start
+        #expect(pause.status != 0 && pause.stderr.contains("did not answer pause within 5 s"), "\(pause.stdout) \(pause.stderr)")
+        #expect(took >= .seconds(5) && took < .seconds(8), "answered after \(took)")
+        try await sender.waitForExit(timeout: 15)
+        #expect(sender.jsonLines.last?["commands"] as? [String] == ["pause"], "\(sender.stdout) \(sender.stderr)")
+    }
+
     @Test func badInputIsRefusedAndLyredKeepsServing() async throws {
         let rig = try await Rig()
         defer { rig.network.close() }

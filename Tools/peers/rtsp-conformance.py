@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """Play the session handshake of Protocol/streaming.md §3 against a Lyre receiver, as a plain RTSP sender
 would, and print what it answered as one JSON object: the statuses and headers the spec states, for a test
-to assert. Usage: rtsp-conformance.py HOST PORT [--silent] (the receiver's page on port 7780)
+to assert. Usage: rtsp-conformance.py HOST PORT [--silent | --deaf] (the receiver's page on port 7780)
 
 With --silent: sets a session up to RECORD and then says and sends nothing (§7: a recording session silent for
 10 s ends, `timeout`); prints how long until the receiver closed the connection and what it said first.
+
+With --deaf: sets a session up to RECORD, enables `pause` (now-playing.md §4.1), prints "ready", and answers
+nothing for 8 s, keeping the session alive with GET_PARAMETER; prints the remote commands the receiver sent.
 
 Reuses rtsp-abuse.py's connection and message reading (the same wire code, not a second one)."""
 import base64
@@ -68,6 +71,28 @@ def silent(target):
     print(json.dumps({"closed_after_s": round(time.monotonic() - start, 2), "said": said.decode("utf-8", "replace")}))
 
 
+def deaf(target):
+    s = recording(target)
+    s.req("SET_PARAMETER", target.url, [("Content-Type", "text/parameters")], b"remote-commands: pause\r\n")
+    print("ready", flush=True)
+    heard = b""
+    s.conn.sock.settimeout(0.5)
+    end = time.monotonic() + 8
+    cseq = 100
+    while time.monotonic() < end:
+        try:
+            data = s.conn.sock.recv(65536)
+            if not data:
+                break
+            heard += data
+        except socket.timeout:
+            # A keep-alive, whose answer is read as part of `heard` (the session must not end as silent, §7).
+            cseq += 1
+            s.conn.sock.sendall(f"GET_PARAMETER {target.url} RTSP/1.0\r\nCSeq: {cseq}\r\nSession: {s.session}\r\n\r\n".encode())
+    commands = [line.split(":", 1)[1].strip() for line in heard.decode("utf-8", "replace").split("\r\n") if line.startswith("remote-command:")]
+    print(json.dumps({"commands": commands}))
+
+
 # The smallest bodies each format's magic bytes make (the receiver checks those, not the picture).
 JPEG = bytes([0xFF, 0xD8, 0xFF, 0xE0]) + b"a cover"
 PNG = bytes([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) + b"another cover"
@@ -88,6 +113,8 @@ def main():
     target = abuse.Target(sys.argv[1], int(sys.argv[2]), 5)
     if "--silent" in sys.argv:
         return silent(target)
+    if "--deaf" in sys.argv:
+        return deaf(target)
     out = {}
     # §3 ANNOUNCE: Lyre-Latency 20…2000, out of range 400 (each on a connection of its own).
     for latency in (19, 20, 2000, 2001):
