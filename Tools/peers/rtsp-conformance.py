@@ -71,6 +71,70 @@ def silent(target):
     print(json.dumps({"closed_after_s": round(time.monotonic() - start, 2), "said": said.decode("utf-8", "replace")}))
 
 
+def rtcp_nacks(data):
+    """(sender SSRC, media SSRC, first PID) of each generic NACK (RFC 4585: PT 205, FMT 1) in an RTCP datagram."""
+    found = []
+    while len(data) >= 12:
+        length = (int.from_bytes(data[2:4], "big") + 1) * 4
+        if data[1] == 205 and data[0] & 0x1F == 1 and length >= 16:
+            found.append((data[4:8].hex(), data[8:12].hex(), int.from_bytes(data[12:14], "big")))
+        data = data[length:]
+    return found
+
+
+def nack_over_udp(target):
+    """§4.1: a UDP session that said `nack`; packets 1, 2, 4, 5 sent, 3 missing. Returns the receiver's
+    `Lyre-Feedback` answer and the NACKs that came to the second client port within a second."""
+    s = session(target)
+    announce(s)
+    reply = setup(s, ";ssrc=1234ABCD", headers=[("Lyre-Feedback", "nack")])
+    server = int(reply.headers.get("transport", "").split("server_port=")[1].split("-")[0])
+    s.req("RECORD", target.url, [("RTP-Info", "seq=1;rtptime=0")])
+    for seq in (1, 2, 4, 5):
+        s.rtp_sock.sendto(abuse.rtp(96, seq, (seq - 1) * 960, 0x1234ABCD, abuse.OPUS_SILENCE), (target.ip, server))
+    nacks = []
+    s.rtcp_sock.settimeout(0.2)
+    end = time.monotonic() + 1
+    while time.monotonic() < end:
+        try:
+            nacks += rtcp_nacks(s.rtcp_sock.recv(2048))
+        except socket.timeout:
+            pass
+    s.req("TEARDOWN", target.url, expect=None)
+    s.close()
+    return {"feedback": reply.headers.get("lyre-feedback"), "nacks": nacks}
+
+
+def nack_over_tcp(target):
+    """§4.1: the same on an interleaved session, `nack` asked for too: no NACK comes on its RTCP channel."""
+    s = session(target)
+    announce(s)
+    reply = s.req("SETUP", target.url + "streamid=0", [("Transport", "RTP/AVP/TCP;unicast;interleaved=0-1;mode=record"),
+                                                       ("Lyre-Feedback", "nack")], expect=None)
+    s.session = reply.headers.get("session", "").split(";")[0].strip() or None
+    s.req("RECORD", target.url, [("RTP-Info", "seq=1;rtptime=0")])
+    for seq in (1, 2, 4, 5):
+        packet = abuse.rtp(96, seq, (seq - 1) * 960, 0x1234ABCD, abuse.OPUS_SILENCE)
+        s.conn.sock.sendall(b"$\x00" + len(packet).to_bytes(2, "big") + packet)
+    heard = b""
+    s.conn.sock.settimeout(0.2)
+    end = time.monotonic() + 1
+    while time.monotonic() < end:
+        try:
+            heard += s.conn.sock.recv(65536)
+        except socket.timeout:
+            pass
+    nacks = []
+    while heard.startswith(b"$") and len(heard) >= 4:
+        length = int.from_bytes(heard[2:4], "big")
+        if heard[1] == 1:
+            nacks += rtcp_nacks(heard[4:4 + length])
+        heard = heard[4 + length:]
+    s.req("TEARDOWN", target.url, expect=None)
+    s.close()
+    return {"status": reply.status, "feedback": reply.headers.get("lyre-feedback"), "nacks": nacks, "unparsed": len(heard)}
+
+
 def deaf(target):
     s = recording(target)
     s.req("SET_PARAMETER", target.url, [("Content-Type", "text/parameters")], b"remote-commands: pause\r\n")
@@ -212,6 +276,10 @@ def main():
     out["pair_body_1025"] = s.req("PAIR", target.url, pair, bytes(1025), expect=None).status
     out["pair_body_1024"] = s.req("PAIR", target.url, pair, bytes(1024), expect=None).status
     s.close()
+    # streaming.md §4.1: a gap is asked for at once, by an RTCP NACK whose sender SSRC is random per session;
+    # none on an interleaved session.
+    out["nack_udp"] = [nack_over_udp(target), nack_over_udp(target)]
+    out["nack_tcp"] = nack_over_tcp(target)
     print(json.dumps(out))
 
 
