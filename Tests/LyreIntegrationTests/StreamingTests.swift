@@ -830,7 +830,7 @@ struct StreamingTests {
         // Media from another SSRC (3) or address (1) is foreign, another payload type (2) or a packet over 8192
         // bytes (1) malformed: dropped and counted, in the session's stats when it ends. Over TCP, a frame over
         // 8192 bytes is dropped and counted the same way, and the connection goes on.
-        #expect(await eventually { rig.lyred.stderr.components(separatedBy: "session from 'rtsp-abuse.py' stats: ").count > 2 }, "lyred: \(rig.lyred.stderr)")
+        #expect(await eventually { rig.lyred.stderr.components(separatedBy: "session from 'rtsp-abuse.py' stats: ").count > 6 }, "lyred: \(rig.lyred.stderr)")
         let counted = rig.lyred.stderr.matches(of: /session from 'rtsp-abuse.py' stats: .* foreign=(\d+) malformed=(\d+)/).map { (Int($0.1), Int($0.2)) }
         #expect(counted.count >= 2 && counted[0] == (4, 3) && counted[1] == (0, 1), "\(counted): \(rig.lyred.stderr)")
         #expect(status("interleaved_keep_alive") == 200, "\(got)")
@@ -847,6 +847,13 @@ struct StreamingTests {
         // None on an interleaved session, though asked for: the answer does not agree to it, and nothing comes.
         let tcp = got["nack_tcp"] as? [String: Any] ?? [:]
         #expect(tcp["status"] as? Int == 200 && tcp["feedback"] is NSNull && (tcp["nacks"] as? [Any])?.isEmpty == true, "\(tcp)")
+        // §4.3, parity built from the text: rows of 2; the parity of 1–2 from another address and of 3–4 for
+        // another SSRC are foreign (2); 5 and 6 both lost are not repaired and are asked for, as is 3; 8 lost
+        // with its row's parity here is rebuilt (fec 1) and not asked for.
+        let fec = got["fec_session"] as? [String: Any] ?? [:]
+        #expect(fec["fec"] as? String == "pt=97;row=2" && fec["asked"] as? [Int] == [3, 5, 6], "\(fec)")
+        let sixth = rig.lyred.stderr.matches(of: /session from 'rtsp-abuse.py' stats: .* fec=(\d+) .* foreign=(\d+)/).map { (Int($0.1), Int($0.2)) }
+        #expect(sixth.count == 6 && sixth[5] == (1, 2), "fec, foreign: \(sixth)")
     }
 
     /// streaming.md §7: a recording session that hears nothing (no RTSP, no media) for 10 s ends, `timeout`:
