@@ -462,6 +462,39 @@ struct RemoteControlTests {
         try await play.waitForExit(timeout: 10)
     }
 
+    /// control-api.md §3.1: a setting lyred's user cannot write to its config file is in effect but `notKept`:
+    /// `lyre remote` warns with the reason and exits 0, and the file is untouched. lyred runs as nobody, its
+    /// config file root's (mode 644).
+    @Test func aSettingLyredCannotWriteIsInEffectButNotKept() async throws {
+        let network = try TestNetwork(avahi: false)
+        defer { network.close() }
+        let config = "name = Den\nport = 7730\n"
+        let made = try await network.shell("""
+            mkdir -p /run/nobody/bin /run/cfg /run/ns && cp \(TestNetwork.binaries)/lyred \(TestNetwork.binaries)/lyre /run/nobody/bin/ \
+              && chmod -R a+rX /run/nobody \
+              && printf '\(config.replacingOccurrences(of: "\n", with: "\\n"))' > /run/cfg/lyred.conf && chmod 644 /run/cfg/lyred.conf \
+              && chown 65534:65534 /run/ns
+            """)
+        #expect(made.status == 0, "\(made.stderr)")
+        let socket = "/run/ns/control.sock"
+        let lyred = try network.spawn(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/run/nobody/bin/lyred",
+                                       "--config", "/run/cfg/lyred.conf", "--state-dir", "/run/ns", "--output", "null", "--mpris", "off",
+                                       "--web", "off", "--mdns", "embedded", "--control-socket", socket], name: "lyred")
+        #expect(await eventually { lyred.stderr.contains("advertised as 'Den'") }, "\(lyred.stderr)")
+        // Asked as lyred's user: the socket and its directory are that user's alone.
+        func remote(_ words: [String]) async throws -> Spawned {
+            try await network.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/run/nobody/bin/lyre", "remote", "--socket", socket] + words,
+                                  timeout: 15)
+        }
+        let renamed = try await remote(["name", "Study"])
+        #expect(renamed.status == 0, "\(renamed.stdout) \(renamed.stderr)")
+        #expect(renamed.stderr.hasPrefix("lyre: warning: changed until lyred restarts: ") && renamed.stderr.contains("/run/cfg/lyred.conf")
+                && renamed.stderr.contains("lyred's user must be able to write it"), "\(renamed.stderr)")
+        #expect(try await remote(["name"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "Study")
+        #expect(try await network.shell("cat /run/cfg/lyred.conf").stdout == config)
+        #expect(lyred.isRunning)
+    }
+
     /// The control socket is this user's alone: lyred refuses a directory another user made or may write in
     /// (a `/tmp/lyred-UID` planted first), and closes a connection from another user unanswered even when
     /// the socket's mode would let it in (`SO_PEERCRED`).
