@@ -654,6 +654,12 @@ struct MultiRoomTests {
         let remove = try await rooms.network.run(["lyre", "group", "remove", odd, "--socket", rooms.groupSocket])
         #expect(remove.status == 0, "lyre group remove: \(remove.stderr)")
         #expect(try await listing().compactMap { $0["name"] as? String } == ["Kitchen"])
+        // Added again with a channel map (README: `lyre group add Bedroom=mono`): its receiver plays (L + R) / 2.
+        let mono = try await rooms.network.run(["lyre", "group", "add", odd + "=mono", "--socket", rooms.groupSocket])
+        #expect(mono.status == 0, "lyre group add \(odd)=mono: \(mono.stderr)")
+        #expect(try await listing().compactMap { $0["name"] as? String } == ["Kitchen", odd])
+        #expect(await eventually { rooms.lyred[odd]!.stderr.contains("channels mono") }, "\(rooms.lyred[odd]!.stderr)")
+        #expect(try await rooms.network.run(["lyre", "group", "remove", odd, "--socket", rooms.groupSocket]).status == 0)
         // A quote left open is refused with a line that says how to write one.
         let open = try await rooms.network.run(["python3", "-c", """
             import socket, sys; s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b'remove "Bed\\n')
