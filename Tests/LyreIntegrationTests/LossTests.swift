@@ -91,21 +91,28 @@ struct LossTests {
         defer { rooms.network.close() }
         try await Self.dropRTP(rooms.network, "numgen random mod 100 lt 5")
         let sweep = try await rooms.sweep(seconds: 8)
-        let play = try await rooms.network.run(["lyre", "play", sweep, "--host", "127.0.0.1:7730", "--host", "127.0.0.2:7731",
-                                                "--group-socket", "off", "--log-level", "info"], timeout: 60)
-        #expect(play.status == 0, "lyre play: \(play.stderr)")
+        // On a terminal (script(1)'s), so that the status line is drawn; its log and the line come out together.
+        let play = try await rooms.network.run(
+            ["script", "-qefc", "\(TestNetwork.binaries)/lyre play \(sweep) --host 127.0.0.1:7730 --host 127.0.0.2:7731 --group-socket off --log-level info",
+             "/dev/null"], timeout: 60)
+        #expect(play.status == 0, "lyre play: \(play.stdout) \(play.stderr)")
         try await rooms.stop()
         let dropped = try await Self.dropped(rooms.network)
         let lossy = Self.statistics(rooms.lyred["Lossy"]!)
         let clean = Self.statistics(rooms.lyred["Clean"]!)
         // The sender's log shows each room's link from its receiver's reports (streaming.md §4.2), 5 s in.
         func reported(_ room: String) -> String? {
-            play.stderr.split(separator: "\n").last { $0.contains("'\(room)': loss ") }.map(String.init)
+            play.stdout.split(separator: "\n").last { $0.contains("'\(room)': loss ") }.map(String.init)
         }
-        let lossyLink = try #require(reported("127.0.0.2:7731"), "no link quality logged: \(play.stderr)")
+        let lossyLink = try #require(reported("127.0.0.2:7731"), "no link quality logged: \(play.stdout)")
         let percent = lossyLink.range(of: #"loss [0-9.]+%"#, options: .regularExpression).map { Double(lossyLink[$0].dropFirst(5).dropLast()) ?? 0 } ?? 0
         #expect(percent > 1.5 && percent < 10 && lossyLink.contains("recovered") && lossyLink.contains("rtt "), "\(lossyLink)")
-        #expect(reported("127.0.0.1:7730")?.contains("loss 0.0%, jitter") == true, "\(play.stderr)")
+        #expect(reported("127.0.0.1:7730")?.contains("loss 0.0%, jitter") == true, "\(play.stdout)")
+        // The status line (README): the worst room's loss, what was recovered, jitter and round trip.
+        let status = play.stdout.components(separatedBy: "\r\u{1B}[K").filter { $0.hasPrefix("▶ ") }
+        let last = status.last ?? ""
+        #expect(last.contains("'127.0.0.2:7731' loss ") && last.contains(" recovered), jitter ") && last.contains(" ms, rtt "),
+                "\(status.count) status lines, the last: \(last)")
         #expect(dropped >= 5, "nft dropped \(dropped) packets")
         #expect(lossy["lost"] == 0 && lossy["concealed"] == 0, "lossy room: \(lossy)")
         #expect((lossy["recovered"] ?? 0) >= dropped * 8 / 10 && (lossy["nack"] ?? 0) >= dropped, "dropped \(dropped); \(lossy)")
