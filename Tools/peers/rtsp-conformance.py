@@ -198,6 +198,42 @@ def nack_over_tcp(target):
     return {"status": reply.status, "feedback": reply.headers.get("lyre-feedback"), "nacks": nacks, "unparsed": len(heard)}
 
 
+def report_session(target):
+    """§4.2: a UDP session that said `report`, fed 3.5 s of packets in real time: the compound RTCP datagrams
+    that came to the second client port, each as [seconds since RECORD, the packet types in it, the receiver
+    report's block SSRC, the APP packet's name and subtype]."""
+    s = session(target)
+    announce(s)
+    reply = setup(s, ";ssrc=1234ABCD", headers=[("Lyre-Feedback", "report")])
+    server = (target.ip, int(reply.headers.get("transport", "").split("server_port=")[1].split("-")[0]))
+    s.req("RECORD", target.url, [("RTP-Info", "seq=1;rtptime=0")])
+    start = time.monotonic()
+    s.rtcp_sock.setblocking(False)
+    reports, seq = [], 1
+    while time.monotonic() - start < 3.5:
+        while seq <= (time.monotonic() - start) / 0.02 + 1:
+            s.rtp_sock.sendto(abuse.rtp(96, seq, (seq - 1) * 960, 0x1234ABCD, abuse.OPUS_SILENCE), server)
+            seq += 1
+        try:
+            data = s.rtcp_sock.recv(2048)
+        except BlockingIOError:
+            time.sleep(0.005)
+            continue
+        kinds, block, app = [], None, None
+        while len(data) >= 8:
+            length = (int.from_bytes(data[2:4], "big") + 1) * 4
+            kinds.append(data[1])
+            if data[1] == 201 and data[0] & 0x1F >= 1 and len(data) >= 12:
+                block = data[8:12].hex()
+            if data[1] == 204 and len(data) >= 12:
+                app = [data[8:12].decode("ascii", "replace"), data[0] & 0x1F]
+            data = data[length:]
+        reports.append([round(time.monotonic() - start, 3), kinds, block, app])
+    s.req("TEARDOWN", target.url, expect=None)
+    s.close()
+    return {"feedback": reply.headers.get("lyre-feedback"), "reports": reports}
+
+
 def deaf(target):
     s = recording(target)
     s.req("SET_PARAMETER", target.url, [("Content-Type", "text/parameters")], b"remote-commands: pause\r\n")
@@ -346,6 +382,8 @@ def main():
     # §4.3: FEC's parity repairs one loss in a row; parity from elsewhere is foreign; what it did not repair is
     # asked for. (Its counts: the sixth session's stats line.)
     out["fec_session"] = fec_session(target)
+    # §4.2: a receiver that said `report` reports once a second (the seventh session).
+    out["report_session"] = report_session(target)
     print(json.dumps(out))
 
 
