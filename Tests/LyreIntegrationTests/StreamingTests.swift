@@ -414,6 +414,27 @@ struct StreamingTests {
         Self.expectSameAudio(try await Self.compare(network, reference: sweep, output: out))
     }
 
+    /// streaming.md §3: a receiver that does not answer `Lyre-Channels` is version 1 and would play both
+    /// channels, so a sender asking it for `left` ends that session and says so; `stereo`, which it plays as
+    /// asked, is not refused. (Tools/peers/rtsp-sink.py knows nothing of version 2.)
+    @Test func aVersion1ReceiverIsRefusedOnlyAMapItCannotApply() async throws {
+        let network = try TestNetwork(avahi: false)
+        defer { network.close() }
+        let sweep = try await Self.sweep(network, rate: 48000, seconds: 1)
+        for (map, plays) in [("left", false), ("stereo", true)] {
+            let out = network.scratch.appendingPathComponent("v1-\(map).wav").path
+            let sink = try network.spawn(["python3", TestNetwork.tools + "/peers/rtsp-sink.py", "7750", out], name: "rtsp-sink-\(map)")
+            #expect(await eventually { sink.stdout.contains("listening") }, "rtsp-sink: \(sink.stderr)")
+            let play = try await network.run(["lyre", "play", sweep, "--host", "127.0.0.1:7750=\(map)"])
+            if plays {
+                #expect(play.status == 0, "=\(map): \(play.stderr)")
+            } else {
+                #expect(play.status != 0 && play.stderr.split(separator: "\n").count == 1 && play.stderr.contains(map), "=\(map): \(play.stderr)")
+            }
+            try await sink.waitForExit(timeout: 20)
+        }
+    }
+
     /// now-playing.md §4.2 from the sender's side: `lyre play` answers a receiver's commands with the handler's
     /// result in `Lyre-Command-Status` and the status code, takes them only with its session's id (454), and
     /// refuses a malformed or unknown one (451). A plain receiver (Tools/peers/rtsp-sink.py) sends them, as the
