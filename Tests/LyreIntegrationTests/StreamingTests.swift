@@ -414,6 +414,31 @@ struct StreamingTests {
         Self.expectSameAudio(try await Self.compare(network, reference: sweep, output: out))
     }
 
+    /// now-playing.md §3: a Lyre sender sends an item's artwork before that item's now-playing snapshot, and
+    /// only when it changes. A queue of three: two beside one cover.png, the third beside a cover.jpg; seen by a
+    /// plain receiver (rtsp-sink.py), which records every SET_PARAMETER in order.
+    @Test func artworkGoesBeforeItsItemAndOnlyWhenItChanges() async throws {
+        let network = try TestNetwork(avahi: false)
+        defer { network.close() }
+        let sweep = try await Self.sweep(network, rate: 48000, seconds: 1)
+        let dir = network.scratch.path
+        let made = try await network.shell("""
+            set -e; mkdir -p '\(dir)/one' '\(dir)/two'; cp '\(sweep)' '\(dir)/one/a.wav'; cp '\(sweep)' '\(dir)/one/b.wav'; cp '\(sweep)' '\(dir)/two/c.wav'
+            ffmpeg -v error -y -f lavfi -i color=c=red:s=48x48 -frames:v 1 '\(dir)/one/cover.png'
+            ffmpeg -v error -y -f lavfi -i color=c=blue:s=40x40 -frames:v 1 '\(dir)/two/cover.jpg'
+            """)
+        #expect(made.status == 0, "\(made.stderr)")
+        let sink = try network.spawn(["python3", TestNetwork.tools + "/peers/rtsp-sink.py", "7750", dir + "/out.wav"], name: "rtsp-sink")
+        #expect(await eventually { sink.stdout.contains("listening") }, "rtsp-sink: \(sink.stderr)")
+        let play = try await network.run(["lyre", "play", dir + "/one/a.wav", dir + "/one/b.wav", dir + "/two/c.wav", "--host", "127.0.0.1:7750"])
+        #expect(play.status == 0, "lyre play: \(play.stderr)")
+        try await sink.waitForExit(timeout: 20)
+        // The images and the snapshots, in the order sent (commands and volume leave them out).
+        let sent = (sink.jsonLines.last?["parameters"] as? [[Any]] ?? []).compactMap { $0.first as? String }
+            .filter { $0.hasPrefix("image/") || $0 == "application/json" }
+        #expect(sent == ["image/png", "application/json", "application/json", "image/jpeg", "application/json"], "\(sent)")
+    }
+
     /// streaming.md §3: a receiver that does not answer `Lyre-Channels` is version 1 and would play both
     /// channels, so a sender asking it for `left` ends that session and says so; `stereo`, which it plays as
     /// asked, is not refused. (Tools/peers/rtsp-sink.py knows nothing of version 2.)

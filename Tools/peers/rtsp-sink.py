@@ -10,11 +10,11 @@ No timing exchange is done, so the sender is played as a plain publisher would b
 With --commands, once the sender has said which remote commands it accepts (now-playing.md §4.1), sends it
 the commands of COMMANDS below over the session's connection, as a receiver relays them (§4.2), one at a time,
 and records each answer's status and `Lyre-Command-Status`. Every RECORD and FLUSH is recorded too, with its
-`RTP-Info` and `Lyre-Anchor`, and the TEARDOWN.
+`RTP-Info` and `Lyre-Anchor`, and the TEARDOWN; every SET_PARAMETER's Content-Type and size, in order.
 
 Usage: rtsp-sink.py PORT OUT.wav [--media-port 5004] [--commands]
 Prints one JSON line at the end: the SDP it used, ffmpeg's exit status, the commands' answers, and the RECORDs and
-FLUSHes ("flow": [method, RTP-Info, Lyre-Anchor]).
+FLUSHes ("flow": [method, RTP-Info, Lyre-Anchor]), and the SET_PARAMETERs ("parameters": [Content-Type, bytes]).
 """
 import argparse
 import json
@@ -78,7 +78,7 @@ def main():
     buf, sdp, ffmpeg, used = b"", "", None, ""
     writing = threading.Lock()
     answers, answered = {}, threading.Condition()
-    results, flow = [], []
+    results, flow, parameters = [], [], []
 
     def send_commands():
         time.sleep(1)  # the queue's first item has begun, so it has a position to act on
@@ -107,6 +107,8 @@ def main():
                 answers[int(headers.get("cseq", "0"))] = (int(headers[":start"].split(" ")[1]), headers.get("lyre-command-status"))
                 answered.notify_all()
             continue
+        if method == "SET_PARAMETER":
+            parameters.append([headers.get("content-type"), len(body)])
         if method in ("RECORD", "FLUSH", "TEARDOWN"):
             flow.append([method, headers.get("rtp-info"), headers.get("lyre-anchor")])
         if a.commands and commander is None and b"remote-commands:" in body:
@@ -146,7 +148,7 @@ def main():
         status = ffmpeg.returncode
     if commander:
         commander.join()
-    print(json.dumps({"sdp": used, "ffmpeg_status": status, "commands": results, "flow": flow}), flush=True)
+    print(json.dumps({"sdp": used, "ffmpeg_status": status, "commands": results, "flow": flow, "parameters": parameters}), flush=True)
     return 0
 
 
