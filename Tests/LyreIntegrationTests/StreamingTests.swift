@@ -944,6 +944,23 @@ struct StreamingTests {
         #expect(sender.jsonLines.last?["commands"] as? [String] == ["pause"], "\(sender.stdout) \(sender.stderr)")
     }
 
+    /// now-playing.md §2: without timing samples of the sender's clock (a plain sender makes no timing
+    /// exchange), the receiver takes the clocks as equal: one snapshot, 10 s into the item at rate 1 and
+    /// anchored at the sender's CLOCK_MONOTONIC (this machine's), reads 10 s plus the time since.
+    @Test func withoutTimingSamplesTheClocksAreTakenAsEqual() async throws {
+        let rig = try await Rig()
+        defer { rig.network.close() }
+        let sender = try rig.network.spawn(["python3", "\(TestNetwork.tools)/peers/rtsp-conformance.py", "127.0.0.1", String(rig.port), "--clock"])
+        #expect(await eventually { sender.stdout.contains("ready") }, "\(sender.stderr)")
+        let sent = ContinuousClock.now
+        let answer = try await rig.network.run(["lyre", "remote", "now-playing", "--json"], timeout: 15)
+        let since = (ContinuousClock.now - sent) / .seconds(1)
+        let shown = try JSONSerialization.jsonObject(with: Data(answer.stdout.utf8)) as? [String: Any]
+        let position = shown?["position"] as? Double ?? -1
+        #expect(shown?["title"] as? String == "Equal clocks" && position >= 10 && position <= 10.5 + since, "\(answer.stdout) \(answer.stderr)")
+        try await sender.waitForExit(timeout: 15)
+    }
+
     @Test func badInputIsRefusedAndLyredKeepsServing() async throws {
         let rig = try await Rig()
         defer { rig.network.close() }

@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """Play the session handshake of Protocol/streaming.md §3 against a Lyre receiver, as a plain RTSP sender
 would, and print what it answered as one JSON object: the statuses and headers the spec states, for a test
-to assert. Usage: rtsp-conformance.py HOST PORT [--silent | --deaf] (the receiver's page on port 7780)
+to assert. Usage: rtsp-conformance.py HOST PORT [--silent | --deaf | --clock] (the receiver's page on port 7780)
 
 With --silent: sets a session up to RECORD and then says and sends nothing (§7: a recording session silent for
 10 s ends, `timeout`); prints how long until the receiver closed the connection and what it said first.
 
 With --deaf: sets a session up to RECORD, enables `pause` (now-playing.md §4.1), prints "ready", and answers
 nothing for 8 s, keeping the session alive with GET_PARAMETER; prints the remote commands the receiver sent.
+
+With --clock: a session with no timing exchange (so the receiver has no samples of this sender's clock) sends
+one now-playing snapshot, 10 s into a 100 s item at rate 1 anchored at this machine's CLOCK_MONOTONIC now,
+prints "ready", and keeps the session for 4 s (now-playing.md §2: the clocks are then taken as equal).
 
 Reuses rtsp-abuse.py's connection and message reading (the same wire code, not a second one)."""
 import base64
@@ -234,6 +238,18 @@ def report_session(target):
     return {"feedback": reply.headers.get("lyre-feedback"), "reports": reports}
 
 
+def clock(target):
+    s = recording(target)
+    snapshot = {"title": "Equal clocks", "duration": 100, "elapsed": 10, "rate": 1, "anchor": time.monotonic_ns()}
+    s.req("SET_PARAMETER", target.url, [("Content-Type", "application/json")], json.dumps(snapshot).encode())
+    print("ready", flush=True)
+    for _ in range(4):
+        time.sleep(1)
+        s.req("GET_PARAMETER", target.url, expect=None)
+    s.req("TEARDOWN", target.url, expect=None)
+    s.close()
+
+
 def deaf(target):
     s = recording(target)
     s.req("SET_PARAMETER", target.url, [("Content-Type", "text/parameters")], b"remote-commands: pause\r\n")
@@ -278,6 +294,8 @@ def main():
         return silent(target)
     if "--deaf" in sys.argv:
         return deaf(target)
+    if "--clock" in sys.argv:
+        return clock(target)
     out = {}
     # §3 ANNOUNCE: Lyre-Latency 20…2000, out of range 400 (each on a connection of its own).
     for latency in (19, 20, 2000, 2001):
