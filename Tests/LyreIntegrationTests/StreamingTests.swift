@@ -303,6 +303,23 @@ struct StreamingTests {
         Self.expectSameAudio(try await Self.compare(rig.network, reference: song, output: rig.output))
     }
 
+    /// README, access `open`: GStreamer's RTSP RECORD client (`rtspclientsink`, gst-rtsp-server) is heard as
+    /// ffmpeg's is: the sweep it encodes with its own opusenc comes out whole.
+    @Test func gstreamerPublisherIsHeard() async throws {
+        guard TestNetwork.which("gst-launch-1.0") != nil else { throw TestNetworkError("gst-launch-1.0 is missing: run Tools/test, which installs it") }
+        let rig = try await Rig()
+        defer { rig.network.close() }
+        let sweep = try await Self.sweep(rig.network, rate: 48000)
+        let push = try await rig.network.run([
+            "gst-launch-1.0", "-q", "filesrc", "location=\(sweep)", "!", "wavparse", "!", "audioconvert", "!", "audioresample", "!",
+            "audio/x-raw,rate=48000,channels=2", "!", "opusenc", "bitrate=192000", "!", "rtspclientsink", "location=rtsp://127.0.0.1:\(rig.port)/",
+        ], timeout: 60)
+        #expect(push.status == 0, "gst-launch-1.0: \(push.stdout) \(push.stderr)")
+        try await rig.stop()
+        #expect(rig.lyred.stderr.contains("session from 'GStreamer/"), "\(rig.lyred.stderr)")
+        Self.expectSameAudio(try await Self.compare(rig.network, reference: sweep, output: rig.output))
+    }
+
     /// ffmpeg's RTSP publisher asks for no latency: it gets lyred's `--latency` (README "output"), and
     /// `--stats-interval` has lyred log its statistics that often while it plays.
     @Test(arguments: ["udp", "tcp"])
