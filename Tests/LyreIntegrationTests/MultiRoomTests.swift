@@ -753,6 +753,37 @@ struct MultiRoomTests {
 
     /// `--output-delay`, changed at run time through the control socket: that room plays exactly that much
     /// earlier than the other, so that what is plugged into it (an AV receiver) brings it back in sync.
+    /// streaming.md §6.3: an output delay changed while a room plays takes effect at the next block, as a jump:
+    /// in the presentation log every block before the change is scheduled when it leaves, every block from
+    /// the next one on 40 ms after it leaves, and none in between.
+    @Test func anOutputDelayChangedWhilePlayingJumpsAtTheNextBlock() async throws {
+        let rooms = try await Rooms([("Lounge", [])])
+        defer { rooms.network.close() }
+        let sweep = try await rooms.sweep(seconds: 5)
+        let play = try rooms.network.spawn(["lyre", "play", sweep, "--to", "Lounge", "--group-socket", "off"])
+        #expect(await eventually { (try? rooms.firstAudio("Lounge")) != nil }, "\(rooms.lyred["Lounge"]!.stderr)")
+        try await Task.sleep(for: .seconds(1.5))
+        let asked = Self.monotonicNow()
+        let set = try await rooms.network.run(["lyre", "remote", "output-delay", "40", "--socket", rooms.path("Lounge", "sock")])
+        let answered = Self.monotonicNow()
+        #expect(set.status == 0, "lyre remote output-delay: \(set.stdout) \(set.stderr)")
+        try await play.waitForExit(timeout: 30)
+        try await rooms.stop()
+        let blocks = try String(contentsOfFile: rooms.path("Lounge", "csv"), encoding: .utf8).split(separator: "\n").dropFirst().compactMap { line -> (UInt64, Int64)? in
+            let fields = line.split(separator: ",")
+            guard fields.count == 5, let frames = Int(fields[3]), frames > 0, let scheduled = Int64(fields[1]), let presented = UInt64(fields[2]) else { return nil }
+            return (presented, scheduled - Int64(presented))
+        }
+        let ms: Int64 = 1_000_000
+        // The block that leaves just after the answer was already made (seen: 21 ms after it, still at 0; the
+        // WAV sink's blocks are 50 ms), so the bound is one block after the answer.
+        let period = blocks.count > 1 ? blocks[1].0 - blocks[0].0 : 0
+        let before = blocks.filter { $0.0 < asked }, after = blocks.filter { $0.0 > answered + period + UInt64(ms) }
+        #expect(before.count > 10 && before.allSatisfy { abs($0.1) < ms }, "before: \(before.map(\.1).max() ?? 0) ns at most")
+        #expect(after.count > 10 && after.allSatisfy { abs($0.1 - 40 * ms) < ms }, "after: \(after.map { "\(($0.0 - answered) / UInt64(ms)):\($0.1 / 1000)" })")
+        #expect(blocks.allSatisfy { abs($0.1) < ms || abs($0.1 - 40 * ms) < ms }, "a block between the two: \(blocks.map(\.1).filter { $0 >= ms && $0 <= 39 * ms })")
+    }
+
     @Test func outputDelayMovesTheRoomByThatMuch() async throws {
         let rooms = try await Rooms([("Den", []), ("Lounge", ["--output-delay", "25"])])
         defer { rooms.network.close() }
