@@ -978,6 +978,24 @@ struct StreamingTests {
         try await sender.waitForExit(timeout: 15)
     }
 
+    /// streaming.md §6.2: a plain publisher's first packet anchors the timeline at its arrival, so it is heard
+    /// the target latency (250 ms, lyred's default) after it came. From the presentation log: the first block
+    /// with audio, and where in it the audio begins.
+    @Test func aPlainPublisherIsHeardAtArrivalPlusTheLatency() async throws {
+        let rig = try await Rig(arguments: ["--presentation-log", "/run/lyred/presented.csv"])
+        defer { rig.network.close() }
+        let sender = try await rig.network.run(["python3", "\(TestNetwork.tools)/peers/rtsp-conformance.py", "127.0.0.1", String(rig.port), "--arrival"])
+        let sent = try #require(sender.jsonLines.last?["first_sent_ns"] as? Int64, "\(sender.stdout) \(sender.stderr)")
+        try await rig.stop()
+        let log = try await rig.network.shell("cat /run/lyred/presented.csv").stdout
+        let first = try #require(log.split(separator: "\n").dropFirst().lazy.map { $0.split(separator: ",") }.first { Int($0[3]) ?? 0 > 0 }, "\(log.prefix(500))")
+        // scheduled_ns is when the block's first frame is heard; its audio begins after its silent frames.
+        let heard = Int64(first[1])! + (Int64(first[4])! - Int64(first[3])!) * 1_000_000_000 / 48_000
+        let after = Double(heard - sent) / 1e6
+        print("a plain publisher's first packet heard \(after) ms after it was sent")
+        #expect(abs(after - 250) < 5, "heard \(after) ms after it was sent: \(first)")
+    }
+
     @Test func badInputIsRefusedAndLyredKeepsServing() async throws {
         let rig = try await Rig()
         defer { rig.network.close() }

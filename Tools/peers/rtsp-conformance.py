@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Play the session handshake of Protocol/streaming.md §3 against a Lyre receiver, as a plain RTSP sender
 would, and print what it answered as one JSON object: the statuses and headers the spec states, for a test
-to assert. Usage: rtsp-conformance.py HOST PORT [--silent | --deaf | --clock] (the receiver's page on port 7780)
+to assert. Usage: rtsp-conformance.py HOST PORT [--silent | --deaf | --clock | --arrival] (the receiver's page on port 7780)
 
 With --silent: sets a session up to RECORD and then says and sends nothing (§7: a recording session silent for
 10 s ends, `timeout`); prints how long until the receiver closed the connection and what it said first.
@@ -12,6 +12,9 @@ nothing for 8 s, keeping the session alive with GET_PARAMETER; prints the remote
 With --clock: a session with no timing exchange (so the receiver has no samples of this sender's clock) sends
 one now-playing snapshot, 10 s into a 100 s item at rate 1 anchored at this machine's CLOCK_MONOTONIC now,
 prints "ready", and keeps the session for 4 s (now-playing.md §2: the clocks are then taken as equal).
+
+With --arrival: a session with no timing exchange sends 1 s of packets in real time and prints the
+CLOCK_MONOTONIC time (ns) it sent the first (streaming.md §6.2: played at arrival plus the target latency).
 
 Reuses rtsp-abuse.py's connection and message reading (the same wire code, not a second one)."""
 import base64
@@ -56,8 +59,10 @@ def recording(target):
     """A session set up to RECORD, as the handshake below does it."""
     s = session(target)
     announce(s)
-    if setup(s).status != 200:
+    reply = setup(s)
+    if reply.status != 200:
         raise abuse.SetupError("SETUP refused")
+    s.server = (target.ip, int(reply.headers.get("transport", "").split("server_port=")[1].split("-")[0]))
     s.req("RECORD", target.url, [("RTP-Info", "seq=1;rtptime=1")])
     return s
 
@@ -250,6 +255,20 @@ def clock(target):
     s.close()
 
 
+def arrival(target):
+    s = recording(target)
+    first = None
+    for seq in range(1, 51):
+        due = (first or 0) + (seq - 1) * 20_000_000
+        while first is not None and time.monotonic_ns() < due:
+            time.sleep(0.001)
+        s.rtp_sock.sendto(abuse.rtp(96, seq, 1 + (seq - 1) * 960, 0x1234ABCD, abuse.OPUS_SILENCE), s.server)
+        first = first or time.monotonic_ns()
+    s.req("TEARDOWN", target.url, expect=None)
+    s.close()
+    print(json.dumps({"first_sent_ns": first}))
+
+
 def deaf(target):
     s = recording(target)
     s.req("SET_PARAMETER", target.url, [("Content-Type", "text/parameters")], b"remote-commands: pause\r\n")
@@ -296,6 +315,8 @@ def main():
         return deaf(target)
     if "--clock" in sys.argv:
         return clock(target)
+    if "--arrival" in sys.argv:
+        return arrival(target)
     out = {}
     # §3 ANNOUNCE: Lyre-Latency 20…2000, out of range 400 (each on a connection of its own).
     for latency in (19, 20, 2000, 2001):
