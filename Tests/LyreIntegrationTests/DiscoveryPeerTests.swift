@@ -147,6 +147,13 @@ struct DiscoveryPeerTests {
         // lyred writes `--model` as `md`.
         let study = try #require(devices.first { $0["name"] as? String == "Study" })
         #expect((study["txt"] as? [String: String])?["md"] == "Study Pi 4", "\(study)")
+        // discovery.md §4: `lyre` logs each rejection at debug level (and at its default level, nothing).
+        let debug = try await network.run(["lyre", "devices", "--json", "--log-level", "debug"])
+        for name in ["No Id", "Future", "Bad Id", "Junk"] {
+            #expect(debug.stderr.contains("debug") && debug.stderr.contains("ignoring '\(name)': "), "\(name): \(debug.stderr)")
+        }
+        let quiet = try await network.run(["lyre", "devices", "--json"])
+        #expect(!quiet.stderr.contains("ignoring"), "\(quiet.stderr)")
     }
 
     @Test("the embedded backend is found by the namespace's avahi-daemon and by python-zeroconf")
