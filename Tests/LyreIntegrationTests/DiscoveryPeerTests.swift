@@ -178,6 +178,15 @@ struct DiscoveryPeerTests {
         #expect(txt["id"] == id)
         #expect(txt["v"] == "1")
         #expect(txt["st"] == "idle")
+        // discovery.md §1: the SRV target is the host name as the stack publishes it, HOST.local, for a receiver on
+        // avahi and for an embedded responder beside it: the two publish the same addresses for it, which is no
+        // conflict (RFC 6762 §8.2), so neither renames. Both peers read it so.
+        let host = try await network.run(["hostname"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(line[6] == "\(host).local" && entry["server"] as? String == "\(host).local.", "avahi: \(line[6]), zeroconf: \(entry)")
+        let onAvahi = try network.spawn(["lyred", "--mdns", "avahi", "--name", "Cellar", "--port", "0", "--state-dir", "/run/cellar"])
+        #expect(await Self.waitForAdvertised(onAvahi, name: "Cellar"))
+        let cellar = try #require(try await Self.browse(network).first { $0[3] == "Cellar" })
+        #expect(cellar[6] == "\(host).local", "\(cellar)")
 
         // And our own embedded browser finds it too.
         let devices = try await Self.devicesJSON(network, ["--mdns", "embedded"])

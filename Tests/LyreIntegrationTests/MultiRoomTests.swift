@@ -753,6 +753,19 @@ struct MultiRoomTests {
 
     /// `--output-delay`, changed at run time through the control socket: that room plays exactly that much
     /// earlier than the other, so that what is plugged into it (an AV receiver) brings it back in sync.
+    /// discovery.md §1: an embedded responder whose host name another host holds (with other addresses) takes
+    /// avahi's alternative. Two hosts of the test network share this machine's host name; each receiver runs
+    /// its own embedded responder, so one of them becomes HOST-2.local.
+    @Test func embeddedRespondersOnTwoHostsOfOneNameTakeTheAlternative() async throws {
+        let rooms = try await Rooms([("Den", []), ("Hall", [])], onHosts: true)
+        defer { rooms.network.close() }
+        let host = try await rooms.network.run(["hostname"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let renamed = await eventually {
+            rooms.lyred.values.filter { $0.stderr.contains("host name '\(host)' is taken; using '\(host)-2'") }.count == 1
+        }
+        #expect(renamed, "\(rooms.lyred.mapValues(\.stderr))")
+    }
+
     /// streaming.md §6.3: an output delay changed while a room plays takes effect at the next block, as a jump:
     /// in the presentation log every block before the change is scheduled when it leaves, every block from
     /// the next one on 40 ms after it leaves, and none in between.

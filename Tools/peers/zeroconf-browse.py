@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """An independent mDNS implementation (python-zeroconf, from PyPI) browsing for Lyre receivers.
 
-Prints one JSON object per resolved instance: {"name", "port", "addresses", "txt"}, then exits after
+Prints one JSON object per resolved instance: {"name", "port", "server" (the SRV target), "addresses", "txt"},
+then exits after
 SECONDS. Bound to 127.0.0.1 only: it is run inside the Tools/netns test network.
 Usage: zeroconf-browse.py SECONDS
 """
@@ -23,7 +24,7 @@ class Listener:
             return
         txt = {k.decode(errors="replace"): (v.decode(errors="replace") if v is not None else None)
                for k, v in info.properties.items()}
-        seen[name] = {"name": name[: -len("." + SERVICE)], "port": info.port,
+        seen[name] = {"name": name[: -len("." + SERVICE)], "port": info.port, "server": info.server,
                       "addresses": info.parsed_addresses(), "txt": txt}
 
     def update_service(self, zc, type_, name):
