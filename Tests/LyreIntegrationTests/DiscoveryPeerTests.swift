@@ -70,6 +70,22 @@ struct DiscoveryPeerTests {
         #expect(took >= .milliseconds(2900) && took < .milliseconds(4700), "lyre devices took \(took)")
     }
 
+    /// discovery.md §8: `--mdns avahi` with no avahi-daemon running waits for one (rather than falling back to
+    /// the embedded stack, as `auto` would), and advertises once it starts.
+    @Test func mdnsAvahiWaitsForTheDaemonToStart() async throws {
+        let network = try TestNetwork()
+        defer { network.close() }
+        #expect(try await network.run([TestNetwork.tools + "/avahi-ctl", "stop"]).status == 0)
+        let lyred = try network.spawn(["lyred", "--mdns", "avahi", "--name", "Porch", "--port", "0", "--state-dir", "/run/lyred"])
+        #expect(await eventually { lyred.stderr.contains("avahi-daemon is not running yet; waiting for it") }, "\(lyred.stderr)")
+        try await Task.sleep(for: .seconds(2))
+        #expect(lyred.isRunning && !lyred.stderr.contains("advertised as") && !lyred.stderr.contains("embedded"), "\(lyred.stderr)")
+        let start = try await network.run([TestNetwork.tools + "/avahi-ctl", "start"])
+        #expect(start.status == 0, "avahi-ctl: \(start.stderr)")
+        #expect(await Self.waitForAdvertised(lyred, name: "Porch"), "\(lyred.stderr)")
+        #expect(await eventually { ((try? await Self.browse(network)) ?? []).contains { $0[3] == "Porch" } })
+    }
+
     @Test("avahi-browse sees lyred's service and its documented TXT")
     func avahiBrowseSeesLyred() async throws {
         let network = try TestNetwork()
