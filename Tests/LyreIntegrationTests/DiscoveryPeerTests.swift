@@ -406,8 +406,14 @@ struct DiscoveryPeerTests {
             "lyred", "--mdns", "embedded", "--interface", "lo", "--name", "Cellar", "--port", "0", "--state-dir", "/run/lyred",
         ])
         #expect(await Self.waitForAdvertised(lyred, name: "Cellar"))
+        // discovery.md §7: a watcher whose interface goes down reports the device unavailable, and available again
+        // when it is back.
+        let watch = try network.spawn(["lyre", "devices", "--watch", "--json", "--mdns", "embedded", "--interface", "lo"])
+        func reasons() -> [String] { watch.jsonLines.filter { $0["name"] as? String == "Cellar" }.compactMap { $0["reason"] as? String } }
+        #expect(await eventually { reasons() == ["deviceAvailable"] }, "watch: \(watch.stdout) \(watch.stderr)")
         let down = try await network.shell("ip link set lo down && sleep 1 && ip link set lo up && ip link set lo multicast on")
         #expect(down.status == 0, "\(down.stderr)")
+        #expect(await eventually(timeout: 15) { reasons() == ["deviceAvailable", "deviceUnavailable", "deviceAvailable"] }, "watch: \(watch.stdout)")
         #expect(await eventually(timeout: 15) {
             let devices = (try? await Self.devicesJSON(network, ["--interface", "lo"])) ?? []
             return devices.contains { $0["name"] as? String == "Cellar" }
