@@ -106,6 +106,27 @@ public struct OpusDecoder: ~Copyable {
         return n > 0 ? Int(n) : nil
     }
 
+    /// Whether `packet` carries in-band FEC (SILK's LBRR data) for the frame before it. Only SILK and hybrid
+    /// packets can; the flag is the bit after the first frame's voice-activity bits, per channel (RFC 6716
+    /// §4.2.3), read here as libopus 1.5's `opus_packet_has_lbrr` reads it (Debian's libopus is 1.3.1, which
+    /// has no such call). `opus_decode` with FEC on a packet without it conceals instead, so this is how a
+    /// receiver tells in-band FEC used from concealment.
+    public static func hasInBandFEC(_ packet: [UInt8]) -> Bool {
+        guard let toc = packet.first, toc >> 3 < 16 else { return false }  // configurations 16…31 are CELT only
+        var frames = [UnsafePointer<UInt8>?](repeating: nil, count: 48)
+        var sizes = [Int16](repeating: 0, count: 48)
+        return packet.withUnsafeBufferPointer { bytes in
+            guard let base = bytes.baseAddress, opus_packet_parse(base, Int32(bytes.count), nil, &frames, &sizes, nil) > 0,
+                  sizes[0] > 0, let first = frames[0] else { return false }
+            let perFrame = Int(opus_packet_get_samples_per_frame(base, OpusFormat.sampleRate))
+            let silkFrames = max(1, perFrame / 960)  // 40 and 60 ms SILK frames hold 2 and 3 of 20 ms
+            let channels = Int(opus_packet_get_nb_channels(base))
+            var lbrr = (first[0] >> (7 - silkFrames)) & 1 == 1
+            if channels == 2 { lbrr = lbrr || (first[0] >> (6 - 2 * silkFrames)) & 1 == 1 }
+            return lbrr
+        }
+    }
+
     /// Decodes a packet into interleaved stereo samples appended to `output`; returns frames decoded.
     @discardableResult
     public func decode(_ packet: [UInt8], into output: inout [Int16]) throws(OpusError) -> Int {

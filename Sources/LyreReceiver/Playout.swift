@@ -576,9 +576,14 @@ public struct Playout: ~Copyable {
         statistics.concealed += frames
         var produced: [Int16] = []
         if format.encoding == .opus {
-            // Opus's in-band FEC, when the next packet carries it (a plain RTSP publisher's speech); for a packet
-            // without it (Lyre's music stream) libopus conceals instead. Either way the frames count as concealed.
-            let inBand = next.map { frames <= OpusFormat.maximumFrame && (try? decoder?.decodeFEC(from: $0.payload, frames: frames, into: &produced)) != nil } ?? false
+            // Opus's in-band FEC, when the next packet carries it (a plain RTSP publisher's speech), counted in `fec`
+            // (streaming.md §4.3); else (Lyre's music stream) libopus conceals. Either way the frames count as
+            // concealed: in-band FEC is a coarser copy.
+            let inBand = next.map {
+                frames <= OpusFormat.maximumFrame && OpusDecoder.hasInBandFEC($0.payload)
+                    && (try? decoder?.decodeFEC(from: $0.payload, frames: frames, into: &produced)) != nil
+            } ?? false
+            if inBand { statistics.recoveredByFEC += 1 }
             if !inBand {
                 produced.removeAll()
                 var left = frames

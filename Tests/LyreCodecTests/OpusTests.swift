@@ -1,3 +1,5 @@
+import COpus
+import COpusShim
 import Foundation
 import LyreCodec
 import Testing
@@ -46,6 +48,35 @@ struct OpusTests {
 
     /// The encoder says 312 samples of look-ahead at 48 kHz, and the decoded stream is the input 312 samples
     /// late: packet k carries the last 312 samples of frame k − 1 and the first 648 of its own.
+    /// In-band FEC is told apart from its absence: a speech encoder (VoIP, 24 kbit/s, in-band FEC on at 20 %
+    /// expected loss, as a phone app sets libopus) puts LBRR data in its packets once it runs; Lyre's music
+    /// encoder (CELT) never does.
+    @Test func inBandFECIsSeenOnlyWhereItIs() throws {
+        var error: Int32 = 0
+        let speech = try #require(opus_encoder_create(48000, 2, OPUS_APPLICATION_VOIP, &error))
+        defer { opus_encoder_destroy(speech) }
+        #expect(lyre_opus_encoder_set_bitrate(speech, 24000) == 0 && lyre_opus_encoder_set_inband_fec(speech, 1) == 0
+                && lyre_opus_encoder_set_packet_loss_perc(speech, 20) == 0)
+        let music = try LyreCodec.OpusEncoder(bitrate: 256_000)
+        var withFEC = 0, musicWithFEC = 0
+        for frame in 0..<50 {
+            // A voice-like tone with a slow vibrato, 20 ms at a time.
+            let pcm = (0..<960).flatMap { i -> [Float] in
+                let t = Double(frame * 960 + i) / 48000
+                let s = Float(0.3 * sin(2 * .pi * (220 * t + 3 * sin(2 * .pi * 5 * t))))
+                return [s, s]
+            }
+            var packet = [UInt8](repeating: 0, count: 1275)
+            let n = pcm.withUnsafeBufferPointer { opus_encode_float(speech, $0.baseAddress!, 960, &packet, 1275) }
+            #expect(n > 0)
+            if OpusDecoder.hasInBandFEC(Array(packet.prefix(Int(n)))) { withFEC += 1 }
+            if OpusDecoder.hasInBandFEC(try pcm.withUnsafeBufferPointer { try music.encode($0, frames: 960) }) { musicWithFEC += 1 }
+        }
+        #expect(withFEC >= 25, "\(withFEC) of 50 speech packets carry in-band FEC")  // 34 seen
+        #expect(musicWithFEC == 0)
+        #expect(!OpusDecoder.hasInBandFEC([]) && !OpusDecoder.hasInBandFEC([0xFC, 0xFF, 0xFE]))
+    }
+
     @Test func theDecodedStreamIsTheInputDelayedByTheLookahead() throws {
         let encoder = try OpusEncoder(bitrate: 192_000)
         #expect(encoder.lookahead == 312)

@@ -893,7 +893,7 @@ struct StreamingTests {
         // Media from another SSRC (3) or address (1) is foreign, another payload type (2) or a packet over 8192
         // bytes (1) malformed: dropped and counted, in the session's stats when it ends. Over TCP, a frame over
         // 8192 bytes is dropped and counted the same way, and the connection goes on.
-        #expect(await eventually { rig.lyred.stderr.components(separatedBy: "session from 'rtsp-abuse.py' stats: ").count > 7 }, "lyred: \(rig.lyred.stderr)")
+        #expect(await eventually { rig.lyred.stderr.components(separatedBy: "session from 'rtsp-abuse.py' stats: ").count > 8 }, "lyred: \(rig.lyred.stderr)")
         let counted = rig.lyred.stderr.matches(of: /session from 'rtsp-abuse.py' stats: .* foreign=(\d+) malformed=(\d+)/).map { (Int($0.1), Int($0.2)) }
         #expect(counted.count >= 2 && counted[0] == (4, 3) && counted[1] == (0, 1), "\(counted): \(rig.lyred.stderr)")
         #expect(status("interleaved_keep_alive") == 200, "\(got)")
@@ -917,6 +917,10 @@ struct StreamingTests {
         #expect(fec["fec"] as? String == "pt=97;row=2" && fec["asked"] as? [Int] == [3, 5, 6], "\(fec)")
         let sixth = rig.lyred.stderr.matches(of: /session from 'rtsp-abuse.py' stats: .* fec=(\d+) .* foreign=(\d+)/).map { (Int($0.1), Int($0.2)) }
         #expect(sixth.count >= 6 && sixth[5] == (1, 2), "fec, foreign: \(sixth)")
+        // §4.3: a plain publisher's speech with Opus in-band FEC, three packets lost one at a time: each is decoded
+        // from the next packet's FEC where it has some, and counted in `fec` (1 to 3; it is 0 for Lyre's music).
+        let eighth = rig.lyred.stderr.matches(of: /session from 'rtsp-abuse.py' stats: .* concealed=(\d+) fec=(\d+)/).map { (Int($0.1) ?? -1, Int($0.2) ?? -1) }
+        #expect(eighth.count >= 8 && (1...3).contains(eighth[7].1) && eighth[7].0 > 0, "concealed, fec: \(eighth)")
         // §4.2: with `report` agreed, one compound datagram a second (3 in 3.5 s; 2 to 4 on a loaded machine):
         // a receiver report with a block for the stream, then Lyre's reception report (APP `LYRE`, subtype 0).
         let report = got["report_session"] as? [String: Any] ?? [:]

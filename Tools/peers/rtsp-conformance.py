@@ -18,8 +18,11 @@ CLOCK_MONOTONIC time (ns) it sent the first (streaming.md §6.2: played at arriv
 
 Reuses rtsp-abuse.py's connection and message reading (the same wire code, not a second one)."""
 import base64
+import ctypes
+import ctypes.util
 import importlib.util
 import json
+import math
 import os
 import random
 import socket
@@ -269,6 +272,42 @@ def arrival(target):
     print(json.dumps({"first_sent_ns": first}))
 
 
+def speech_packets(count):
+    """`count` 20 ms Opus packets of a voice-like tone from libopus (ctypes), as a VoIP app encodes: 24 kbit/s,
+    in-band FEC on at 20 % expected loss, so SILK carries each frame's LBRR copy in the next packet."""
+    lib = ctypes.CDLL(ctypes.util.find_library("opus") or "libopus.so.0")
+    lib.opus_encoder_create.restype = ctypes.c_void_p
+    error = ctypes.c_int()
+    encoder = ctypes.c_void_p(lib.opus_encoder_create(48000, 2, 2048, ctypes.byref(error)))  # OPUS_APPLICATION_VOIP
+    for request, value in ((4002, 24000), (4012, 1), (4014, 20)):  # bitrate, in-band FEC, packet loss %
+        lib.opus_encoder_ctl(encoder, request, ctypes.c_int(value))
+    pcm, out, packets = (ctypes.c_float * 1920)(), (ctypes.c_ubyte * 1275)(), []
+    for frame in range(count):
+        for i in range(960):
+            t = (frame * 960 + i) / 48000
+            pcm[2 * i] = pcm[2 * i + 1] = 0.3 * math.sin(2 * math.pi * (220 * t + 3 * math.sin(2 * math.pi * 5 * t)))
+        n = lib.opus_encode_float(encoder, pcm, 960, out, 1275)
+        packets.append(bytes(out[:n]))
+    lib.opus_encoder_destroy(encoder)
+    return packets
+
+
+def inband_session(target):
+    """§4.3's last word: a plain publisher's speech with in-band FEC, 60 packets in real time, 20, 35 and 50
+    lost (one at a time): the receiver decodes each from the next packet's FEC and counts it in `fec`."""
+    s = recording(target)
+    packets = speech_packets(60)
+    start = time.monotonic()
+    for seq in range(1, 61):
+        while time.monotonic() < start + (seq - 1) * 0.02:
+            time.sleep(0.002)
+        if seq not in (20, 35, 50):
+            s.rtp_sock.sendto(abuse.rtp(96, seq, 1 + (seq - 1) * 960, 0x1234ABCD, packets[seq - 1]), s.server)
+    time.sleep(0.5)
+    s.req("TEARDOWN", target.url, expect=None)
+    s.close()
+
+
 def deaf(target):
     s = recording(target)
     s.req("SET_PARAMETER", target.url, [("Content-Type", "text/parameters")], b"remote-commands: pause\r\n")
@@ -423,6 +462,8 @@ def main():
     out["fec_session"] = fec_session(target)
     # §4.2: a receiver that said `report` reports once a second (the seventh session).
     out["report_session"] = report_session(target)
+    # §4.3: in-band FEC of a plain publisher's speech, used and counted (the eighth session's stats).
+    inband_session(target)
     print(json.dumps(out))
 
 
