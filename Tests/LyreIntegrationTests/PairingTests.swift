@@ -160,6 +160,25 @@ struct PairingTests {
         #expect(try await network.run(["lyre", "pair", "--list"]).stdout.contains("no paired receivers"))
     }
 
+    /// pairing.md §3: the sender checks the receiver's id against the id it was found by, before any PIN. A
+    /// record advertises the real receiver's port and key under another id (avahi-publish): pairing with it is
+    /// refused, naming the id that answered, and no PIN is asked for.
+    @Test func aReceiverAnsweringAsAnotherIdIsNotPaired() async throws {
+        let network = try TestNetwork()
+        defer { network.close() }
+        let receiver = try await Receiver(network: network)
+        await receiver.waitUntilAdvertised()
+        let devices = try await network.run(["lyre", "devices", "--json", "--timeout", "3"])
+        let found = try JSONSerialization.jsonObject(with: Data(devices.stdout.utf8)) as? [[String: Any]] ?? []
+        let kitchen = try #require(found.first { $0["name"] as? String == "Kitchen" }, "\(devices.stdout)")
+        let id = try #require(kitchen["id"] as? String), key = try #require(kitchen["keyFingerprint"] as? String)
+        try network.spawn(["avahi-publish", "-s", "Decoy", "_lyre._tcp", "7750", "v=1", "id=\(DiscoveryPeerTests.foreignID)", "pk=\(key)", "st=idle"])
+        #expect(await eventually { (try? await Self.advertised(network))?.contains(DiscoveryPeerTests.foreignID) == true })
+        let pair = try await network.run(["lyre", "pair", "Decoy"])
+        #expect(pair.status != 0 && pair.stderr.contains("answered as another receiver (\(id)); refusing to pair"), "\(pair.stderr)")
+        #expect(!pair.stderr.contains("PIN shown"), "\(pair.stderr)")
+    }
+
     /// pairing.md §3 and §5: `lyre pair --host HOST:PORT` pairs without mDNS, taking the key as it comes, and
     /// `lyre pair --list` prints its fingerprint (the one the receiver advertises) for the user to compare.
     /// §6.5: a sender unpaired at the receiver while it plays keeps its session until it ends.
