@@ -458,7 +458,8 @@ struct StreamingTests {
 
     /// streaming.md §3: a receiver that does not answer `Lyre-Channels` is version 1 and would play both
     /// channels, so a sender asking it for `left` ends that session and says so; `stereo`, which it plays as
-    /// asked, is not refused. (Tools/peers/rtsp-sink.py knows nothing of version 2.)
+    /// asked, is not refused. (Tools/peers/rtsp-sink.py knows nothing of version 2.) Nor of pairing: `lyre pair`
+    /// is told 501 and says the receiver does not pair.
     @Test func aVersion1ReceiverIsRefusedOnlyAMapItCannotApply() async throws {
         let network = try TestNetwork(avahi: false)
         defer { network.close() }
@@ -475,6 +476,13 @@ struct StreamingTests {
             }
             try await sink.waitForExit(timeout: 20)
         }
+        // pairing.md §3: a receiver that does not pair answers PAIR 501; `lyre pair` says so in one line.
+        let sink = try network.spawn(["python3", TestNetwork.tools + "/peers/rtsp-sink.py", "7750", network.scratch.appendingPathComponent("v1-pair.wav").path],
+                                     name: "rtsp-sink-pair")
+        #expect(await eventually { sink.stdout.contains("listening") }, "rtsp-sink: \(sink.stderr)")
+        let pair = try await network.run(["lyre", "pair", "--host", "127.0.0.1:7750"])
+        #expect(pair.status != 0 && pair.stderr.split(separator: "\n").count == 1 && pair.stderr.contains("does not pair"), "\(pair.stderr)")
+        try await sink.waitForExit(timeout: 20)
     }
 
     /// now-playing.md §4.2 from the sender's side: `lyre play` answers a receiver's commands with the handler's

@@ -3,7 +3,7 @@
 standard: ffmpeg decodes it from the SDP the sender announced, and nothing else.
 
 It answers OPTIONS, ANNOUNCE (keeping the SDP), SETUP (server_port = the port ffmpeg listens on), RECORD,
-GET/SET_PARAMETER and TEARDOWN. On SETUP it writes the announced SDP with that port on its m= line and
+FLUSH, GET/SET_PARAMETER and TEARDOWN; anything else (PAIR) is 501. On SETUP it writes the announced SDP with that port on its m= line and
 starts `ffmpeg -i SDP OUT.wav`. After TEARDOWN (or the connection closing) it stops ffmpeg with 'q'.
 No timing exchange is done, so the sender is played as a plain publisher would be.
 
@@ -132,7 +132,10 @@ def main():
                      ("Session", SESSION)]
         elif method == "OPTIONS":
             extra = [("Public", "OPTIONS, ANNOUNCE, SETUP, RECORD, SET_PARAMETER, GET_PARAMETER, TEARDOWN")]
-        lines = ["RTSP/1.0 200 OK", f"CSeq: {headers.get('cseq', '0')}"] + [f"{k}: {v}" for k, v in extra]
+        # Methods it does not know (PAIR, say) are 501, as RFC 2326 §11.3.1 has it.
+        known = ("OPTIONS", "ANNOUNCE", "SETUP", "RECORD", "FLUSH", "GET_PARAMETER", "SET_PARAMETER", "TEARDOWN")
+        status = "200 OK" if method in known else "501 Not Implemented"
+        lines = [f"RTSP/1.0 {status}", f"CSeq: {headers.get('cseq', '0')}"] + [f"{k}: {v}" for k, v in extra]
         with writing:
             conn.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
         if method == "TEARDOWN":
