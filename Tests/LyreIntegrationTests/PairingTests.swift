@@ -91,13 +91,13 @@ struct PairingTests {
 
     /// One `lyre play` to Kitchen under tcpdump (the RTSP connection and all UDP); with `inject`, the attacker
     /// acts mid-session. Returns the capture and the RTP payloads it holds.
-    static func capturedSession(_ network: TestNetwork, _ receiver: Receiver, song: String, inject: Bool) async throws
-        -> (bytes: Data, payloads: [String])
+    static func capturedSession(_ network: TestNetwork, _ receiver: Receiver, song: String, inject: Bool, extra: [String] = []) async throws
+        -> (bytes: Data, payloads: [String], fec: Int, fecClear: Int)
     {
         let capture = network.scratch.appendingPathComponent("session-\(UUID().uuidString).pcap").path
         let tcpdump = try network.spawn(["tcpdump", "-i", "lo", "-U", "-s", "0", "-w", capture, "tcp port 7750 or udp"])
         #expect(await eventually { tcpdump.stderr.contains("listening on") }, "\(tcpdump.stderr)")
-        let play = try network.spawn(["lyre", "play", song, "--to", "Kitchen", "--title", "Secret Title XYZZY", "--group-socket", "off"])
+        let play = try network.spawn(["lyre", "play", song, "--to", "Kitchen", "--title", "Secret Title XYZZY", "--group-socket", "off"] + extra)
         if inject {
             let attack = try await network.run(["python3", TestNetwork.tools + "/peers/srtp-inject.py", capture, "--replay", "5", "--alter", "5",
                                                 "--wait", "40"])
@@ -111,7 +111,8 @@ struct PairingTests {
         try await tcpdump.waitForExit(timeout: 10)
         let read = try await network.run(["python3", TestNetwork.tools + "/peers/srtp-inject.py", capture, "--payloads"])
         let object = try JSONSerialization.jsonObject(with: Data(read.stdout.utf8)) as? [String: Any]
-        return (try Data(contentsOf: URL(fileURLWithPath: capture)), object?["payloads"] as? [String] ?? [])
+        return (try Data(contentsOf: URL(fileURLWithPath: capture)), object?["payloads"] as? [String] ?? [],
+                object?["fec"] as? Int ?? 0, object?["fec_clear"] as? Int ?? -1)
     }
 
     @Test func pairingWithTheRightPINSurvivesRestartsOfBothSides() async throws {
@@ -345,6 +346,10 @@ struct PairingTests {
         let second = try await Self.capturedSession(network, receiver, song: long, inject: false)
         #expect(first.payloads.count >= 150 && second.payloads.count >= 150, "\(first.payloads.count), \(second.payloads.count)")
         #expect(Set(first.payloads).isDisjoint(with: second.payloads), "the same RTP payload went out twice")
+        // pairing.md §6.3: FEC packets are protected too. At 20 ms of latency a parity packet follows every two
+        // (streaming.md §4.3); in the clear each one's FEC header starts with a 0 byte, encrypted about 1 in 256.
+        let fec = try await Self.capturedSession(network, receiver, song: long, inject: false, extra: ["--latency", "20"])
+        #expect(fec.fec >= 100 && fec.fecClear * 20 < fec.fec, "FEC packets \(fec.fec), of them starting as in the clear \(fec.fecClear)")
 
         // Another receiver takes Kitchen's name, id and port, with another key: the sender sends it nothing,
         // whether it checks the advertised fingerprint (by name) or only the TLS handshake (by address).
