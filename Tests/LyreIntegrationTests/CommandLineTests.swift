@@ -7,9 +7,14 @@ struct CommandLineTests {
     /// Runs a built binary outside any network namespace (for argument errors that stop before mDNS).
     static func run(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
         try TestNetwork.requirePrerequisites()
+        return try execute(TestNetwork.binaries + "/" + arguments[0], Array(arguments.dropFirst()))
+    }
+
+    /// Runs `executable` outside the test network and waits for it.
+    static func execute(_ executable: String, _ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: TestNetwork.binaries + "/" + arguments[0])
-        process.arguments = Array(arguments.dropFirst())
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err
@@ -30,15 +35,8 @@ struct CommandLineTests {
     /// The TXT vectors are what their generator writes (Protocol/README.md): none edited by hand, none stale.
     /// Run as the README says, with Python's standard library alone (`-I -S`).
     @Test func theTXTVectorsAreWhatTheGeneratorWrites() throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = ["-I", "-S", TestNetwork.tools + "/gen-txt-vectors.py", "--check"]
-        let err = Pipe()
-        process.standardError = err
-        try process.run()
-        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "gen-txt-vectors.py --check: \(stderr)")
+        let check = try Self.execute("/usr/bin/python3", ["-I", "-S", TestNetwork.tools + "/gen-txt-vectors.py", "--check"])
+        #expect(check.status == 0, "gen-txt-vectors.py --check: \(check.stdout) \(check.stderr)")
     }
 
     /// Protocol/README.md: `Tools/gen-txt-vectors.py` rewrites `Protocol/vectors/txt/` and removes stale
@@ -46,9 +44,7 @@ struct CommandLineTests {
     /// anything. Run on a copy of the script and the vectors, one edited and one stale file added, then with
     /// one fact made wrong.
     @Test func theVectorGeneratorRewritesRemovesStaleAndRefusesAWrongFact() throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = ["-c", """
+        let (status, stdout, stderr) = try Self.execute("/bin/bash", ["-c", """
             set -eu; t=$(mktemp -d); trap 'rm -rf "$t"' EXIT
             mkdir -p "$t/Tools" "$t/Protocol/vectors"
             cp '\(TestNetwork.tools)/gen-txt-vectors.py' "$t/Tools/"; cp -r '\(TestNetwork.tools)/../Protocol/vectors/txt' "$t/Protocol/vectors/"
@@ -61,15 +57,8 @@ struct CommandLineTests {
             if python3 -I -S "$t/Tools/gen-txt-vectors.py"; then echo "a wrong fact was written"; exit 1; fi
             test ! -e "$first" || { echo "wrote with a wrong fact"; exit 1; }
             echo refused
-            """]
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0 && stdout.contains(": 1 written, 1 removed") && stdout.hasSuffix("refused\n"), "\(stdout) \(stderr)")
+            """])
+        #expect(status == 0 && stdout.contains(": 1 written, 1 removed") && stdout.hasSuffix("refused\n"), "\(stdout) \(stderr)")
         #expect(stderr.contains("the vector says"), "\(stderr)")
     }
 

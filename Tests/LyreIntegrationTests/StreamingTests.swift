@@ -957,13 +957,19 @@ struct StreamingTests {
         #expect(rig.lyred.stderr.contains("session from 'rtsp-abuse.py' ended: timeout"), "\(rig.lyred.stderr)")
     }
 
+    /// Tools/peers/rtsp-conformance.py in one of its modes that set a session up and say "ready".
+    static func readySender(_ rig: Rig, _ mode: String) async throws -> Spawned {
+        let sender = try rig.network.spawn(["python3", "\(TestNetwork.tools)/peers/rtsp-conformance.py", "127.0.0.1", String(rig.port), mode])
+        #expect(await eventually { sender.stdout.contains("ready") }, "\(sender.stderr)")
+        return sender
+    }
+
     /// now-playing.md §4.2: the receiver waits 5 s for a sender's answer to a command, then reports a timeout. The
     /// sender (rtsp-conformance.py --deaf) enables `pause`, gets it, and never answers.
     @Test func aCommandTheSenderNeverAnswersTimesOutAfter5Seconds() async throws {
         let rig = try await Rig()
         defer { rig.network.close() }
-        let sender = try rig.network.spawn(["python3", "\(TestNetwork.tools)/peers/rtsp-conformance.py", "127.0.0.1", String(rig.port), "--deaf"])
-        #expect(await eventually { sender.stdout.contains("ready") }, "\(sender.stderr)")
+        let sender = try await Self.readySender(rig, "--deaf")
         let start = ContinuousClock.now
         let pause = try await rig.network.run(["lyre", "remote", "pause"], timeout: 15)
         let took = ContinuousClock.now - start
@@ -979,8 +985,7 @@ struct StreamingTests {
     @Test func withoutTimingSamplesTheClocksAreTakenAsEqual() async throws {
         let rig = try await Rig()
         defer { rig.network.close() }
-        let sender = try rig.network.spawn(["python3", "\(TestNetwork.tools)/peers/rtsp-conformance.py", "127.0.0.1", String(rig.port), "--clock"])
-        #expect(await eventually { sender.stdout.contains("ready") }, "\(sender.stderr)")
+        let sender = try await Self.readySender(rig, "--clock")
         let sent = ContinuousClock.now
         let answer = try await rig.network.run(["lyre", "remote", "now-playing", "--json"], timeout: 15)
         let since = (ContinuousClock.now - sent) / .seconds(1)
