@@ -243,6 +243,8 @@ public final class StreamSession: @unchecked Sendable {
     /// playback ends: the timing responder (one thread for all of them, not one each) and the socket RTP
     /// leaves from (each frame's packets to all of them are written together and sent in one `sendmmsg`).
     private var endpoints: [String: Link.LocalEndpoints] = [:]
+    /// What the responders of `endpoints` already closed had dropped.
+    private var timingDroppedByClosed = 0
     /// Wakes a producer or `finish()` waiting for the queue to shrink; signalled when one waits.
     private let queueWake = DispatchSemaphore(value: 0)
     private var queueWaiters = 0
@@ -375,6 +377,7 @@ public final class StreamSession: @unchecked Sendable {
     private func closeEndpoints() {
         let all = lock.withLock { () -> [Link.LocalEndpoints] in
             defer { endpoints.removeAll() }
+            timingDroppedByClosed += endpoints.values.reduce(0) { $0 + $1.timing.droppedCount }
             return Array(endpoints.values)
         }
         for endpoint in all {
@@ -489,6 +492,12 @@ public final class StreamSession: @unchecked Sendable {
     }
 
     /// Each room's state, volume, latencies and the receiver's link statistics (asked now, at once).
+    /// Timing requests this sender's responders dropped, as they did not verify (pairing.md §6.4: the
+    /// responder's own count), on every local address the playback used.
+    public var timingRequestsDropped: Int {
+        lock.withLock { endpoints.values.reduce(timingDroppedByClosed) { $0 + $1.timing.droppedCount } }
+    }
+
     public func rooms() -> [RoomReport] {
         let current = lock.withLock { links }
         let statistics = Self.concurrently(current) { link -> [String: String]? in

@@ -242,6 +242,8 @@ struct Play: AsyncParsableCommand {
         }
         interrupt.cancel()
         if terminal { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+        let dropped = session.timingRequestsDropped
+        if dropped > 0 { logger.notice("dropped \(dropped) timing requests that did not verify (pairing.md §6.4)") }
         switch outcome {
         case .success(.finished), .success(.stopped): return
         case .success(.interrupted(.oldDeviceUnavailable)):

@@ -499,7 +499,8 @@ struct PairingTests {
     /// A third host that sees the timing requests forges replies from the sender's address and port, claiming
     /// its clock is 50 ms ahead (Tools/peers/timing-forger.py); nftables drops the real replies, so the forger
     /// need not win a race. A plain session's clock follows the forgery (the forger works); a paired session's
-    /// does not: its receiver drops every forged reply, whose tag it cannot verify, and counts it.
+    /// does not: its receiver drops every forged reply, whose tag it cannot verify, and counts it, and the
+    /// sender drops and counts the forger's requests.
     @Test func forgedTimingRepliesMoveOnlyAnUnauthenticatedClock() async throws {
         guard TestNetwork.which("nft") != nil else { throw TestNetworkError("nft is missing: run Tools/test, which installs nftables") }
         let network = try TestNetwork()
@@ -530,8 +531,11 @@ struct PairingTests {
 
         #expect(try await Self.pair(receiver).status == 0)
         let before = try await receiver.remote(["stats"]).stdout.firstMatch(of: /dropped-timing=(\d+)/).flatMap { Int($0.1) } ?? -1
-        let paired = try await network.run(["lyre", "play", song, "--to", "Kitchen", "--group-socket", "off"])
+        let paired = try await network.run(["lyre", "play", song, "--to", "Kitchen", "--group-socket", "off", "--log-level", "info"])
         #expect(paired.status == 0, "\(paired.stderr)")
+        // The forger's requests to the sender, under a tag it cannot make, are dropped and counted there too.
+        let droppedAtSender = paired.stderr.firstMatch(of: /dropped (\d+) timing requests that did not verify/).flatMap { Int($0.1) } ?? 0
+        #expect(droppedAtSender >= 3, "\(paired.stderr)")
         let kept = try await sessionOffset(1)
         #expect(kept.line.contains("received="))
         #expect(kept.offset.map { abs($0) < 5_000 } ?? true, "a forged reply moved a paired session's clock: \(kept.line)")

@@ -10,11 +10,14 @@ Usage: timing-forger.py [--shift-ms 50] [--seconds 10] [--mark 76]
 - **Forged replies.** Each forged reply carries the request's sequence and t1, as a real reply does. It is 40
   bytes, or 56 when the request carried a 16-byte tag; the forger cannot compute the tag, so it sends random
   bytes in its place.
+- **Forged requests.** For each request it also sends the sender one of its own, from the receiver's address
+  and port, with the same length: a 56-byte one's tag is random, so a paired sender drops it and counts it
+  (pairing.md §6.4, the responder's own count).
 - **The mark.** Its packets carry the firewall mark --mark (SO_MARK). A test's nftables rule can then drop the
   real replies and let the forged ones through, so the forger does not have to win a race with the real
   sender.
 
-At the end it prints {"requests": N, "forged": M}.
+At the end it prints {"requests": N, "forged": M} (M replies; as many requests).
 """
 import argparse, json, os, socket, struct, time
 
@@ -52,6 +55,7 @@ def main():
     raw.setsockopt(socket.SOL_SOCKET, SO_MARK, a.mark)
     shift = int(a.shift_ms * 1_000_000)
     requests = forged = 0
+    mine = set()
     print(json.dumps({"listening": True}), flush=True)
     deadline = time.monotonic() + a.seconds
     while time.monotonic() < deadline:
@@ -69,14 +73,19 @@ def main():
         payload = ip[ihl + 8:ihl + length]
         if len(payload) not in (40, 56) or payload[:4] != b"LYRT" or payload[4] != 1 or payload[5] != 1:
             continue
-        requests += 1
         sequence = struct.unpack("!I", payload[8:12])[0]
+        if sequence in mine:
+            continue  # a request of its own, seen on lo
+        requests += 1
         t1 = struct.unpack("!Q", payload[16:24])[0]
         t2 = t1 + shift + 20_000
         reply = b"LYRT" + bytes([1, 2, 0, 0]) + struct.pack("!II", sequence, 0) + struct.pack("!QQQ", t1, t2, t2 + 10_000)
         if len(payload) == 56:
             reply += os.urandom(16)
         raw.sendto(forge(dport, sport, reply), ("127.0.0.1", 0))
+        mine.add(sequence + 1_000_000)
+        request = payload[:8] + struct.pack("!II", sequence + 1_000_000, 0) + payload[16:40] + os.urandom(len(payload) - 40)
+        raw.sendto(forge(sport, dport, request), ("127.0.0.1", 0))
         forged += 1
     print(json.dumps({"requests": requests, "forged": forged}), flush=True)
 
