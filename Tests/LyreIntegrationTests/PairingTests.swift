@@ -92,7 +92,7 @@ struct PairingTests {
     /// One `lyre play` to Kitchen under tcpdump (the RTSP connection and all UDP); with `inject`, the attacker
     /// acts mid-session. Returns the capture and the RTP payloads it holds.
     static func capturedSession(_ network: TestNetwork, _ receiver: Receiver, song: String, inject: Bool, extra: [String] = []) async throws
-        -> (bytes: Data, payloads: [String], fec: Int, fecClear: Int)
+        -> (bytes: Data, payloads: [String], fec: Int, fecClear: Int, rtcp: [String: [String]])
     {
         let capture = network.scratch.appendingPathComponent("session-\(UUID().uuidString).pcap").path
         let tcpdump = try network.spawn(["tcpdump", "-i", "lo", "-U", "-s", "0", "-w", capture, "tcp port 7750 or udp"])
@@ -112,7 +112,7 @@ struct PairingTests {
         let read = try await network.run(["python3", TestNetwork.tools + "/peers/srtp-inject.py", capture, "--payloads"])
         let object = try JSONSerialization.jsonObject(with: Data(read.stdout.utf8)) as? [String: Any]
         return (try Data(contentsOf: URL(fileURLWithPath: capture)), object?["payloads"] as? [String] ?? [],
-                object?["fec"] as? Int ?? 0, object?["fec_clear"] as? Int ?? -1)
+                object?["fec"] as? Int ?? 0, object?["fec_clear"] as? Int ?? -1, object?["rtcp"] as? [String: [String]] ?? [:])
     }
 
     @Test func pairingWithTheRightPINSurvivesRestartsOfBothSides() async throws {
@@ -350,6 +350,9 @@ struct PairingTests {
         // (streaming.md §4.3); in the clear each one's FEC header starts with a 0 byte, encrypted about 1 in 256.
         let fec = try await Self.capturedSession(network, receiver, song: long, inject: false, extra: ["--latency", "20"])
         #expect(fec.fec >= 100 && fec.fecClear * 20 < fec.fec, "FEC packets \(fec.fec), of them starting as in the clear \(fec.fecClear)")
+        // SRTCP goes both ways under one master key; the two ends' SSRCs differ, so their keystreams do too.
+        let directions = Array(first.rtcp.values.map(Set.init))
+        #expect(directions.count == 2 && directions[0].isDisjoint(with: directions[1]), "SRTCP's SSRCs by port: \(first.rtcp)")
 
         // Another receiver takes Kitchen's name, id and port, with another key: the sender sends it nothing,
         // whether it checks the advertised fingerprint (by name) or only the TLS handshake (by address).

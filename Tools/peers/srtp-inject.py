@@ -10,10 +10,11 @@ longer than 40 bytes. Its port is the destination port most of them go to.
 
 --wait N waits (at most --timeout seconds) until the capture holds N such datagrams.
 
---payloads prints {"port": P, "packets": K, "payloads": [HEX, ...], "fec": F, "fec_clear": C}, each payload
+--payloads prints {"port": P, "packets": K, "payloads": [HEX, ...], "fec": F, "fec_clear": C, "rtcp": R}, each payload
 being what follows the 12-byte header; F counts the FEC packets to that port (payload type 97, one CSRC), and C
 those whose first FEC header byte is 0, as every one of Lyre's is in the clear (R, F, P, X and CC recovery all 0:
-streaming.md §4.3). Encrypted, about one in 256 is.
+streaming.md §4.3). Encrypted, about one in 256 is. R maps each port that (S)RTCP went to to the SSRCs it came
+under (their header stays clear).
 
 --replay N sends the first N captured datagrams again, unchanged, to 127.0.0.1:P. A receiver that checks must
 drop them as replayed. --alter N sends N captured datagrams with their sequence number moved 2000 ahead and one
@@ -81,9 +82,16 @@ def main():
             sys.exit(f"srtp-inject: {len(packets)} RTP datagrams in {a.pcap} after {a.timeout:g} s; wanted {a.wait}")
         time.sleep(0.05)
     if a.payloads:
-        fec = [p for _, d, p in read_pcap(a.pcap) if d == port and len(p) > 17 and p[0] == 0x81 and p[1] & 0x7F == 97]
+        datagrams = read_pcap(a.pcap)
+        fec = [p for _, d, p in datagrams if d == port and len(p) > 17 and p[0] == 0x81 and p[1] & 0x7F == 97]
+        # (S)RTCP, whose first 8 bytes stay clear: each destination port's sender SSRCs.
+        rtcp = collections.defaultdict(set)
+        for _, d, p in datagrams:
+            if len(p) >= 8 and p[0] & 0xC0 == 0x80 and 200 <= p[1] <= 206:
+                rtcp[d].add(p[4:8].hex())
         print(json.dumps({"port": port, "packets": len(packets), "payloads": [p[12:].hex() for p in packets],
-                          "fec": len(fec), "fec_clear": sum(1 for p in fec if p[16] == 0)}))
+                          "fec": len(fec), "fec_clear": sum(1 for p in fec if p[16] == 0),
+                          "rtcp": {str(d): sorted(v) for d, v in rtcp.items()}}))
         return
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     for p in packets[:a.replay]:
