@@ -298,9 +298,11 @@ struct MultiRoomTests {
         // Kitchen played the whole sweep without a gap; Bedroom from when it joined, in step with it.
         StreamingTests.expectSameAudio(try await rooms.compare(sweep, "Kitchen"))
         Self.expectInSync(try await rooms.sync("Bedroom", "Kitchen"))
-        // Bedroom's first audio left its output within a second of the request.
+        // streaming.md §9.2: Bedroom starts a frame or two after it joins, not a whole latency (250 ms) later:
+        // its first audio left its output less than the latency after the request, which came before the join
+        // (117 ms seen: the request's process, the name resolved, the session set up).
         let firstAudio = try #require(try rooms.firstAudio("Bedroom"), "Bedroom played no audio")
-        #expect(firstAudio > asked && firstAudio - asked < 1_000_000_000, "Bedroom's first audio \(Double(firstAudio) / 1e9 - Double(asked) / 1e9) s after the request")
+        #expect(firstAudio > asked && firstAudio - asked < 250_000_000, "Bedroom's first audio \(Double(firstAudio - asked) / 1e6) ms after the request")
     }
 
     /// A room whose receiver goes away (lyred stopped) while another plays on is listed as returning; when
