@@ -583,8 +583,9 @@ public struct Playout: ~Copyable {
                 frames <= OpusFormat.maximumFrame && OpusDecoder.hasInBandFEC($0.payload)
                     && (try? decoder?.decodeFEC(from: $0.payload, frames: frames, into: &produced)) != nil
             } ?? false
-            if inBand { statistics.recoveredByFEC += 1 }
-            if !inBand {
+            if inBand {
+                statistics.recoveredByFEC += 1
+            } else {
                 produced.removeAll()
                 var left = frames
                 while left > 0 {

@@ -491,13 +491,13 @@ public final class StreamSession: @unchecked Sendable {
         lock.withLock { links.compactMap { link in link.feedback.quality.map { (link.route, $0) } } }
     }
 
-    /// Each room's state, volume, latencies and the receiver's link statistics (asked now, at once).
     /// Timing requests this sender's responders dropped, as they did not verify (pairing.md §6.4: the
     /// responder's own count), on every local address the playback used.
     public var timingRequestsDropped: Int {
         lock.withLock { endpoints.values.reduce(timingDroppedByClosed) { $0 + $1.timing.droppedCount } }
     }
 
+    /// Each room's state, volume, latencies and the receiver's link statistics (asked now, at once).
     public func rooms() -> [RoomReport] {
         let current = lock.withLock { links }
         let statistics = Self.concurrently(current) { link -> [String: String]? in

@@ -58,15 +58,17 @@ def setup(s, transport="", headers=()):
     return reply
 
 
-def recording(target):
-    """A session set up to RECORD, as the handshake below does it."""
+def recording(target, transport="", headers=(), rtptime=1):
+    """A session set up to RECORD, as the handshake below does it (`transport` and `headers` add to its SETUP,
+    whose answer is kept as `s.setup_reply`); `s.server` is the receiver's RTP address."""
     s = session(target)
     announce(s)
-    reply = setup(s)
+    reply = setup(s, transport, headers)
     if reply.status != 200:
         raise abuse.SetupError("SETUP refused")
+    s.setup_reply = reply
     s.server = (target.ip, int(reply.headers.get("transport", "").split("server_port=")[1].split("-")[0]))
-    s.req("RECORD", target.url, [("RTP-Info", "seq=1;rtptime=1")])
+    s.req("RECORD", target.url, [("RTP-Info", f"seq=1;rtptime={rtptime}")])
     return s
 
 
@@ -121,11 +123,8 @@ def fec_session(target):
     another SSRC (both `foreign`; 3 is lost, so it is asked for); 5 and 6 lost with their parity (two in a
     row: not repaired, so asked for); 8 lost and its row's parity here (rebuilt, `fec`, and not asked for, as
     its gap shows only at 9, after the parity)."""
-    s = session(target)
-    announce(s)
-    reply = setup(s, ";ssrc=1234ABCD", headers=[("Lyre-Feedback", "nack"), ("Lyre-FEC", "pt=97;row=2")])
-    server = (target.ip, int(reply.headers.get("transport", "").split("server_port=")[1].split("-")[0]))
-    s.req("RECORD", target.url, [("RTP-Info", "seq=1;rtptime=0")])
+    s = recording(target, ";ssrc=1234ABCD", [("Lyre-Feedback", "nack"), ("Lyre-FEC", "pt=97;row=2")], rtptime=0)
+    reply, server = s.setup_reply, s.server
     media = {seq: (seq, (seq - 1) * 960, abuse.OPUS_SILENCE + bytes([seq]) * (seq % 3)) for seq in range(1, 11)}
     other = socket.socket(target.family, socket.SOCK_DGRAM)
     other.bind(("127.0.0.2", 0))
@@ -160,13 +159,10 @@ def fec_session(target):
 def nack_over_udp(target):
     """§4.1: a UDP session that said `nack`; packets 1, 2, 4, 5 sent, 3 missing. Returns the receiver's
     `Lyre-Feedback` answer and the NACKs that came to the second client port within a second."""
-    s = session(target)
-    announce(s)
-    reply = setup(s, ";ssrc=1234ABCD", headers=[("Lyre-Feedback", "nack")])
-    server = int(reply.headers.get("transport", "").split("server_port=")[1].split("-")[0])
-    s.req("RECORD", target.url, [("RTP-Info", "seq=1;rtptime=0")])
+    s = recording(target, ";ssrc=1234ABCD", [("Lyre-Feedback", "nack")], rtptime=0)
+    reply = s.setup_reply
     for seq in (1, 2, 4, 5):
-        s.rtp_sock.sendto(abuse.rtp(96, seq, (seq - 1) * 960, 0x1234ABCD, abuse.OPUS_SILENCE), (target.ip, server))
+        s.rtp_sock.sendto(abuse.rtp(96, seq, (seq - 1) * 960, 0x1234ABCD, abuse.OPUS_SILENCE), s.server)
     nacks = []
     s.rtcp_sock.settimeout(0.2)
     end = time.monotonic() + 1
@@ -214,11 +210,8 @@ def report_session(target):
     """§4.2: a UDP session that said `report`, fed 3.5 s of packets in real time: the compound RTCP datagrams
     that came to the second client port, each as [seconds since RECORD, the packet types in it, the receiver
     report's block SSRC, the APP packet's name and subtype]."""
-    s = session(target)
-    announce(s)
-    reply = setup(s, ";ssrc=1234ABCD", headers=[("Lyre-Feedback", "report")])
-    server = (target.ip, int(reply.headers.get("transport", "").split("server_port=")[1].split("-")[0]))
-    s.req("RECORD", target.url, [("RTP-Info", "seq=1;rtptime=0")])
+    s = recording(target, ";ssrc=1234ABCD", [("Lyre-Feedback", "report")], rtptime=0)
+    reply, server = s.setup_reply, s.server
     start = time.monotonic()
     s.rtcp_sock.setblocking(False)
     reports, seq = [], 1
