@@ -485,6 +485,57 @@ struct StreamingTests {
         try await sink.waitForExit(timeout: 20)
     }
 
+    /// streaming.md §3, FLUSH: a pause resumes from where the outputs stopped. With several rooms, from the
+    /// earliest room's `Lyre-Stopped-At`; with a receiver that does not answer it (version 1), from the frame due
+    /// when the FLUSH was sent. Plain receivers (Tools/peers/rtsp-sink.py --decode) send the pause and the play,
+    /// answer FLUSH as told, decode the RTP with libopus themselves and find, by cross-correlation, where in the
+    /// audio before the pause the resumed audio from `Lyre-Start-At` on belongs (pink noise from ffmpeg, so that
+    /// only one place matches). Positions are in samples from the FLUSH's `RTP-Info` rtptime. And as they never
+    /// echo `Lyre-Start-At` (§3, RECORD), the resume is primed with silence.
+    @Test func aResumeStartsWhereTheEarliestRoomStoppedOrWhereAVersion1OneWasDue() async throws {
+        let network = try TestNetwork(avahi: false)
+        defer { network.close() }
+        let noise = network.scratch.appendingPathComponent("pink.wav").path
+        let made = try await network.run(["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", "anoisesrc=d=5:c=pink:r=48000:a=0.3", "-ac", "2", noise])
+        #expect(made.status == 0, "\(made.stderr)")
+        func sink(_ port: Int, media: Int, _ options: [String]) async throws -> Spawned {
+            let out = network.scratch.appendingPathComponent("sink-\(port).wav").path
+            let sink = try network.spawn(["python3", TestNetwork.tools + "/peers/rtsp-sink.py", String(port), out, "--decode", "--latency", "250",
+                                          "--media-port", String(media)] + options, name: "rtsp-sink-\(port)")
+            #expect(await eventually { sink.stdout.contains("listening") }, "rtsp-sink: \(sink.stderr)")
+            return sink
+        }
+        func resume(_ sink: Spawned) async throws -> [String: Double] {
+            try await sink.waitForExit(timeout: 20)
+            let resume = (sink.jsonLines.last?["resume"] as? [String: Any] ?? [:]).compactMapValues { ($0 as? NSNumber)?.doubleValue }
+            // The resumed audio is the audio from before the pause (Opus both times: a normalised peak near 1).
+            #expect((resume["match"] ?? 0) > 0.8, "\(resume) \(sink.stderr)")
+            // §3, RECORD: the sink never echoes `Lyre-Start-At`, so what comes before it is silence, not the
+            // 20 ms of audio before the stop (pink noise at about -15 dBFS).
+            #expect((resume["primed_db"] ?? 0) < -50, "priming: \(resume)")
+            return resume
+        }
+        // Version 1: no Lyre-Stopped-At. The sender takes the frame due as it sent the FLUSH: at most one 20 ms
+        // frame (960 samples) before the sample due when the FLUSH arrived, and not after it (1 ms of slack).
+        let v1 = try await sink(7750, media: 5004, ["--pause"])
+        let play = try await network.run(["lyre", "play", noise, "--host", "127.0.0.1:7750", "--latency", "250"])
+        #expect(play.status == 0, "lyre play: \(play.stderr)")
+        let alone = try await resume(v1)
+        let due = try #require(alone["due"]), from = try #require(alone["resumed_from"])
+        #expect(from <= due + 48 && from >= due - 960 - 48, "version 1: \(alone)")
+        // Two rooms that stopped 40 and 10 ms before the sample due: both resume from the earlier.
+        let early = try await sink(7750, media: 5004, ["--pause", "--stopped-back", "40"])
+        let late = try await sink(7760, media: 5010, ["--stopped-back", "10"])
+        let both = try await network.run(["lyre", "play", noise, "--host", "127.0.0.1:7750", "--host", "127.0.0.1:7760", "--latency", "250"])
+        #expect(both.status == 0, "lyre play: \(both.stderr)")
+        let first = try await resume(early), second = try await resume(late)
+        let stops = try [#require(first["stopped_at"]), #require(second["stopped_at"])]
+        #expect(stops[1] - stops[0] > 960, "the rooms' stops: \(stops)")
+        for room in [first, second] {
+            #expect(abs((room["resumed_from"] ?? 0) - stops.min()!) <= 2, "resumed from \(room), the rooms stopped at \(stops)")
+        }
+    }
+
     /// now-playing.md §4.2 from the sender's side: `lyre play` answers a receiver's commands with the handler's
     /// result in `Lyre-Command-Status` and the status code, takes them only with its session's id (454), and
     /// refuses a malformed or unknown one (451). A plain receiver (Tools/peers/rtsp-sink.py) sends them, as the

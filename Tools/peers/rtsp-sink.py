@@ -12,14 +12,27 @@ the commands of COMMANDS below over the session's connection, as a receiver rela
 and records each answer's status and `Lyre-Command-Status`. Every RECORD and FLUSH is recorded too, with its
 `RTP-Info` and `Lyre-Anchor`, and the TEARDOWN; every SET_PARAMETER's Content-Type and size, in order.
 
-Usage: rtsp-sink.py PORT OUT.wav [--media-port 5004] [--commands]
+With --decode, it takes the RTP itself instead of ffmpeg and decodes it with libopus (ctypes), to see where a
+resume's audio begins (streaming.md §3, FLUSH): --pause sends `pause`, then `play` a second later; FLUSH is
+answered with `Lyre-Stopped-At` --stopped-back MS before the sample due when it arrived (by the RECORD's
+`Lyre-Anchor` and --latency), or, without --stopped-back, not at all, as a version 1 receiver does. "resume"
+in the JSON line gives, in samples from the FLUSH's `RTP-Info` rtptime: `stopped_at` (what it answered),
+`due` (the sample due when the FLUSH arrived), and `resumed_from`: the place in the audio before the pause that
+the resumed audio from `Lyre-Start-At` on matches (100 ms of it, by cross-correlation; `match` is the
+normalised peak), and `primed_db`, the level of what it decoded before `Lyre-Start-At` (it never echoes that
+header, so the sender primes with silence).
+
+Usage: rtsp-sink.py PORT OUT.wav [--media-port 5004] [--commands] [--decode [--pause] [--stopped-back MS] [--latency MS]]
 Prints one JSON line at the end: the SDP it used, ffmpeg's exit status, the commands' answers, and the RECORDs and
 FLUSHes ("flow": [method, RTP-Info, Lyre-Anchor]), and the SET_PARAMETERs ("parameters": [Content-Type, bytes]).
 """
 import argparse
+import ctypes
+import ctypes.util
 import json
 import re
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -40,6 +53,74 @@ COMMANDS = [
     ("wait", None, ""),  # a second of play after the resume
     ("seek_back", SESSION, "remote-command: changePlaybackPosition\r\nposition: 0.5\r\n"),  # 200: a FLUSH, a RECORD
 ]
+# --pause: two seconds in, a pause, and a second later the resume.
+PAUSE = [("wait", None, ""), ("pause", SESSION, "remote-command: pause\r\n"), ("wait", None, ""),
+         ("play", SESSION, "remote-command: play\r\n")]
+
+
+def signed(x):
+    """An RTP time difference, modulo 2^32, as a signed number."""
+    return (x + 2**31) % 2**32 - 2**31
+
+
+def receive_rtp(sock, packets):
+    """Appends (payload type, RTP timestamp, payload) for each RTP datagram until `sock` is closed."""
+    while True:
+        try:
+            data = sock.recv(65536)
+        except OSError:
+            return
+        if not data:  # shut down
+            return
+        if len(data) < 12 or data[0] >> 6 != 2:
+            continue
+        at = 12 + 4 * (data[0] & 0x0F)
+        if data[0] & 0x10 and len(data) >= at + 4:
+            at += 4 + 4 * struct.unpack("!H", data[at + 2:at + 4])[0]
+        packets.append((data[1] & 0x7F, struct.unpack("!I", data[4:8])[0], data[at:]))
+
+
+def decode(run):
+    """The mono mix of a run of (RTP timestamp, Opus payload) from a fresh libopus decoder, as a numpy array that
+    begins at the run's first timestamp (each packet's samples placed at its own)."""
+    import numpy as np
+    lib = ctypes.CDLL(ctypes.util.find_library("opus") or "libopus.so.0")
+    lib.opus_decoder_create.restype = ctypes.c_void_p
+    error = ctypes.c_int()
+    decoder = ctypes.c_void_p(lib.opus_decoder_create(48000, 2, ctypes.byref(error)))
+    pcm, base = (ctypes.c_float * (5760 * 2))(), run[0][0]
+    out = np.zeros(signed(run[-1][0] - base) + 5760, dtype=np.float64)
+    for ts, payload in run:
+        n = lib.opus_decode_float(decoder, payload, len(payload), pcm, 5760, 0)
+        if n > 0:
+            samples = np.frombuffer(pcm, dtype=np.float32, count=2 * n).reshape(n, 2).mean(axis=1)
+            out[signed(ts - base):signed(ts - base) + n] = samples
+    lib.opus_decoder_destroy(decoder)
+    return out
+
+
+def resumed_from(packets, pt, flush_rtp, start_at):
+    """Where, in samples from `flush_rtp`, the audio before the FLUSH holds what the resumed stream puts out from
+    `start_at` on (100 ms of it, from 10 ms after `start_at`), the normalised correlation there, and the level
+    (dBFS) of the resumed stream before `start_at` (its priming)."""
+    import numpy as np
+    before = sorted({ts: p for t, ts, p in packets if t == pt and signed(ts - flush_rtp) < 0}.items(), key=lambda kv: signed(kv[0] - flush_rtp))
+    after = sorted({ts: p for t, ts, p in packets if t == pt and signed(ts - flush_rtp) >= 0}.items(), key=lambda kv: signed(kv[0] - flush_rtp))
+    if not before or not after:
+        return None, 0.0, None
+    old, new = decode(before), decode(after)
+    skip, length = 480, 4800
+    at = signed(start_at - after[0][0]) + skip
+    window = new[at:at + length]
+    size = 1 << (len(old) + length).bit_length()
+    corr = np.fft.irfft(np.fft.rfft(old, size) * np.conj(np.fft.rfft(window, size)), size)[:len(old) - length + 1]
+    energy = np.concatenate(([0.0], np.cumsum(old ** 2)))
+    local = np.sqrt(np.maximum(energy[length:] - energy[:-length], 1e-12))
+    score = corr / (local * max(np.linalg.norm(window), 1e-12))
+    k = int(np.argmax(score))
+    primed = new[:at - skip]
+    level = 10 * np.log10(max(float(np.mean(primed ** 2)) if len(primed) else 0.0, 1e-12))
+    return signed(before[0][0] + k - skip - flush_rtp), float(score[k]), level
 
 
 def read_request(conn, buf):
@@ -68,6 +149,10 @@ def main():
     ap.add_argument("out")
     ap.add_argument("--media-port", type=int, default=5004)
     ap.add_argument("--commands", action="store_true")
+    ap.add_argument("--decode", action="store_true")
+    ap.add_argument("--pause", action="store_true")
+    ap.add_argument("--stopped-back", type=float)
+    ap.add_argument("--latency", type=float, default=250)
     a = ap.parse_args()
     server = socket.socket()
     server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -79,10 +164,12 @@ def main():
     writing = threading.Lock()
     answers, answered = {}, threading.Condition()
     results, flow, parameters = [], [], []
+    packets, media, receiver = [], None, None
+    anchor, flushed, resume = None, None, {}
 
     def send_commands():
         time.sleep(1)  # the queue's first item has begun, so it has a position to act on
-        for i, (name, session, body) in enumerate(COMMANDS):
+        for i, (name, session, body) in enumerate(PAUSE if a.pause else COMMANDS):
             if name == "wait":
                 time.sleep(1)
                 continue
@@ -111,12 +198,35 @@ def main():
             parameters.append([headers.get("content-type"), len(body)])
         if method in ("RECORD", "FLUSH", "TEARDOWN"):
             flow.append([method, headers.get("rtp-info"), headers.get("lyre-anchor")])
-        if a.commands and commander is None and b"remote-commands:" in body:
+        if (a.commands or a.pause) and commander is None and b"remote-commands:" in body:
             commander = threading.Thread(target=send_commands)
             commander.start()
         extra = []
         if method == "ANNOUNCE":
             sdp = body.decode()
+        elif method == "SETUP" and a.decode:
+            used = sdp
+            media = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            media.bind(("127.0.0.1", a.media_port))
+            receiver = threading.Thread(target=receive_rtp, args=(media, packets))
+            receiver.start()
+            client = re.search(r"client_port=(\d+)", headers.get("transport", ""))
+            cp = client.group(1) if client else "0"
+            extra = [("Transport", f"RTP/AVP/UDP;unicast;client_port={cp}-{int(cp) + 1};server_port={a.media_port}-{a.media_port + 1}"),
+                     ("Session", SESSION)]
+        elif method == "RECORD":
+            found = re.search(r"rtptime=(\d+);clock=(\d+)", headers.get("lyre-anchor", ""))
+            anchor = (int(found.group(1)), int(found.group(2))) if found else anchor
+            if flushed is not None and "start_at" not in resume:
+                resume["start_at"] = int(headers.get("lyre-start-at", (anchor[0] + 960 + 312) % 2**32))
+        elif method == "FLUSH" and a.decode and anchor and flushed is None:
+            flushed = int(re.search(r"rtptime=(\d+)", headers.get("rtp-info", "")).group(1))
+            due = anchor[0] + (time.clock_gettime_ns(time.CLOCK_MONOTONIC) - anchor[1] - a.latency * 1e6) * 48000 / 1e9
+            resume["due"] = due - flushed
+            if a.stopped_back is not None:
+                stopped = int(due - a.stopped_back * 48) % 2**32
+                resume["stopped_at"] = signed(stopped - flushed)
+                extra = [("Lyre-Stopped-At", str(stopped))]
         elif method == "SETUP":
             used = re.sub(r"(?m)^m=audio \d+", f"m=audio {a.media_port}", sdp)
             used = re.sub(r"(?m)^c=IN IP4 .*$", "c=IN IP4 127.0.0.1", used)
@@ -151,7 +261,19 @@ def main():
         status = ffmpeg.returncode
     if commander:
         commander.join()
-    print(json.dumps({"sdp": used, "ffmpeg_status": status, "commands": results, "flow": flow, "parameters": parameters}), flush=True)
+    if media:
+        try:
+            media.shutdown(socket.SHUT_RDWR)  # wakes the receiving thread (Linux does, with ENOTCONN for UDP)
+        except OSError:
+            pass
+        receiver.join()
+        media.close()
+        if flushed is not None and "start_at" in resume:
+            pt = int(re.search(r"a=rtpmap:(\d+) opus", sdp).group(1))
+            resume["resumed_from"], resume["match"], resume["primed_db"] = resumed_from(packets, pt, flushed, resume["start_at"])
+            resume["start_at"] = signed(resume["start_at"] - flushed)
+    print(json.dumps({"sdp": used, "ffmpeg_status": status, "commands": results, "flow": flow, "parameters": parameters,
+                      "resume": resume}), flush=True)
     return 0
 
 
