@@ -260,12 +260,21 @@ struct RemoteControlTests {
         stats.split(separator: " ").first { $0.hasPrefix("received=") }.flatMap { Int($0.dropFirst(9).trimmingCharacters(in: CharacterSet(charactersIn: ";,"))) }
     }
 
+    /// And now-playing.md's opening: the commands travel on the session's own RTSP connection, with no port of
+    /// the sender's own and no bearer token. tcpdump prints what lyred sends on that connection: each command is a
+    /// SET_PARAMETER with no header but CSeq, Session, Content-Type and Content-Length; and `lyre play` listens on
+    /// no TCP port (ss).
     @Test func everyCommandFromLyreRemoteReachesTheSender() async throws {
         let rig = try await Rig()
         defer { rig.network.close() }
         let (files, _) = try await Self.makeTracks(rig.network, seconds: [40, 40, 40])
+        let tcpdump = try rig.network.spawn(["tcpdump", "-i", "lo", "-l", "-A", "-s", "0", "tcp src port 7730"], name: "tcpdump")
+        #expect(await eventually { tcpdump.stderr.contains("listening on") }, "\(tcpdump.stderr)")
         let play = try rig.network.spawn(["lyre", "play"] + files + ["--to", "Speaker"], name: "lyre-play")
         #expect(await rig.waitForNowPlaying { $0["title"] as? String == "One" && Self.position($0) > 0.5 } != nil, "\(play.stderr)")
+        let listening = try await rig.network.run(["ss", "-Htlnp"])
+        #expect(listening.status == 0 && listening.stdout.contains("\"lyred\"") && !listening.stdout.contains("((\"lyre\","),
+                "lyre play listens on a TCP port: \(listening.stdout) \(listening.stderr)")
 
         func expectOK(_ words: String..., sourceLocation: SourceLocation = #_sourceLocation) async throws {
             let result = try await rig.network.run(["lyre", "remote"] + words, timeout: 15)
@@ -311,6 +320,19 @@ struct RemoteControlTests {
         try await play.waitForExit(timeout: 10)
         #expect(play.status == 0, "lyre play after stop: \(play.stderr)")
         #expect(await rig.waitForNowPlaying { $0["state"] as? String == "idle" } != nil)
+
+        tcpdump.signal(SIGKILL)
+        try await tcpdump.waitForExit(timeout: 10)
+        // Each SET_PARAMETER lyred sent that carries a command, as tcpdump -A prints it: its header names.
+        let commands = tcpdump.stdout.components(separatedBy: "SET_PARAMETER rtsp").dropFirst().filter { $0.contains("remote-command:") }
+        let names = commands.map { request in
+            Set(request.split(separator: "\n", omittingEmptySubsequences: false).dropFirst()
+                .prefix { !$0.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty }
+                .compactMap { $0.split(separator: ":").first.map { $0.lowercased() } })
+        }
+        #expect(commands.count >= 10, "commands on the session's connection: \(commands.count)")
+        #expect(names.allSatisfy { $0.isSubset(of: ["cseq", "session", "content-type", "content-length"]) && $0.contains("session") },
+                "a command's headers: \(Set(names.flatMap { $0 }).sorted())")
     }
 
     @Test func mprisClientsDriveTheSender() async throws {
