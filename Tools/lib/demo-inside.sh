@@ -9,9 +9,14 @@ wait_for() {  # wait_for FILE TEXT: until the receiver's log says TEXT (bounded)
   for _ in $(seq 100); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
   echo "demo: gave up waiting for '$2' in $1" >&2; cat "$1" >&2; return 1
 }
-mkdir -p /run/demo
+mkdir -p /run/demo/home
+# The sender's pairings and preferred output go to a home of the demo's own (on this namespace's /run, a tmpfs):
+# a run leaves the user's own untouched, and the next run starts as fresh as the receivers it makes.
+export HOME=/run/demo/home XDG_STATE_HOME=/run/demo/home/.local/state XDG_CONFIG_HOME=/run/demo/home/.config
 # Audible on the default ALSA device when there is a sound card, else written to a WAV file.
-if grep -q '^ *[0-9]' /proc/asound/cards 2>/dev/null; then output=default; else output="wav:${LYRE_DEMO_WAV:-/tmp/lyre-demo.wav}"; fi
+# (Porch, the last receiver, writes a file of its own.)
+wav=${LYRE_DEMO_WAV:-/tmp/lyre-demo.wav}
+if grep -q '^ *[0-9]' /proc/asound/cards 2>/dev/null; then output=default porch_output=default; else output="wav:$wav" porch_output="wav:${wav%.wav}-porch.wav"; fi
 
 step "A receiver starts: lyred --name 'Living Room'"
 lyred --name "Living Room" --port 0 --state-dir /run/demo/living --output "$output" 2>/run/demo/living.log &
@@ -60,6 +65,7 @@ for _ in $(seq 100); do
   pin=$(lyre remote pairing --json 2>/dev/null | sed -n 's/.*"pin":"\([0-9]*\)".*/\1/p') && [[ -n $pin ]] && break
   sleep 0.1
 done
+[[ -n $pin ]] || { echo "demo: the receiver showed no PIN" >&2; kill "$pairing" 2>/dev/null; exit 1; }
 echo "   lyre remote pairing (at the receiver): $(lyre remote pairing)"
 echo "$pin" > /run/demo/pin
 wait "$pairing"
@@ -85,13 +91,14 @@ grep -E "now playing:|relaying" /run/demo/living.log | tail -4 | sed 's/^.*\[Lyr
 
 step "A receiver with --access open also plays a standard RTSP publisher: ffmpeg -f rtsp"
 kill -TERM "$living"; wait "$living" || true
-lyred --name "Porch" --access open --port 0 --state-dir /run/demo/porch --output "$output" --control-socket off --mpris off 2>/run/demo/porch.log &
+lyred --name "Porch" --access open --port 0 --state-dir /run/demo/porch --output "$porch_output" --control-socket off --mpris off 2>/run/demo/porch.log &
 porch=$!
 wait_for /run/demo/porch.log "advertised as"
-port=$(sed -n 's/.* on port \([0-9]*\) .*/\1/p' /run/demo/porch.log | head -1)
+# The RTSP port from lyred's start line ("lyred ID (key …, access open) on port N via …"), not the web page's.
+port=$(sed -n 's/.*, access [a-z]*) on port \([0-9]*\) .*/\1/p' /run/demo/porch.log | head -1)
 ffmpeg -loglevel error -re -i "$LYRE_SAMPLES/chime.flac" -c:a libopus -f rtsp "rtsp://127.0.0.1:$port/"
 grep -E "Lavf" /run/demo/porch.log | tail -2 | sed 's/^.*\[LyreReceiver\] /   /'
 
 kill -TERM "$porch"; wait "$porch" || true
 step "Done"
-if [[ $output == wav:* ]]; then echo "No sound card here: what the receiver played is in ${output#wav:}"; else echo "You heard it on the default ALSA device."; fi
+if [[ $output == wav:* ]]; then echo "No sound card here: what Living Room played is in ${output#wav:}, and Porch's in ${porch_output#wav:}"; else echo "You heard it on the default ALSA device."; fi

@@ -1,0 +1,48 @@
+import Foundation
+import Testing
+
+/// README's Quick start: `Tools/demo` starts receivers, shows the picker, pairs and plays a sample. Its steps
+/// (Tools/lib/demo-inside.sh, which Tools/demo runs in a network of its own after installing and building with
+/// Tools/test's own lines, Tools/lib/deps.sh) run here with the suite's build, twice, each in a fresh network as
+/// Tools/demo makes one, under one user's home.
+@Suite(.serialized)
+struct DemoTests {
+    /// Both runs go to the end. The second once found the first's pairing in the user's home, was refused, and
+    /// hung waiting for a PIN; the last step once sent ffmpeg's RTSP to the receiver's web page (its port came
+    /// first in the log). So: each step's words, nothing left in the home, and what the receivers wrote is the
+    /// sample (Porch's, from ffmpeg's RTSP publisher, against ffmpeg's own decoding of the sample).
+    @Test func theDemoRunsToItsEndEveryTime() async throws {
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("lyre-demo-home-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: home) }
+        for run in 1...2 {
+            let network = try TestNetwork()
+            defer { network.close() }
+            let wav = network.scratch.appendingPathComponent("demo.wav").path
+            let demo = try await network.run(["env", "HOME=\(home.path)", "XDG_STATE_HOME=\(home.path)/.local/state",
+                                              "XDG_CONFIG_HOME=\(home.path)/.config", "LYRE_BIN=\(TestNetwork.binaries)",
+                                              "LYRE_SAMPLES=\(TestNetwork.tools)/samples", "LYRE_DEMO_WAV=\(wav)",
+                                              "bash", TestNetwork.tools + "/lib/demo-inside.sh"], timeout: 150)
+            let out = demo.stdout
+            #expect(demo.status == 0, "run \(run): the demo failed: \(demo.stderr)\n\(out)")
+            for words in [
+                "advertised as 'Living Room'", "deviceAvailable  Kitchen (2)", "deviceUnavailable  Kitchen (2)", "_lyre._tcp",
+                "is refused", "paired with 'Living Room'", "TLS and SRTP", "relaying nextTrack",
+                "does not accept changePlaybackRate", "session from 'Lavf", "== Done",
+            ] {
+                #expect(out.contains(words), "run \(run): the demo did not show '\(words)':\n\(out)")
+            }
+            let left = FileManager.default.enumerator(atPath: home.path)?.allObjects as? [String] ?? []
+            #expect(left.isEmpty, "run \(run): the demo wrote into the user's home: \(left)")
+
+            let reference = network.scratch.appendingPathComponent("chime-48k.wav").path
+            let decoded = try await network.run(["ffmpeg", "-v", "error", "-y", "-i", TestNetwork.tools + "/samples/chime.flac", "-ar", "48000", reference])
+            #expect(decoded.status == 0, "\(decoded.stderr)")
+            let porch = String(wav.dropLast(4)) + "-porch.wav"
+            StreamingTests.expectSameAudio(try await StreamingTests.compare(network, reference: reference, output: porch))
+            let level = try await network.run(["python3", StreamingTests.audioTool, "level", wav])
+            let rms = (try? JSONSerialization.jsonObject(with: Data(level.stdout.utf8)) as? [String: Any])?["rms_dbfs"] as? Double
+            #expect((rms ?? -200) > -40, "Living Room's output: \(level.stdout) \(level.stderr)")
+        }
+    }
+}
