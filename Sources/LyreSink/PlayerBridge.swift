@@ -74,6 +74,24 @@ public enum PlayerBridge {
         ]
     }
 
+    /// The answer to a receiver's command passed to a player (now-playing.md §7): `success` when the player's
+    /// method returned; `commandFailed` when it answered an error, or nothing in time (`nil`).
+    public static func status(of answer: MPRISCommandResult?) -> RemoteCommandStatus {
+        answer == .success ? .success : .commandFailed
+    }
+
+    /// What a receiver's command becomes: the call to make on `player` (the one speaking for the output, if
+    /// any), or at once the answer `noSuchContent`, with no player or for a command it cannot take.
+    public static func relay(_ event: RemoteCommandEvent, to player: WatchedPlayer?) -> Relay {
+        guard let player, let command = mprisCommand(for: event, state: player.state) else { return .answer(.noSuchContent) }
+        return .call(command)
+    }
+
+    public enum Relay: Equatable {
+        case call(MPRISCommand)
+        case answer(RemoteCommandStatus)
+    }
+
     /// The MPRIS call a receiver's command becomes; `nil` for one the player cannot take.
     public static func mprisCommand(for event: RemoteCommandEvent, state: MPRISState) -> MPRISCommand? {
         func microseconds(_ seconds: Double) -> Int64 { Int64((seconds * 1e6).rounded()) }

@@ -356,29 +356,31 @@ final class SinkController: @unchecked Sendable {
             guard let name = bridges[receiver]?.player, let player = players[name], let watcher = watcher?.value else { return nil }
             return (player, watcher)
         }
-        guard let (player, watcher) = target, let command = PlayerBridge.mprisCommand(for: event, state: player.state) else {
-            return .noSuchContent
+        let command: MPRISCommand
+        switch PlayerBridge.relay(event, to: target?.0) {
+        case .answer(let status): return status
+        case .call(let call): command = call
         }
+        guard let (player, watcher) = target else { return .noSuchContent }
         let answered = DispatchSemaphore(value: 0)
         let result = Mutex<MPRISCommandResult?>(nil)
         watcher.send(command, to: player.busName) { outcome in
             result.withLock { $0 = outcome }
             answered.signal()
         }
-        guard answered.wait(timeout: .now() + 2) == .success else {
+        let inTime = answered.wait(timeout: .now() + 2) == .success
+        let answer = result.withLock { $0 }
+        switch answer {
+        case _ where !inTime:
             logger.warning("\(player.busName) did not answer \(event.command.rawValue) within 2 s")
-            return .commandFailed
-        }
-        switch result.withLock({ $0 }) {
         case .success?:
             logger.info("\(event.command.rawValue) from \(routes[receiver]?.description ?? receiver) passed to \(player.busName)")
-            return .success
         case .failed(let name, let message)?:
             logger.warning("\(player.busName) refused \(event.command.rawValue): \(name): \(message)")
-            return .commandFailed
         case nil:
-            return .commandFailed
+            break
         }
+        return PlayerBridge.status(of: inTime ? answer : nil)
     }
 
     private func perform(_ actions: [SinkRouter.Action]) {

@@ -218,6 +218,60 @@ struct SinkTests {
         #expect(sink.status == 0, "lyre sink: \(sink.stderr)")
     }
 
+    /// now-playing.md §7 with real apps: paplay (no MPRIS player) plays into the output, so only the volume is the
+    /// receiver's to control; mpv starts there and speaks for it, so the receiver is told its controls, and mpv's
+    /// cover, a GIF named cover.png, is left out with the reason in lyre sink's log; mpv stopped (SIGSTOP) does
+    /// not answer, so a pause fails after 2 s with `commandFailed`; mpv gone, paplay speaks again and the
+    /// receiver is told that it takes no pause.
+    @Test func aStoppedPlayersControlsFailAndItsCoverIsLeftOutWithAReason() async throws {
+        let plugin = try Self.mpvMPRISPlugin()
+        let network = try TestNetwork()
+        defer { network.close() }
+        let rig = try await Rig(network, tools: ["mpv", "paplay", "ffmpeg"])
+        let (env, sink, node) = (Self.pulseEnvironment, rig.sink, rig.node)
+        let dir = network.scratch.appendingPathComponent("album").path
+        let music = try await StreamingTests.sweep(network, rate: 48000, seconds: 30, signal: "music")
+        let made = try await network.run(["bash", "-c", """
+            set -e; mkdir -p '\(dir)'; cd '\(dir)'; ffmpeg -v error -y -f lavfi -i color=c=red:s=16x16 -frames:v 1 -f gif cover.png
+            ffmpeg -v error -y -i '\(music)' -metadata title=One one.flac
+            """])
+        #expect(made.status == 0, "\(made.stderr)")
+        let remote = ["lyre", "remote", "--socket", "/run/lyred.sock"]
+        func pause() async throws -> Spawned { try await network.run(remote + ["pause"], timeout: 15) }
+        func shown() async -> [String: Any]? {
+            let result = try? await network.run(remote + ["now-playing", "--json"])
+            return (try? JSONSerialization.jsonObject(with: Data((result?.stdout ?? "").utf8))) as? [String: Any]
+        }
+
+        let app = try network.spawn(env + ["paplay", "--device=\(node)", music], name: "paplay")
+        defer { app.signal(SIGKILL) }
+        #expect(await eventually { (try? await pause())?.stderr.contains("does not accept pause") == true }, "paplay has no player: \(sink.stderr)")
+
+        let mpv = try network.spawn(env + ["mpv", "--no-config", "--no-video", "--no-terminal", "--ao=pulse", "--audio-device=pulse/\(node)",
+                                           "--script=\(plugin)", dir + "/one.flac"], name: "mpv")
+        defer { mpv.signal(SIGKILL) }
+        #expect(await eventually(timeout: 15) { await shown()?["title"] as? String == "One" }, "\(sink.stderr)")
+        #expect(await eventually { sink.stderr.contains("the app's cover \(dir)/cover.png is not sent: ") }, "\(sink.stderr)")
+        let cover = await shown()
+        #expect(cover?["title"] as? String == "One" && cover?["artworkType"] == nil, "a cover was sent: \(String(describing: cover))")
+
+        mpv.signal(SIGSTOP)
+        let stopped = try await pause()
+        #expect(stopped.status != 0 && stopped.stderr.contains("commandFailed"), "pause to a stopped mpv: \(stopped.stderr)")
+        #expect(sink.stderr.contains("org.mpris.MediaPlayer2.mpv did not answer pause within 2 s"), "\(sink.stderr)")
+
+        mpv.signal(SIGKILL)
+        mpv.signal(SIGCONT)  // nsenter stopped with it: continued, it reaps mpv
+        try await mpv.waitForExit(timeout: 10)
+        #expect(await eventually(timeout: 15) { (try? await pause())?.stderr.contains("does not accept pause") == true },
+                "paplay speaks again: \(sink.stderr)")
+        app.signal(SIGKILL)
+        try await app.waitForExit(timeout: 10)
+        sink.signal(SIGINT)
+        try await sink.waitForExit(timeout: 10)
+        #expect(sink.status == 0, "lyre sink: \(sink.stderr)")
+    }
+
     /// The session bus restarted under `lyre sink` (issue 27): its watcher of the apps' players comes back by
     /// itself, and an app's player on the new bus is shown at the receiver again, with what only MPRIS carries
     /// (the cover from mpris:artUrl).

@@ -92,6 +92,19 @@ struct PlayerBridgeTests {
         #expect(PlayerBridge.mprisCommand(for: RemoteCommandEvent(.volumeUp), state: state) == nil)
     }
 
+    /// now-playing.md §7: `noSuchContent` when no player speaks for the output (or it cannot take the command);
+    /// `success` when the player's method returns; `commandFailed` when it answers an error or nothing in 2 s.
+    /// (SinkTests.aStoppedPlayersControlsFailAndItsCoverIsLeftOutWithAReason holds the 2 s with a real player.)
+    @Test func aControlIsAnsweredAsThePlayerAnswers() {
+        let mpv = WatchedPlayer(busName: "org.mpris.MediaPlayer2.mpv")
+        #expect(PlayerBridge.relay(RemoteCommandEvent(.pause), to: nil) == .answer(.noSuchContent))
+        #expect(PlayerBridge.relay(RemoteCommandEvent(.pause), to: mpv) == .call(.pause))
+        #expect(PlayerBridge.relay(RemoteCommandEvent(.volumeUp), to: mpv) == .answer(.noSuchContent))
+        #expect(PlayerBridge.status(of: .success) == .success)
+        #expect(PlayerBridge.status(of: .failed(errorName: "org.freedesktop.DBus.Error.Failed", message: "no")) == .commandFailed)
+        #expect(PlayerBridge.status(of: nil) == .commandFailed)
+    }
+
     @Test func onlyLocalFilesAreReadForArtwork() {
         #expect(PlayerBridge.artworkSource("file:///home/a/My%20Cover.png") == .file(path: "/home/a/My Cover.png"))
         #expect(PlayerBridge.artworkSource("file://localhost/tmp/c.jpg") == .file(path: "/tmp/c.jpg"))
