@@ -291,7 +291,8 @@ struct MultiRoomTests {
         #expect(kitchenRow?.contains(" plain ") == true && kitchenRow?.contains("%") == true, "lyre group: \(table.stdout) \(table.stderr)")
         try await play.waitForExit(timeout: 30)
         #expect(play.status == 0, "lyre play: \(play.stderr)")
-        #expect(play.stderr.contains("'Bedroom' joined"), "\(play.stderr)")
+        // Unpaired, the room that joins is said to play in plain (pairing.md §6.1).
+        #expect(play.stderr.contains("'Bedroom' joined (not paired: audio, now playing and artwork go unencrypted"), "\(play.stderr)")
         // The sender then told the new room what plays (streaming.md §9.2).
         #expect(rooms.lyred["Bedroom"]!.stderr.contains("now playing:"), "\(rooms.lyred["Bedroom"]!.stderr)")
         try await rooms.stop()

@@ -152,6 +152,20 @@ struct PairingTests {
         listed = try await network.run(["lyre", "pair", "--list"])
         #expect(listed.stdout.contains(id))
 
+        // pairing.md §6.1: TLS through discovery, and through the address remembered for the id: with avahi
+        // stopped (and `--mdns avahi`, so nothing else could find it), `lyre play` connects to what it remembered
+        // from the first play, encrypted.
+        let song = network.scratch.appendingPathComponent("song.wav").path
+        #expect(try await network.run(["python3", MultiRoomTests.audioTool, "sweep", song, "--seconds", "1"]).status == 0)
+        let discovered = try await network.run(["lyre", "play", song, "--to", "Kitchen", "--group-socket", "off"])
+        #expect(discovered.status == 0, "\(discovered.stderr)")
+        #expect(try await network.run([TestNetwork.tools + "/avahi-ctl", "stop"]).status == 0)
+        let remembered = try await network.run(["lyre", "play", song, "--to", "Kitchen", "--mdns", "avahi", "--timeout", "2", "--group-socket", "off"])
+        #expect(remembered.status == 0 && !remembered.stderr.contains("unencrypted"), "\(remembered.stderr)")
+        let sessions = receiver.process.stderr.components(separatedBy: "session from").dropFirst().map { String($0.prefix { $0 != "\n" }) }
+            .filter { $0.contains(": opus") }
+        #expect(sessions.count == 2 && sessions.allSatisfy { $0.contains("TLS and SRTP") }, "\(sessions)")
+
         // Forgetting, on each side: at the receiver by the sender's name, which has a space, quotes and `=`.
         let unpaired = try await receiver.remote(["unpair", Self.senderName])
         #expect(unpaired.status == 0 && unpaired.stdout.contains(senderID), "\(unpaired.stdout) \(unpaired.stderr)")
