@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
-import LyrePairing
+@testable import LyrePairing
+import LyreClock
 import LyreWire
 import Synchronization
 import Testing
@@ -271,5 +272,24 @@ extension PairingTests {
         let long = String(repeating: "é", count: 40)
         #expect(try PairingMessage.Start(parsing: PairingMessage.Start(senderName: long).encoded).senderName == String(repeating: "é", count: 31))
         #expect(try PairingParty(parsing: PairingParty(publicKey: key, id: id, name: long).encoded).name == String(repeating: "é", count: 31))
+    }
+}
+
+/// pairing.md §2: the key-confirmation tags are compared in constant time (swift-crypto's
+/// `isValidAuthenticationCode`), measured as TimingAuthenticatorTests.tagsAreComparedInConstantTime measures the
+/// timing tags: a tag wrong in its first byte against one wrong in its last, beside the same work compared with
+/// `==`.
+struct KeyConfirmationTimingTests {
+    @Test func keyConfirmationTagsAreComparedInConstantTime() {
+        let isk = (0..<64).map { UInt8($0) }
+        let tag = PairingProtocol.tag(isk: isk, role: "receiver")
+        var early = tag, late = tag
+        early[0] ^= 1
+        late[tag.count - 1] ^= 1
+        let leaky = Leakage.welchT(early, late) { PairingProtocol.tag(isk: isk, role: "receiver") == $0 }
+        let confirmation = Leakage.welchT(early, late) { PairingProtocol.verify($0, isk: isk, role: "receiver") }
+        print("key confirmation: |t| \(abs(confirmation)); an early-exit comparison: |t| \(abs(leaky))")
+        #expect(abs(leaky) > 20, "the measurement did not see an early exit: |t| \(abs(leaky))")
+        #expect(abs(confirmation) < 10, "key confirmation leaks where the tags differ: |t| \(abs(confirmation))")
     }
 }

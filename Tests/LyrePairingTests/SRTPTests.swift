@@ -134,4 +134,54 @@ struct TimingAuthenticatorTests {
         #expect(authenticator.open(sealed + [0]) == nil, "a byte added")
         #expect(authenticator.open(sealed) != nil)
     }
+
+    /// pairing.md §2 and §6.4: tags are compared in constant time. Measured as dudect does (Reparaz, Balasch and
+    /// Verbauwhede, 2017): a tag wrong in its first byte against one wrong in its last, in random order, and
+    /// Welch's t over the times. The same work with a comparison that stops at the first difference, measured
+    /// alike in the same run, shows the method sees such a leak here (|t| far over 10, dudect's "definitely not
+    /// constant time"). Pairing's key confirmation: PairingTests.keyConfirmationTagsAreComparedInConstantTime.
+    @Test func tagsAreComparedInConstantTime() throws {
+        let authenticator = try #require(TimingAuthenticator(key: TimingAuthenticator.makeKey()))
+        let sealed = authenticator.seal(TimingPacket(kind: .response, sequence: 9, t1: 4, t2: 5, t3: 6).serialized())
+        var early = sealed, late = sealed
+        early[TimingPacket.size] ^= 1
+        late[sealed.count - 1] ^= 1
+        // The same work, the tag made again and compared by `elementsEqual`, which stops at the first difference.
+        let leaky = Leakage.welchT(early, late) { authenticator.seal(Array($0.prefix(TimingPacket.size))).elementsEqual($0) }
+        let timing = Leakage.welchT(early, late) { authenticator.open($0) != nil }
+        print("timing tags: |t| \(abs(timing)); an early-exit comparison: |t| \(abs(leaky))")
+        #expect(abs(leaky) > 20, "the measurement did not see an early exit: |t| \(abs(leaky))")
+        #expect(abs(timing) < 10, "the timing exchange's tag comparison leaks where the tags differ: |t| \(abs(timing))")
+    }
+}
+
+/// dudect's measurement, paired: `body` is timed on both inputs back to back, in random order, and Welch's t
+/// taken over the differences (so a machine that slows down for a while slows both alike), with the largest tenth
+/// of the differences cropped (a preempted run says nothing about the input).
+enum Leakage {
+    static func welchT(_ first: [UInt8], _ second: [UInt8], pairs: Int = 20_000, batch: Int = 4, _ body: ([UInt8]) -> Bool) -> Double {
+        var differences: [Double] = []
+        differences.reserveCapacity(pairs)
+        var kept = 0
+        func time(_ input: [UInt8]) -> Double {
+            let start = HostClock.now()
+            for _ in 0..<batch where body(input) { kept += 1 }
+            return Double(HostClock.now() - start)
+        }
+        for _ in 0..<pairs {
+            if Bool.random() {
+                let a = time(first)
+                differences.append(a - time(second))
+            } else {
+                let b = time(second)
+                differences.append(time(first) - b)
+            }
+        }
+        precondition(kept >= 0)
+        let cut = differences.map(abs).sorted()[pairs * 9 / 10]
+        let cropped = differences.filter { abs($0) < cut }
+        let mean = cropped.reduce(0, +) / Double(cropped.count)
+        let variance = cropped.reduce(0) { $0 + ($1 - mean) * ($1 - mean) } / Double(cropped.count - 1)
+        return mean / (variance / Double(cropped.count)).squareRoot()
+    }
 }
