@@ -172,6 +172,26 @@ struct DiscoveryPeerTests {
         #expect(!quiet.stderr.contains("ignoring"), "\(quiet.stderr)")
     }
 
+    /// discovery.md §6: `Kitchen` and `Kitchen (2)` to `Kitchen (100)` already registered with this avahi-daemon
+    /// (100 avahi-publish clients): lyred renames itself 100 times in a row, fails, and exits with an error.
+    @Test func aHundredNamesTakenLocallyEndLyredWithAnError() async throws {
+        let network = try TestNetwork()
+        defer { network.close() }
+        for name in ["Kitchen"] + (2...100).map({ "Kitchen (\($0))" }) {
+            try network.spawn(["avahi-publish", "-s", name, "_lyre._tcp", "7001", "v=1"], name: "avahi-publish")
+        }
+        let registered = await eventually(timeout: 20) {
+            let browse = try? await network.run(["avahi-browse", "-t", "-p", "-k", "_lyre._tcp"])
+            return Set((browse?.stdout ?? "").split(separator: "\n").compactMap { $0.split(separator: ";").dropFirst(3).first }).count == 100
+        }
+        #expect(registered, "the 100 names were not all registered")
+        let lyred = try await network.run(["lyred", "--name", "Kitchen", "--port", "0", "--state-dir", "/run/lyred", "--output", "null",
+                                           "--control-socket", "off", "--mpris", "off"], timeout: 30)
+        #expect(lyred.status != 0, "lyred went on: \(lyred.stderr.suffix(400))")
+        #expect(lyred.stderr.contains("renaming to 'Kitchen (100)'") && lyred.stderr.contains("no free service name after 100 tries"),
+                "\(lyred.stderr.suffix(600))")
+    }
+
     @Test("the embedded backend is found by the namespace's avahi-daemon and by python-zeroconf")
     func embeddedIsFoundByAvahiAndZeroconf() async throws {
         let network = try TestNetwork()
