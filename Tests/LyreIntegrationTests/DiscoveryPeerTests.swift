@@ -192,6 +192,35 @@ struct DiscoveryPeerTests {
                 "\(lyred.stderr.suffix(600))")
     }
 
+    /// discovery.md §6 and §7: a receiver that vanishes without a goodbye (SIGKILL, on a host of its own with
+    /// the embedded responder) stays listed, as nothing said it left, until its records leave the watcher's cache:
+    /// their TTLs are long, so here by RFC 6762 §10.5, as other hosts ask for the service and nobody answers (a
+    /// one-shot `lyre devices` on a third host, over and over); then `lyre devices --watch` says deviceUnavailable.
+    @Test func aReceiverThatVanishesWithoutAGoodbyeIsDroppedWhenItsRecordsExpire() async throws {
+        let network = try TestNetwork(avahi: false)
+        defer { network.close() }
+        let (receiverHost, watcherHost, askerHost) = (try await network.addHost(2), try await network.addHost(3), try await network.addHost(4))
+        let mdns = ["--mdns", "embedded", "--interface", "eth0"]
+        let lyred = try network.spawn(["lyred", "--name", "Porch", "--port", "7000", "--state-dir", network.scratch.appendingPathComponent("porch").path,
+                                       "--output", "null", "--control-socket", "off", "--mpris", "off"] + mdns, on: receiverHost)
+        #expect(await Self.waitForAdvertised(lyred))
+        let watch = try network.spawn(["lyre", "devices", "--watch"] + mdns, on: watcherHost)
+        #expect(await eventually { watch.stdout.contains("deviceAvailable  Porch") }, "\(watch.stdout) \(watch.stderr)")
+        lyred.signal(SIGKILL)
+        try await lyred.waitForExit(timeout: 10)
+        // No goodbye: still listed well after a goodbye would have dropped it (a second, RFC 6762 §10.1).
+        try await Task.sleep(for: .seconds(2))
+        #expect(!watch.stdout.contains("deviceUnavailable"), "dropped without anyone asking: \(watch.stdout)")
+        var asked = 0
+        while asked < 20, !watch.stdout.contains("deviceUnavailable  Porch") {
+            _ = try await network.run(["lyre", "devices", "--timeout", "1"] + mdns, on: askerHost)
+            asked += 1
+        }
+        #expect(watch.stdout.contains("deviceUnavailable  Porch"), "still listed after \(asked) unanswered queries: \(watch.stdout)")
+        print("dropped after \(asked) one-shot listings on another host")
+        watch.signal(SIGINT)
+    }
+
     @Test("the embedded backend is found by the namespace's avahi-daemon and by python-zeroconf")
     func embeddedIsFoundByAvahiAndZeroconf() async throws {
         let network = try TestNetwork()

@@ -155,8 +155,8 @@ final class TestNetwork {
     }
 
     /// Runs `arguments` inside the network to completion (bounded by `timeout`).
-    func run(_ arguments: [String], timeout: Double = 30) async throws -> Spawned {
-        let spawned = try spawn(arguments)
+    func run(_ arguments: [String], timeout: Double = 30, on host: Host? = nil) async throws -> Spawned {
+        let spawned = try spawn(arguments, on: host)
         try await spawned.waitForExit(timeout: timeout)
         return spawned
     }
