@@ -372,6 +372,14 @@ struct DiscoveryPeerTests {
         let goodbye = firstPacket { $0["ttl"] as? Int == 0 }
         #expect(leaving != nil && goodbye != nil && leaving! < goodbye! && goodbye! - leaving! < 1, "leaving at \(String(describing: leaving)), goodbye at \(String(describing: goodbye)): \(sniff.stdout)")
         if let leaving, let goodbye { print("\(mode): st=leaving went out \(Int((goodbye - leaving) * 1000)) ms before the goodbye") }
+        // discovery.md §6: while it lived, the service's PTR and TXT records were announced for 75 minutes and
+        // its SRV for 2 (what a browser that hears no goodbye keeps them for).
+        let lived = Set(sniff.jsonLines.flatMap { ($0["records"] as? [[String: Any]]) ?? [] }
+            .compactMap { record -> String? in
+                guard let type = record["type"] as? Int, let ttl = record["ttl"] as? Int, ttl > 0 else { return nil }
+                return "\(type):\(ttl)"
+            })
+        #expect(lived == ["12:4500", "16:4500", "33:120"], "record types and TTLs: \(lived)")
     }
 
     /// Without `--name` and `--port` a receiver is advertised under the host name, up to its first dot, on
