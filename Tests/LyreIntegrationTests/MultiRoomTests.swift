@@ -404,6 +404,30 @@ struct MultiRoomTests {
         #expect(play.status == 0 && play.stderr.contains("no room left to play on or wait for; stopped"), "lyre play: \(play.stderr)")
     }
 
+    /// streaming.md §9.1, §9.4: adding a room waited for ends the wait. Bedroom comes back where mDNS cannot
+    /// show it (avahi-daemon stopped, and its lyred with `--mdns avahi` waiting for it), so the sender cannot
+    /// bring it back by itself; `lyre group add` with its address does, and the room is no longer waited for.
+    @Test func addingARoomWaitedForEndsTheWait() async throws {
+        var rooms = try await Rooms([("Kitchen", []), ("Bedroom", [])])
+        defer { rooms.network.close() }
+        let song = try await rooms.sweep(seconds: 30, signal: "music")
+        let play = try rooms.network.spawn(["lyre", "play", song, "--to", "Kitchen", "--to", "Bedroom", "--group-socket", rooms.groupSocket])
+        #expect(await eventually { rooms.lyred["Bedroom"]!.stderr.contains("now playing:") }, "\(rooms.lyred["Bedroom"]!.stderr)")
+        rooms.lyred["Bedroom"]!.signal(SIGTERM)
+        try await rooms.lyred["Bedroom"]!.waitForExit(timeout: 10)
+        #expect(await eventually { (try? await rooms.groupStates()) == ["Kitchen playing", "Bedroom returning"] }, "lyre play: \(play.stderr)")
+        #expect(try await rooms.network.run([TestNetwork.tools + "/avahi-ctl", "stop"]).status == 0)
+        rooms.arguments["Bedroom"]! += ["--mdns", "avahi"]
+        try rooms.restart("Bedroom")
+        #expect(await eventually { rooms.lyred["Bedroom"]!.stderr.contains("waiting for it") }, "\(rooms.lyred["Bedroom"]!.stderr)")
+        let added = try await rooms.network.run(["lyre", "group", "add", "127.0.0.1:7731", "--socket", rooms.groupSocket])
+        #expect(added.status == 0, "\(added.stdout) \(added.stderr)")
+        let states = try await rooms.groupStates() ?? []
+        #expect(states.count == 2 && states.first == "Kitchen playing" && !states.contains { $0.hasSuffix("returning") }, "\(states); lyre play: \(play.stderr)")
+        #expect(await eventually { rooms.lyred["Bedroom"]!.stderr.contains("now playing:") }, "\(rooms.lyred["Bedroom"]!.stderr)")
+        play.signal(SIGINT)
+    }
+
     /// The only room lost (its lyred stopped, as a reboot does) pauses the playback where that room stopped
     /// (issue 27): `lyre play` says so and waits, and `lyre group` lists the room as returning. When its lyred
     /// is back, the room rejoins by itself and the playback resumes from where it paused: the output before and
