@@ -56,6 +56,13 @@ struct MultiRoomTests {
             }
         }
 
+        /// `lyre play SONG` to Kitchen and Bedroom, with the group socket, once Bedroom shows what plays.
+        func playInKitchenAndBedroom(_ song: String) async throws -> Spawned {
+            let play = try network.spawn(["lyre", "play", song, "--to", "Kitchen", "--to", "Bedroom", "--group-socket", groupSocket])
+            #expect(await eventually { lyred["Bedroom"]!.stderr.contains("now playing:") }, "\(lyred["Bedroom"]!.stderr)")
+            return play
+        }
+
         func path(_ room: String, _ ext: String) -> String { network.scratch.appendingPathComponent("\(room).\(ext)").path }
         var groupSocket: String { network.scratch.appendingPathComponent("group.sock").path }
 
@@ -313,8 +320,7 @@ struct MultiRoomTests {
         var rooms = try await Rooms([("Kitchen", []), ("Bedroom", [])])
         defer { rooms.network.close() }
         let song = try await rooms.sweep(seconds: 14, signal: "music")
-        let play = try rooms.network.spawn(["lyre", "play", song, "--to", "Kitchen", "--to", "Bedroom", "--group-socket", rooms.groupSocket])
-        #expect(await eventually { rooms.lyred["Bedroom"]!.stderr.contains("now playing:") }, "\(rooms.lyred["Bedroom"]!.stderr)")
+        let play = try await rooms.playInKitchenAndBedroom(song)
         try await Task.sleep(for: .seconds(2))
         rooms.lyred["Bedroom"]!.signal(SIGTERM)
         try await rooms.lyred["Bedroom"]!.waitForExit(timeout: 10)
@@ -373,8 +379,7 @@ struct MultiRoomTests {
         var rooms = try await Rooms([("Kitchen", []), ("Bedroom", [])])
         defer { rooms.network.close() }
         let song = try await rooms.sweep(seconds: 30, signal: "music")
-        let play = try rooms.network.spawn(["lyre", "play", song, "--to", "Kitchen", "--to", "Bedroom", "--group-socket", rooms.groupSocket])
-        #expect(await eventually { rooms.lyred["Bedroom"]!.stderr.contains("now playing:") }, "\(rooms.lyred["Bedroom"]!.stderr)")
+        let play = try await rooms.playInKitchenAndBedroom(song)
         func states() async throws -> [String]? { try await rooms.groupStates() }
         rooms.lyred["Bedroom"]!.signal(SIGTERM)
         try await rooms.lyred["Bedroom"]!.waitForExit(timeout: 10)
@@ -411,8 +416,7 @@ struct MultiRoomTests {
         var rooms = try await Rooms([("Kitchen", []), ("Bedroom", [])])
         defer { rooms.network.close() }
         let song = try await rooms.sweep(seconds: 30, signal: "music")
-        let play = try rooms.network.spawn(["lyre", "play", song, "--to", "Kitchen", "--to", "Bedroom", "--group-socket", rooms.groupSocket])
-        #expect(await eventually { rooms.lyred["Bedroom"]!.stderr.contains("now playing:") }, "\(rooms.lyred["Bedroom"]!.stderr)")
+        let play = try await rooms.playInKitchenAndBedroom(song)
         rooms.lyred["Bedroom"]!.signal(SIGTERM)
         try await rooms.lyred["Bedroom"]!.waitForExit(timeout: 10)
         #expect(await eventually { (try? await rooms.groupStates()) == ["Kitchen playing", "Bedroom returning"] }, "lyre play: \(play.stderr)")
@@ -536,8 +540,7 @@ struct MultiRoomTests {
         let rooms = try await Rooms([("Kitchen", []), ("Bedroom", [])])
         defer { rooms.network.close() }
         let song = try await rooms.sweep(seconds: 16, signal: "music")
-        let play = try rooms.network.spawn(["lyre", "play", song, "--to", "Kitchen", "--to", "Bedroom", "--group-socket", rooms.groupSocket])
-        #expect(await eventually { rooms.lyred["Bedroom"]!.stderr.contains("now playing:") }, "\(rooms.lyred["Bedroom"]!.stderr)")
+        let play = try await rooms.playInKitchenAndBedroom(song)
         try await Task.sleep(for: .seconds(3))
         play.signal(SIGSTOP)
         try await Task.sleep(for: .seconds(5))
@@ -580,8 +583,7 @@ struct MultiRoomTests {
         var rooms = try await Rooms([("Kitchen", []), ("Bedroom", [])])
         defer { rooms.network.close() }
         let song = try await rooms.sweep(seconds: 12, signal: "music")
-        let play = try rooms.network.spawn(["lyre", "play", song, "--to", "Kitchen", "--to", "Bedroom", "--group-socket", rooms.groupSocket])
-        #expect(await eventually { rooms.lyred["Bedroom"]!.stderr.contains("now playing:") }, "\(rooms.lyred["Bedroom"]!.stderr)")
+        let play = try await rooms.playInKitchenAndBedroom(song)
         try await Task.sleep(for: .seconds(1))
         rooms.lyred["Bedroom"]!.signal(SIGTERM)
         try await rooms.lyred["Bedroom"]!.waitForExit(timeout: 10)
@@ -704,8 +706,7 @@ struct MultiRoomTests {
         let rooms = try await Rooms([("Kitchen", []), ("Bedroom", [])])
         defer { rooms.network.close() }
         let song = try await rooms.sweep(seconds: 8)
-        let play = try rooms.network.spawn(["lyre", "play", song, "--to", "Kitchen", "--to", "Bedroom", "--group-socket", rooms.groupSocket])
-        #expect(await eventually { rooms.lyred["Bedroom"]!.stderr.contains("now playing:") }, "\(rooms.lyred["Bedroom"]!.stderr)")
+        let play = try await rooms.playInKitchenAndBedroom(song)
         let chime = try await rooms.sweep(seconds: 1, signal: "music")
         let other = try await rooms.network.run(["lyre", "play", chime, "--to", "Bedroom", "--name", "Bob", "--group-socket", "off"])
         #expect(other.status == 0, "the other sender: \(other.stderr)")
