@@ -48,6 +48,9 @@ public struct OutputRoute: Sendable, Hashable, CustomStringConvertible {
 /// closed is dropped by its closed channel.
 final class Link: Sendable {
     let route: OutputRoute
+    /// The id the receiver answered as (its `Lyre-Receiver-ID`), or the route's own; nil for a receiver that
+    /// tells none (version 1, or not Lyre).
+    let receiverID: String?
     let sessionID: String
     /// The receiver's volume (dB, RAOP scale) when the session was set up.
     let initialVolume: Double?
@@ -140,9 +143,11 @@ final class Link: Sendable {
             let options = try Self.check(client.request("OPTIONS", uri: "*"), "OPTIONS")
             // A route found by id (discovery, or an address remembered from it) must reach that receiver:
             // another may have the address now. A receiver that tells no id (version 1, or not Lyre) is taken.
-            if let id = route.id, let told = options.headers[ReceiverIDHeader.name], told.lowercased() != id {
+            let told = options.headers[ReceiverIDHeader.name]?.lowercased()
+            if let id = route.id, let told, told != id {
                 throw RTSPClient.Failure(description: "\(route.address) is now another receiver (id \(told), not \(id))")
             }
+            receiverID = route.id ?? told
             // Over TLS, the link's media is SRTP, keyed in the SDP the TLS session carries (pairing.md §6).
             let sdp = SessionDescription(audio: AudioFormat(encoding: .opus, payloadType: 96), origin: local,
                                          crypto: srtpKey.map { SDPCrypto(suite: SRTPSession.suite, key: $0) })

@@ -437,8 +437,10 @@ public final class StreamSession: @unchecked Sendable {
 
     /// Adds a room while the playback runs. It is set up at once, gets the audio from now on with the
     /// group's anchor and timestamps, so it starts in sync, and is told what plays; the rooms already
-    /// playing are not touched.
-    public func addRoute(_ route: OutputRoute) throws {
+    /// playing are not touched. Returns the route as it joined: with the id its receiver answered as when
+    /// it was given by address alone.
+    @discardableResult
+    public func addRoute(_ route: OutputRoute) throws -> OutputRoute {
         guard !hasEnded else { throw RTSPClient.Failure(description: "the playback has ended") }
         guard !lock.withLock({ links.contains { $0.route.host == route.host && $0.route.port == route.port } }) else {
             throw RTSPClient.Failure(description: "\(route) is already playing")
@@ -468,6 +470,9 @@ public final class StreamSession: @unchecked Sendable {
             }
         }
         notifyRoom(RoomChange(route: route, kind: .joined, remaining: lock.withLock { links.count }))
+        var joined = route
+        joined.id = link.receiverID
+        return joined
     }
 
     /// Removes a room (TEARDOWN); the others play on. The last room cannot be removed: stop the playback.

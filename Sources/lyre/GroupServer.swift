@@ -81,9 +81,9 @@ final class GroupServer: Sendable {
                 return "error \(error)"  // a room waited for still is
             }
             return await blocking {
-                try session.addRoute(route)
-                // Added by hand: no longer waited for.
-                returns.forget(named: spec.name)
+                let joined = try session.addRoute(route)
+                // Added by hand, by name or at a new address: no longer waited for.
+                returns.forget(joined)
             }
         case ("remove", 2):
             // A room waited for is removed by no longer waiting for it.

@@ -95,10 +95,18 @@ final class RoomReturns: @unchecked Sendable {
     /// Stops waiting for the room named `name`; false when none waits. When the playback had no room left
     /// but this one to wait for, `onNothingLeft` is called.
     @discardableResult
-    func forget(named name: String) -> Bool {
+    func forget(named name: String) -> Bool { forget { $0.isNamed(name) } }
+
+    /// Stops waiting for the room that joined as `route`: the same receiver (its id), or one of its name or
+    /// address, as when the user adds a room waited for at the address it came back at.
+    func forget(_ route: OutputRoute) {
+        _ = forget { Self.same($0, route) || $0.isNamed(route.name) || $0.address == route.address }
+    }
+
+    private func forget(where matches: (OutputRoute) -> Bool) -> Bool {
         let (forgot, nothingLeft) = lock.withLock {
             let before = waiting.count
-            waiting.removeAll { $0.isNamed(name) }
+            waiting.removeAll(where: matches)
             if waiting.isEmpty { stopTimer() }
             return (waiting.count != before, waiting.isEmpty)
         }
