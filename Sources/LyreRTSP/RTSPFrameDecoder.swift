@@ -19,6 +19,10 @@ public struct RTSPFrameDecoder: ByteToMessageDecoder {
     private var pending: ArraySlice<UInt8> = []
     private var deadline: Scheduled<Void>?
     private var framed = false
+    /// Set once the channel is seen active. One that was and no longer is was closed, by this end at an earlier
+    /// frame of the same read: the bytes left are not framed, so that a flood of frames read in one go costs
+    /// one frame, not thousands on the connection's event loop, which the media of every session shares.
+    private var wasActive = false
 
     public init() {}
 
@@ -33,7 +37,14 @@ public struct RTSPFrameDecoder: ByteToMessageDecoder {
 
     public mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
         if let bytes = buffer.readBytes(length: buffer.readableBytes), !bytes.isEmpty { pending += bytes }
-        while let frame = try parser.next(&pending) {
+        while true {
+            if context.channel.isActive {
+                wasActive = true
+            } else if wasActive {
+                pending = []
+                break
+            }
+            guard let frame = try parser.next(&pending) else { break }
             if !framed {
                 framed = true
                 deadline?.cancel()

@@ -28,6 +28,29 @@ struct RTSPFrameDecoderTests {
         try channel.writeInbound(channel.allocator.buffer(bytes: bytes))
     }
 
+    /// Closes the connection at the first frame that reaches it, as lyred does at interleaved data outside an
+    /// interleaved session.
+    final class Closer: ChannelInboundHandler {
+        typealias InboundIn = RTSPFrame
+        var frames = 0
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            frames += 1
+            context.close(promise: nil)
+        }
+    }
+
+    /// A connection closed at a frame costs that frame: the rest of what was read with it is not framed
+    /// (streaming.md §2; a flood of 10 000 empty interleaved frames in one read reaches the handler once).
+    @Test func framesReadAfterTheConnectionClosedAreNotFramed() throws {
+        let closer = Closer()
+        let channel = EmbeddedChannel()
+        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(RTSPFrameDecoder()))
+        try channel.pipeline.syncOperations.addHandler(closer)
+        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 554)).wait()
+        _ = try? channel.writeInbound(channel.allocator.buffer(bytes: Array(repeating: [0x24, 0, 0, 0], count: 10_000).joined()))
+        #expect(closer.frames == 1 && !channel.isActive)
+    }
+
     static func timedOut(_ catcher: Catcher) -> Bool { catcher.errors.contains { ($0 as? RTSPParseError) == .timeout } }
 
     /// A connection that sends nothing, or only part of its first message (a stalled TLS handshake looks the
