@@ -97,10 +97,10 @@ final class RoomReturns: @unchecked Sendable {
     @discardableResult
     func forget(named name: String) -> Bool { forget { $0.isNamed(name) } }
 
-    /// Stops waiting for the room that joined as `route`: the same receiver (its id), or one of its name or
-    /// address, as when the user adds a room waited for at the address it came back at.
+    /// Stops waiting for the room that joined as `route`: the same receiver (its id, else its address), or one
+    /// named as it was added (a name, or the address it came back at).
     func forget(_ route: OutputRoute) {
-        _ = forget { Self.same($0, route) || $0.isNamed(route.name) || $0.address == route.address }
+        _ = forget { Self.same($0, route) || $0.isNamed(route.name) }
     }
 
     private func forget(where matches: (OutputRoute) -> Bool) -> Bool {
