@@ -102,7 +102,8 @@ struct LossTests {
         let clean = Self.statistics(rooms.lyred["Clean"]!)
         // The sender's log shows each room's link from its receiver's reports (streaming.md §4.2), 5 s in.
         func reported(_ room: String) -> String? {
-            play.stdout.split(separator: "\n").last { $0.contains("'\(room)': loss ") }.map(String.init)
+            // On a terminal a line ends in "\r\n", one Character that is not "\n": split at any newline.
+            play.stdout.split(whereSeparator: \.isNewline).last { $0.contains("'\(room)': loss ") }.map(String.init)
         }
         let lossyLink = try #require(reported("127.0.0.2:7731"), "no link quality logged: \(play.stdout)")
         let percent = lossyLink.range(of: #"loss [0-9.]+%"#, options: .regularExpression).map { Double(lossyLink[$0].dropFirst(5).dropLast()) ?? 0 } ?? 0
