@@ -1,12 +1,36 @@
 import Foundation
 import Testing
 
-/// `lyre sink` with a real sound server (PulseAudio from Tools/peers/pulse-null.sh, whose own output is the
+/// `lyre sink` with a real sound server (PulseAudio from Tools/peers/pulse-null.sh, or PipeWire from pipewire-null.sh, whose own output is the
 /// null sink "local") and real clients nobody here wrote: paplay as the app, pactl to look.
 @Suite(.serialized)
 struct SinkTests {
     static let audioTool = TestNetwork.tools + "/peers/audio.py"
-    static let pulseEnvironment = ["env", "PULSE_SERVER=unix:/run/lyre-pulse/native", "PULSE_CLIENTCONFIG=/run/lyre-pulse/client.conf"]
+    static let pulseEnvironment = SoundServer.pulseAudio.environment
+
+    /// The sound server `lyre sink` offers its outputs in: PulseAudio (Tools/peers/pulse-null.sh), or PipeWire
+    /// with wireplumber and pipewire-pulse (Tools/peers/pipewire-null.sh). Each has its local output "local".
+    enum SoundServer: Sendable {
+        case pulseAudio, pipeWire
+        var environment: [String] {
+            switch self {
+            case .pulseAudio: ["env", "PULSE_SERVER=unix:/run/lyre-pulse/native", "PULSE_CLIENTCONFIG=/run/lyre-pulse/client.conf"]
+            case .pipeWire: ["env", "PULSE_SERVER=unix:/run/lyre-pw/pulse/native", "PULSE_CLIENTCONFIG=/run/lyre-pw/client.conf"]
+            }
+        }
+        var tools: [String] {
+            switch self {
+            case .pulseAudio: ["pulseaudio", "pactl"]
+            case .pipeWire: ["pipewire", "wireplumber", "pipewire-pulse", "pactl"]
+            }
+        }
+        var command: [String] {
+            switch self {
+            case .pulseAudio: [TestNetwork.tools + "/peers/pulse-null.sh", "local"]
+            case .pipeWire: [TestNetwork.tools + "/peers/pipewire-null.sh", "local"]
+            }
+        }
+    }
 
     /// mpv's MPRIS plugin (Debian mpv-mpris), which makes mpv a player on the session bus.
     static func mpvMPRISPlugin() throws -> String {
@@ -17,7 +41,7 @@ struct SinkTests {
         return plugin
     }
 
-    /// In a test network: PulseAudio with its local output "local", a receiver "Speaker" writing a WAV (its
+    /// In a test network: the sound server (PulseAudio unless told) with its local output "local", a receiver "Speaker" writing a WAV (its
     /// control socket /run/lyred.sock, its MPRIS player on the session bus when `mpris`), and `lyre sink`,
     /// once the receiver's output exists.
     struct Rig {
@@ -26,14 +50,18 @@ struct SinkTests {
         let sink: Spawned
         let output: String
         let node: String
+        let server: Spawned
 
-        init(_ network: TestNetwork, mpris: Bool = false, tools: [String] = []) async throws {
-            for tool in ["pulseaudio", "pactl"] + tools where TestNetwork.which(tool) == nil {
+        init(_ network: TestNetwork, server kind: SoundServer = .pulseAudio, mpris: Bool = false, tools: [String] = []) async throws {
+            for tool in kind.tools + tools where TestNetwork.which(tool) == nil {
                 throw TestNetworkError("\(tool) is missing: run Tools/test, which installs everything the tests need")
             }
             self.network = network
-            let pulse = try network.spawn([TestNetwork.tools + "/peers/pulse-null.sh", "local"], name: "pulseaudio")
-            #expect(try await eventually { try await network.run(["test", "-S", "/run/lyre-pulse/native"]).status == 0 }, "pulseaudio: \(pulse.stderr)")
+            let pulseEnvironment = kind.environment
+            let server = try network.spawn(kind.command, name: "\(kind)")
+            self.server = server
+            #expect(try await eventually { try await network.run(pulseEnvironment + ["pactl", "list", "short", "sinks"]).stdout.contains("local") },
+                    "\(kind): \(server.stderr)")
             output = network.scratch.appendingPathComponent("out.wav").path
             lyred = try network.spawn(
                 ["lyred", "--name", "Speaker", "--port", "7720", "--state-dir", "/run/lyred", "--output", "wav:\(output)",
@@ -55,11 +83,13 @@ struct SinkTests {
     /// Every receiver gets an output; what a music app plays there is heard at the receiver, and the session
     /// ends when the app does; a system sound sent there is moved to the local output and never reaches the
     /// receiver; when the receiver leaves, its output goes and the app's stream falls back to the local one.
-    @Test func appsPlayOnTheReceiverAndSystemSoundsStayLocal() async throws {
+    /// The same with PulseAudio and with PipeWire through pipewire-pulse (with its session manager wireplumber).
+    @Test(arguments: [SoundServer.pulseAudio, .pipeWire])
+    func appsPlayOnTheReceiverAndSystemSoundsStayLocal(server: SoundServer) async throws {
         let network = try TestNetwork()
         defer { network.close() }
-        let rig = try await Rig(network, tools: ["paplay"])
-        let (env, lyred, sink, node, output) = (Self.pulseEnvironment, rig.lyred, rig.sink, rig.node, rig.output)
+        let rig = try await Rig(network, server: server, tools: ["paplay", "ffmpeg"])
+        let (env, lyred, sink, node, output) = (server.environment, rig.lyred, rig.sink, rig.node, rig.output)
         func sinks() async throws -> String { try await network.run(env + ["pactl", "list", "short", "sinks"]).stdout }
         let described = try await network.run(env + ["pactl", "list", "sinks"]).stdout
         #expect(described.contains("Description: Speaker (Lyre)"), "\(described)")
@@ -107,7 +137,17 @@ struct SinkTests {
 
         // The session that ended with the app played the song whole, from its first sample to its last, none
         // lost or added between them (music: the ends are loud, and the lags of both ends can be measured).
+        // Through Opus at lyre sink's 128 kbit/s this music reads about 20 dB against the file wherever it is
+        // heard, as ffmpeg's libopus does (20.3 dB, its first and last 20 ms 23.4 and 21.0 dB): a fixed 20 dB
+        // bound sat on that figure (PulseAudio 20.05 dB, PipeWire 19.99 to 20.21 dB in passing runs). So the
+        // output is held to libopus's own figures on the same file, less what the receiver's clock tracking
+        // costs end to end (1 to 2 dB, see StreamingTests.encodeIsAsGoodAsFFmpegsLibopus): 2 dB overall, 3 dB
+        // for the 20 ms ends.
         let comparison = try await StreamingTests.compare(network, reference: song, output: output)
+        let libopus = try await StreamingTests.libopusReference(network, input: song, kbps: 128)
+        print("lyre sink through \(server), the song at the receiver against the file: \(comparison); ffmpeg's libopus: \(libopus)")
+        let floor = (libopus["snr_db"] as? Double ?? 100) - 2
+        let edgeFloor = min(libopus["head_snr_db"] as? Double ?? 100, libopus["tail_snr_db"] as? Double ?? 100) - 3
         // A known defect, tolerated in this one form only: lyre sink sends each packet when it is due (no lead),
         // so a capture thread late by more than what is queued at the start leaves a 10 ms hole, and the stream
         // plays on one block (480 samples) later. With 20 ms queued it showed in most runs on the 2026-11-25
@@ -116,8 +156,8 @@ struct SinkTests {
         let shift = (comparison["tail_lag_samples"] as? Double ?? 0) - (comparison["head_lag_samples"] as? Double ?? 0)
         let oneBlockUnderrun = (comparison["gaps"] as? Int ?? 0) <= 1 && abs(shift - Double(MonitorBlock.frames)) < 2
         withKnownIssue("lyre sink: one 10 ms underrun under load", isIntermittent: true) {
-            StreamingTests.expectSameAudio(comparison)
-            StreamingTests.expectWhole(comparison)
+            StreamingTests.expectSameAudio(comparison, floor: floor)
+            StreamingTests.expectWhole(comparison, floor: edgeFloor)
         } when: { oneBlockUnderrun }
         sink.signal(SIGINT)
         try await sink.waitForExit(timeout: 10)
