@@ -45,4 +45,29 @@ struct DemoTests {
             #expect((rms ?? -200) > -40, "Living Room's output: \(level.stdout) \(level.stderr)")
         }
     }
+
+    /// README's Quick start runs "as root or through sudo": the scripts' privileged steps, run by users who are
+    /// not root (Tools/peers/sudo-users.sh adds them in a mount namespace of its own). With sudo rights,
+    /// Tools/netns is root inside a network that has loopback only, and deps.sh's `as_root` (which installs what
+    /// is missing) runs as root; without them each fails at once with sudo's own words rather than waiting for a
+    /// password; without sudo, `as_root` says in one line what it needs. What this leaves unchecked: a whole
+    /// `Tools/test` run by such a user (its build, and apt-get installing through sudo, need the network).
+    @Test func thePrivilegedStepsRunThroughSudoForAUserWhoIsNotRoot() async throws {
+        guard TestNetwork.which("sudo") != nil else { throw TestNetworkError("sudo is missing: run Tools/test, which installs it") }
+        let network = try TestNetwork(avahi: false)
+        defer { network.close() }
+        let checked = try await network.run([TestNetwork.tools + "/peers/sudo-users.sh"], timeout: 60)
+        #expect(checked.status == 0, "sudo-users.sh: \(checked.stderr)\n\(checked.stdout)")
+        let lines = Dictionary(checked.stdout.split(separator: "\n").compactMap { line -> (String, String)? in
+            guard let colon = line.firstIndex(of: ":") else { return nil }
+            return (String(line[..<colon]), String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces))
+        }, uniquingKeysWith: { first, _ in first })
+        #expect(lines["NETNS sudoer"] == "status 0: uid=0 links=1", "\(checked.stdout)")
+        #expect(lines["AS_ROOT sudoer"] == "status 0: 0", "\(checked.stdout)")
+        for user in ["NETNS plain", "AS_ROOT plain"] {
+            let line = lines[user] ?? ""
+            #expect(!line.hasPrefix("status 0") && line.contains("sudo: a password is required"), "\(user): \(checked.stdout)")
+        }
+        #expect(lines["AS_ROOT nosudo"] == "status 1: lyre: need root or sudo to run: id -u", "\(checked.stdout)")
+    }
 }

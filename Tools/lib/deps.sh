@@ -5,7 +5,7 @@ LYRE_BUILD_PACKAGES=(pkg-config libavahi-client-dev libavahi-core-dev libavahi-c
   libopus-dev libavformat-dev libavcodec-dev libswresample-dev libavutil-dev libsoxr-dev libdbus-1-dev libpulse-dev libsodium-dev libsrtp2-dev)
 LYRE_RUNTIME_PACKAGES=(avahi-daemon avahi-utils dbus iproute2 util-linux python3 procps bc alsa-utils)
 # Real peers the streaming tests play with.
-LYRE_PEER_PACKAGES=(ffmpeg nftables gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-rtsp playerctl pulseaudio pulseaudio-utils pipewire pipewire-pulse wireplumber libasound2-plugins mpv mpv-mpris tcpdump
+LYRE_PEER_PACKAGES=(ffmpeg nftables gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-rtsp playerctl pulseaudio pulseaudio-utils pipewire pipewire-pulse wireplumber libasound2-plugins mpv mpv-mpris tcpdump sudo
   curl chromium
   gdb)  # gdb: a test that times out waiting for a process prints that process's threads' stacks
 # The benchmark's reference, Snapcast from Debian; perf, for the share of the sender's CPU that is the kernel's delivery into receivers.
