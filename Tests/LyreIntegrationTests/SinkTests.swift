@@ -50,7 +50,6 @@ struct SinkTests {
         let sink: Spawned
         let output: String
         let node: String
-        let server: Spawned
 
         init(_ network: TestNetwork, server kind: SoundServer = .pulseAudio, mpris: Bool = false, tools: [String] = []) async throws {
             for tool in kind.tools + tools where TestNetwork.which(tool) == nil {
@@ -59,7 +58,6 @@ struct SinkTests {
             self.network = network
             let pulseEnvironment = kind.environment
             let server = try network.spawn(kind.command, name: "\(kind)")
-            self.server = server
             #expect(try await eventually { try await network.run(pulseEnvironment + ["pactl", "list", "short", "sinks"]).stdout.contains("local") },
                     "\(kind): \(server.stderr)")
             output = network.scratch.appendingPathComponent("out.wav").path

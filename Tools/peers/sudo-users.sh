@@ -3,7 +3,7 @@
 # (nothing of this machine's users or sudo rights changes), two users are added for the run, "lyre-sudoer"
 # (sudo rights without a password, as after one was typed) and "lyre-plain" (none), and each runs the scripts'
 # privileged steps from a copy of Tools/netns and Tools/lib/deps.sh (a checkout's own directory may be closed
-# to other users). Prints one "STEP: …" line per check for the test to read. Run as root, inside Tools/netns.
+# to other users). Prints one "CHECK: status N: OUTPUT" line per check for the test to read. Run as root, inside Tools/netns.
 set -euo pipefail
 [[ $(id -u) -eq 0 ]] || { echo "sudo-users.sh: run as root" >&2; exit 64; }
 command -v sudo >/dev/null || { echo "sudo-users.sh: sudo is missing; run Tools/test, which installs it" >&2; exit 69; }
@@ -12,6 +12,8 @@ exec unshare --mount --propagation private bash -s "$here" <<'INSIDE'
 set -euo pipefail
 here=$1
 work=$(mktemp -d /tmp/lyre-sudo.XXXXXX)
+# /tmp is the machine's own: the copies go with the run (the mounts of them end with this namespace).
+trap 'rm -rf "$work" || true' EXIT
 chmod 755 "$work"
 for f in passwd group shadow; do cp "/etc/$f" "$work/$f"; done
 echo "lyre-sudoer:x:64711:64711::$work/sudoer:/bin/bash" >> "$work/passwd"
