@@ -165,13 +165,6 @@ public final class StreamSession: @unchecked Sendable {
     private static let onCommandQueue = DispatchSpecificKey<Bool>()
     /// The room whose command `commandQueue` is running (the queue runs one at a time).
     private var commandOrigin: Link?
-    // Content accounting: frames of queued audio, as opposed to silent slots, so that players can map a
-    // position in what they enqueued to the time it plays.
-    private var contentEnqueued: UInt64 = 0
-    private var contentAtAnchor: UInt64 = 0
-    private var contentSentSinceAnchor: UInt64 = 0
-    private var silenceSinceAnchor: UInt64 = 0
-    private var pendingSilence: UInt64 = 0
 
     private let frameSamples: Int
     private let frameNanoseconds: UInt64
@@ -190,43 +183,11 @@ public final class StreamSession: @unchecked Sendable {
     private var lastNowPlaying: NowPlayingInfo?
     private var lastArtwork: Artwork?
     private var lastEnabled: EnabledCommands?
-    private var queue = SampleQueue()
+    /// The queue, the anchor and what was sent (pure; `now` is passed in).
+    private var timeline: Timeline
     private var finishing = false
-    private var running = false
     private var ended = false
-    private var anchorClock: UInt64 = 0
-    private var anchorRTP: UInt32
-    private var framesSinceAnchor: UInt64 = 0
-    private var sequence: UInt16
     private let ssrc: UInt32
-    /// Recently sent frames, by index since the anchor, to take back on pause: the app's audio (`content`), or
-    /// the frame of silence that carries the encoder's look-ahead out after it.
-    private var history: [(index: UInt64, pcm: ArraySlice<Float>, content: Bool)] = []
-    /// The Opus encoder's delay, samples (`OpusEncoder.lookahead`; 312 at 48 kHz): a packet decodes to the last
-    /// `encoderDelay` samples of the frame before it, then its own frame less as many. Set by the pacer.
-    private var encoderDelay = 0
-    /// True while the encoder holds audio that no packet has carried out yet (the tail of the last frame sent):
-    /// the next slot with nothing queued sends a frame of silence that carries it (the stream's end, or the app's
-    /// audio running dry), so that every sample enqueued is played.
-    private var tailUnflushed = false
-    /// Set on pause: the audio resumed does not go on from what the encoder last saw, so it starts afresh,
-    /// primed with `priming` (streaming.md §3).
-    private var resetEncoder = false
-    /// What the fresh encoder is fed first after a resume, in frames of its own that no room plays: the 20 ms
-    /// of audio before the resume point (taken back with it), or silence where that audio is not the one that
-    /// follows (a seek) or a room would play it (a version 1 receiver, which does not echo `Lyre-Start-At`).
-    /// Without it a fresh encoder's first 312 samples are not the audio (OpusTests).
-    private var priming: [Float] = []
-    /// Frames of `priming` still to send before the queue's audio, and all of it, as sent at the last resume.
-    private var primingLeft: [Float] = []
-    private var primed: [Float] = []
-    /// The RTP position of the first sample to play after a resume (`Lyre-Start-At`): the audio after the
-    /// priming and the encoder's delay. Nil before the first pause.
-    private var startAt: UInt32?
-    /// Samples of priming: 20 ms, one or two frames.
-    private static let primingSamples = 960
-    /// The same frames as sent (RTP packets), for a room that joins: it gets those not yet due at once.
-    private var sentPackets: [(index: UInt64, sequence: UInt16, bytes: [UInt8])] = []
     private var routeChangeHandlers: [@Sendable (OutputRouteChangeReason) -> Void] = []
     private var roomHandlers: [@Sendable (RoomChange) -> Void] = []
     /// The rooms were told who plays (``sendRooms``): from then on every change is told.
@@ -273,8 +234,8 @@ public final class StreamSession: @unchecked Sendable {
         frameSamples = 48 * configuration.frameMilliseconds
         frameNanoseconds = UInt64(configuration.frameMilliseconds) * 1_000_000
         lead = UInt64(configuration.leadMilliseconds) * 1_000_000
-        anchorRTP = UInt32.random(in: 0...UInt32.max)
-        sequence = UInt16.random(in: 0...UInt16.max)
+        timeline = Timeline(frameSamples: frameSamples, latency: UInt64(configuration.latencyMilliseconds) * 1_000_000, lead: lead,
+                            rtp: UInt32.random(in: 0...UInt32.max), sequence: UInt16.random(in: 0...UInt16.max))
         ssrc = UInt32.random(in: 1...UInt32.max)
         if let onRouteChange { routeChangeHandlers.append(onRouteChange) }
 
@@ -331,10 +292,7 @@ public final class StreamSession: @unchecked Sendable {
 
     /// The stream's RTP timestamp for sender-clock time `now` on the current anchor (for sender reports).
     private func rtpTime(at now: UInt64) -> UInt32 {
-        lock.withLock {
-            let since = Int64(bitPattern: now &- anchorClock &- latency) * 48 / 1_000_000
-            return anchorRTP &+ UInt32(truncatingIfNeeded: since)
-        }
+        lock.withLock { timeline.rtpTime(at: now) }
     }
 
     /// The endpoints for rooms reached from `local`, made on first use. The send socket is bound outside the
@@ -389,13 +347,7 @@ public final class StreamSession: @unchecked Sendable {
     /// The packet with RTP sequence number `sequence` among those sent and kept (the latency and the lead
     /// and a few frames more: everything a receiver can still play), for a receiver that asks for it again.
     private func keptPacket(_ sequence: UInt16) -> [UInt8]? {
-        lock.withLock {
-            // Sent packets have consecutive sequence numbers: the one wanted is found by its distance.
-            guard let first = sentPackets.first else { return nil }
-            let distance = Int(sequence &- first.sequence)
-            guard distance < sentPackets.count, sentPackets[distance].sequence == sequence else { return nil }
-            return sentPackets[distance].bytes
-        }
+        lock.withLock { timeline.keptPacket(sequence) }
     }
 
     /// Call with `lock` held. While playing, the room gets at once the packets already sent that are not
@@ -404,11 +356,7 @@ public final class StreamSession: @unchecked Sendable {
     private func add(_ link: Link) {
         links.append(link)
         levels[ObjectIdentifier(link)] = link.initialVolume ?? 0
-        guard running else { return }
-        let now = HostClock.now()
-        // Frames whose time is at least one frame away: the receiver can still play them.
-        let firstDue = now + frameNanoseconds > anchorClock + latency ? (now + frameNanoseconds - anchorClock - latency) / frameNanoseconds + 1 : 0
-        for packet in sentPackets where packet.index >= firstDue { link.send(packet.bytes) }
+        for bytes in timeline.packetsStillDue(at: HostClock.now()) { link.send(bytes) }
     }
 
     // MARK: rooms
@@ -450,8 +398,8 @@ public final class StreamSession: @unchecked Sendable {
             let id = ObjectIdentifier(link)
             let (isRunning, anchor, start, info, artwork, enabled) = lock.withLock {
                 add(link)
-                if running { joining.insert(id) }
-                return (running, PlaybackAnchor(rtpTime: anchorRTP, senderClock: anchorClock), startAt, lastNowPlaying, lastArtwork, lastEnabled)
+                if timeline.running { joining.insert(id) }
+                return (timeline.running, timeline.anchor, timeline.startAt, lastNowPlaying, lastArtwork, lastEnabled)
             }
             do {
                 if isRunning {
@@ -518,7 +466,7 @@ public final class StreamSession: @unchecked Sendable {
             zip(current, statistics).map { link, stats in
                 let id = ObjectIdentifier(link)
                 return RoomReport(
-                    route: link.route, state: joining.contains(id) ? "joining" : running ? "playing" : "paused",
+                    route: link.route, state: joining.contains(id) ? "joining" : timeline.running ? "playing" : "paused",
                     volume: Self.effective(levels[id] ?? 0), outputLatencyMilliseconds: outputLatencies[id] ?? 0,
                     outputDelayMilliseconds: outputDelays[id] ?? 0, statistics: stats,
                     retransmission: link.feedbackKinds.contains(.nack) ? link.feedback.report : nil,
@@ -618,36 +566,14 @@ public final class StreamSession: @unchecked Sendable {
         try control.withLock {
             // Waiting for a lost room (`waitsForLostRooms`): nothing would hear it, so the position stays.
             guard !lock.withLock({ links.isEmpty }) else { throw RTSPClient.Failure(description: "no room is left to play on") }
-            let (anchor, rtp, seq, start) = lock.withLock { () -> (UInt64, UInt32, UInt16, UInt32?) in
-                anchorRTP = anchorRTP &+ UInt32(truncatingIfNeeded: framesSinceAnchor * UInt64(frameSamples))
-                framesSinceAnchor = 0
-                history.removeAll()
-                sentPackets.removeAll()
-                anchorClock = HostClock.now() + startDelay - min(backdate, latency)
-                contentAtAnchor = contentEnqueued - UInt64(queue.count / 2)
-                contentSentSinceAnchor = 0
-                silenceSinceAnchor = 0
-                pendingSilence = 0
-                // A fresh encoder (a resume): its priming frames go first, and the rooms play from the audio after
-                // them and the encoder's delay.
-                startAt = resetEncoder ? anchorRTP &+ UInt32(Self.primingSamples + encoderDelay) : nil
-                return (anchorClock, anchorRTP, sequence, startAt)
-            }
-            let headers = [("RTP-Info", RTPInfo(sequence: seq, rtpTime: rtp).serialized),
-                           ("Lyre-Anchor", PlaybackAnchor(rtpTime: rtp, senderClock: anchor).serialized)]
+            let (anchor, seq, start) = lock.withLock { timeline.anchor(at: HostClock.now(), startDelay: startDelay, backdate: backdate) }
+            let headers = [("RTP-Info", RTPInfo(sequence: seq, rtpTime: anchor.rtpTime).serialized),
+                           ("Lyre-Anchor", anchor.serialized)]
                 + Self.startAtHeader(start)
             let answers = try broadcast("RECORD", { _ in (headers, []) })
             for (link, reply) in answers { recordAnswered(link, reply) }
-            lock.withLock {
-                if start != nil {
-                    // A room that did not echo it would play the priming: then it is silence.
-                    let understood = answers.allSatisfy { $0.1.headers[Self.startAtName] == start.map(String.init) }
-                    primingLeft = understood && priming.count == Self.primingSamples * 2 ? priming : [Float](repeating: 0, count: Self.primingSamples * 2)
-                    primed = primingLeft
-                }
-                priming = []
-                running = true
-            }
+            let echoed = answers.allSatisfy { $0.1.headers[Self.startAtName] == start.map(String.init) }
+            lock.withLock { timeline.began(echoedStart: echoed) }
             pacerWake.signal()
         }
     }
@@ -657,84 +583,23 @@ public final class StreamSession: @unchecked Sendable {
     /// frame due now), so `start()` resumes exactly: no sample lost, none played twice.
     public func pause() throws {
         try control.withLock {
-            let (seq, rtp, estimate) = lock.withLock { () -> (UInt16, UInt32, UInt32) in
-                running = false
-                let rtp = anchorRTP &+ UInt32(truncatingIfNeeded: framesSinceAnchor * UInt64(frameSamples))
-                return (sequence, rtp, dueRTP())
-            }
+            let (seq, rtp, estimate) = lock.withLock { timeline.pause(at: HostClock.now()) }
             wakePacerForAudio()
             let headers = [("RTP-Info", RTPInfo(sequence: seq, rtpTime: rtp).serialized)]
             var answers: [(Link, RTSPMessage)] = []
             defer {
                 // The rooms stopped at slightly different samples: resume from the earliest, so none skips audio.
                 let stops = answers.compactMap { $0.1.headers["Lyre-Stopped-At"].flatMap(UInt32.init) }
-                lock.withLock { takeBack(from: stops.min { Int32(bitPattern: $0 &- $1) < 0 } ?? estimate) }
+                lock.withLock { timeline.takeBack(from: stops.min { Int32(bitPattern: $0 &- $1) < 0 } ?? estimate) }
             }
             answers = try broadcast("FLUSH") { _ in (headers, []) }
         }
     }
 
-    /// The RTP time of the frame due at the outputs now (the first not yet played, by the clock). Under `lock`.
-    private func dueRTP(at now: UInt64 = HostClock.now()) -> UInt32 {
-        let played = now > anchorClock + latency ? (now - anchorClock - latency) / frameNanoseconds : 0
-        return anchorRTP &+ UInt32(truncatingIfNeeded: played * UInt64(frameSamples))
-    }
-
-    /// Puts back in the queue, in order, the app's audio from the decoded stream's RTP position `stop` on (what
-    /// no room has played), forgets what was sent, and has the encoder start afresh. A packet decodes to the last
-    /// `encoderDelay` samples of the frame encoded before it and then its own, so the audio at `stop` may begin in
-    /// the frame before the one that holds `stop`. Under `lock`.
-    private func takeBack(from stop: UInt32) {
-        // Nothing after a resume plays before its start (the priming), so no room stopped before it.
-        let stop = startAt.map { Int32(bitPattern: stop &- $0) < 0 ? $0 : stop } ?? stop
-        let relative = Int64(Int32(bitPattern: stop &- anchorRTP))
-        let samples = Int64(frameSamples)
-        let slot = relative < 0 ? 0 : relative / samples
-        // Where in `slot`'s own frame the audio at `stop` is, when it is there (the encoder's input offset).
-        let offset = relative < 0 ? 0 : relative % samples - Int64(encoderDelay)
-        var back: [Float] = []
-        // Where `back` begins on the encoder's input, in samples from the anchor.
-        var from: Int64?
-        if offset < 0, let previous = history.last(where: { $0.index < slot }), previous.content,
-            history.contains(where: { $0.index == slot })
-        {
-            // The audio at `stop` is the tail of the frame before, which only `slot`'s packet carried out.
-            back += previous.pcm.suffix(Int(-offset) * 2)
-            from = slot * samples + offset
-        }
-        for frame in history where frame.index >= slot && frame.content {
-            let skip = frame.index == slot ? max(0, offset) : 0
-            from = from ?? Int64(frame.index) * samples + skip
-            back += frame.pcm.dropFirst(Int(skip) * 2)
-        }
-        // The encoder's input just before that: the next encoder is primed with it (silence where no frame was).
-        // Paused again before any of the queue's audio went: it still follows the last priming.
-        priming = startAt != nil && !history.contains(where: \.content) ? primed : [Float](repeating: 0, count: Self.primingSamples * 2)
-        if let from {
-            let first = from - Int64(Self.primingSamples)
-            for frame in history {
-                let start = Int64(frame.index) * samples
-                let lower = max(first, start), upper = min(from, start + samples)
-                guard lower < upper else { continue }
-                priming.replaceSubrange(Int(lower - first) * 2..<Int(upper - first) * 2,
-                                        with: frame.pcm.dropFirst(Int(lower - start) * 2).prefix(Int(upper - lower) * 2))
-            }
-        }
-        queue.prepend(back)
-        history.removeAll()
-        sentPackets.removeAll()
-        tailUnflushed = false
-        resetEncoder = true
-    }
 
     /// Drops queued audio (for a seek: pause, drop, enqueue from the new position, start).
     public func dropQueued() {
-        lock.withLock {
-            contentEnqueued -= UInt64(queue.count / 2)
-            queue.removeAll()
-            // What follows is not the audio the priming preceded: the encoder is primed with silence.
-            priming = []
-        }
+        lock.withLock { timeline.dropQueued() }
         wakeQueueWaiters()
     }
 
@@ -831,25 +696,16 @@ public final class StreamSession: @unchecked Sendable {
     // MARK: content positions
 
     /// Frames (48 kHz) enqueued so far, less what `dropQueued` dropped: the index the next enqueued frame gets.
-    public var enqueuedFrames: UInt64 { lock.withLock { contentEnqueued } }
+    public var enqueuedFrames: UInt64 { lock.withLock { timeline.contentEnqueued } }
 
     /// How many enqueued frames have played by sender-clock time `now`.
     public func playedFrames(at now: UInt64 = HostClock.now()) -> UInt64 {
-        lock.withLock {
-            guard running else { return contentEnqueued - UInt64(queue.count / 2) }
-            let start = anchorClock + latency
-            let elapsed = now > start ? (now - start) * 48 / 1_000_000 : 0
-            return contentAtAnchor + min(contentSentSinceAnchor, elapsed > silenceSinceAnchor ? elapsed - silenceSinceAnchor : 0)
-        }
+        lock.withLock { timeline.playedFrames(at: now) }
     }
 
     /// Sender-clock time at which enqueued frame `frame` plays, while playing; nil while paused.
     public func playTime(ofFrame frame: UInt64) -> UInt64? {
-        lock.withLock {
-            guard running else { return nil }
-            let offset = Int64(frame) - Int64(contentAtAnchor) + Int64(silenceSinceAnchor)
-            return UInt64(Int64(anchorClock + latency) + offset * 1_000_000 / 48)
-        }
+        lock.withLock { timeline.playTime(ofFrame: frame) }
     }
 
     /// Queues audio: 48 kHz interleaved stereo float. Blocks while more than a second is queued; returns
@@ -857,10 +713,7 @@ public final class StreamSession: @unchecked Sendable {
     @discardableResult
     public func enqueue(_ pcm: [Float]) -> Bool {
         guard waitForQueue(below: 96000, whilePaused: true) else { return false }
-        lock.withLock {
-            queue.append(contentsOf: pcm)
-            contentEnqueued += UInt64(pcm.count / 2)
-        }
+        lock.withLock { timeline.enqueue(pcm) }
         wakePacerForAudio()
         return true
     }
@@ -873,12 +726,7 @@ public final class StreamSession: @unchecked Sendable {
     /// with silence to a whole one, so that it is sent and `playedFrames` reaches `enqueuedFrames`. Until
     /// then a part packet waits in the queue for the audio that completes it.
     public func padToPacket() {
-        lock.withLock {
-            let partial = (queue.count / 2) % frameSamples
-            guard partial > 0 else { return }
-            queue.append(contentsOf: [Float](repeating: 0, count: (frameSamples - partial) * 2))
-            contentEnqueued += UInt64(frameSamples - partial)
-        }
+        lock.withLock { timeline.padToPacket() }
     }
 
     /// Waits, on the pacer's signal, until fewer than `samples` are queued (and, when `flushed`, the encoder's
@@ -886,8 +734,8 @@ public final class StreamSession: @unchecked Sendable {
     private func waitForQueue(below samples: Int, whilePaused: Bool, flushed: Bool = false) -> Bool {
         while true {
             let state = lock.withLock { () -> Bool? in
-                if ended || (!whilePaused && !running) { return false }
-                if queue.count < samples, !flushed || !tailUnflushed { return true }
+                if ended || (!whilePaused && !timeline.running) { return false }
+                if timeline.queuedSamples < samples, !flushed || !timeline.holdsUnflushedTail { return true }
                 queueWaiters += 1
                 return nil
             }
@@ -900,7 +748,7 @@ public final class StreamSession: @unchecked Sendable {
 
     private func wakeQueueWaiters() {
         let (waiters, notice) = lock.withLock { () -> (Int, (@Sendable () -> Void)?) in
-            guard let notice = drainNotice, ended || queue.count / 2 < notice.frames else { return (queueWaiters, nil) }
+            guard let notice = drainNotice, ended || timeline.queuedSamples / 2 < notice.frames else { return (queueWaiters, nil) }
             drainNotice = nil
             return (queueWaiters, notice.handler)
         }
@@ -914,7 +762,7 @@ public final class StreamSession: @unchecked Sendable {
     /// replaces one not yet answered.
     public func whenQueued(below frames: Int, _ handler: @escaping @Sendable () -> Void) {
         let now = lock.withLock { () -> Bool in
-            if ended || queue.count / 2 < frames { return true }
+            if ended || timeline.queuedSamples / 2 < frames { return true }
             drainNotice = (frames, handler)
             return false
         }
@@ -922,7 +770,7 @@ public final class StreamSession: @unchecked Sendable {
     }
 
     /// Frames (48 kHz) queued and not yet sent.
-    public var queuedFrames: Int { lock.withLock { queue.count / 2 } }
+    public var queuedFrames: Int { lock.withLock { timeline.queuedSamples / 2 } }
 
     /// The session is over: closed, or every room went away or was taken over.
     public var hasEnded: Bool { lock.withLock { ended } }
@@ -936,7 +784,7 @@ public final class StreamSession: @unchecked Sendable {
 
     /// Sender-clock time at which what has been sent so far will have played.
     public var sentUntil: UInt64 {
-        lock.withLock { anchorClock + framesSinceAnchor * frameNanoseconds + latency }
+        lock.withLock { timeline.sentUntil }
     }
 
     /// Sends what is queued, waits until it has played, then TEARDOWN and close.
@@ -945,7 +793,7 @@ public final class StreamSession: @unchecked Sendable {
         wakePacerForAudio()
         _ = waitForQueue(below: 1, whilePaused: false, flushed: true)
         let until = sentUntil
-        if lock.withLock({ running && !ended }) { HostClock.sleep(until: until + 20_000_000) }
+        if lock.withLock({ timeline.running && !ended }) { HostClock.sleep(until: until + 20_000_000) }
         close()
     }
 
@@ -955,7 +803,7 @@ public final class StreamSession: @unchecked Sendable {
         // TEARDOWN: the receiver that relayed it would otherwise lose the answer with its session.
         if DispatchQueue.getSpecific(key: Self.onCommandQueue) == nil { commandQueue.sync {} }
         let closing = lock.withLock { () -> [Link] in
-            defer { ended = true; running = false; routeChangeSent = true; links.removeAll() }
+            defer { ended = true; timeline.end(); routeChangeSent = true; links.removeAll() }
             return ended ? [] : links
         }
         pacerWake.signal()
@@ -963,8 +811,6 @@ public final class StreamSession: @unchecked Sendable {
         _ = Self.concurrently(closing) { $0.close(teardown: true) }
         closeEndpoints()
     }
-
-    private var latency: UInt64 { UInt64(configuration.latencyMilliseconds) * 1_000_000 }
 
     // MARK: receiver events
 
@@ -1026,13 +872,13 @@ public final class StreamSession: @unchecked Sendable {
             guard links.isEmpty else { return (links.count, []) }
             if configuration.waitsForLostRooms, reason == .oldDeviceUnavailable {
                 // Paused where the room's output stopped, when its receiver said, else where it was due.
-                if running {
-                    running = false
-                    takeBack(from: stoppedAt ?? dueRTP())
+                if timeline.running {
+                    let due = timeline.pause(at: HostClock.now()).due
+                    timeline.takeBack(from: stoppedAt ?? due)
                 }
                 return (0, routeChangeHandlers)
             }
-            running = false
+            timeline.end()
             ended = true
             guard !routeChangeSent else { return (0, []) }
             routeChangeSent = true
@@ -1053,31 +899,20 @@ public final class StreamSession: @unchecked Sendable {
     private func pace() {
         do {
             let encoder = try OpusEncoder(bitrate: configuration.bitrate)
-            lock.withLock { encoderDelay = encoder.lookahead }
+            lock.withLock { timeline.encoderDelay = encoder.lookahead }
             pace(with: encoder)
         } catch {
             close()
         }
     }
 
-    /// Keeps a frame just sent for a pause to take back, and as many before it as can still be unplayed.
-    /// Under `lock`.
-    private func keep(_ frame: (index: UInt64, pcm: ArraySlice<Float>, content: Bool)) {
-        history.append(frame)
-        let keep = Int((latency + lead) / frameNanoseconds) + 4
-        if history.count > keep { history.removeFirst(history.count - keep) }
-    }
-
     private func pace(with encoder: borrowing OpusEncoder) {
-        let samplesPerFrame = frameSamples * 2
         let lateAudioWait = UInt64(configuration.lateAudioWaitMilliseconds) * 1_000_000
         // One parity packet per row of media packets, to the rooms that take FEC (streaming.md §4.3).
         var fec = configuration.fecRow.map { FECEncoder(row: $0, payloadType: Self.fecPayloadType, ssrc: ssrc ^ 0x5A5A_5A5A) }
         var sentLastSlot = false
         while true {
-            let step = lock.withLock { () -> (ended: Bool, running: Bool, due: UInt64) in
-                (ended, running, anchorClock + framesSinceAnchor * frameNanoseconds)
-            }
+            let step = lock.withLock { (ended: ended, running: timeline.running, due: timeline.nextDue) }
             if step.ended { break }
             if !step.running {
                 // Paused: sleep until started or ended, and keep the sessions alive (streaming.md §7).
@@ -1093,7 +928,7 @@ public final class StreamSession: @unchecked Sendable {
                 // A live source's audio is late: its frame goes when it comes, while it can still play in time.
                 let deadline = (step.due > lead ? step.due - lead : 0) + lateAudioWait
                 while lock.withLock({ () -> Bool in
-                    let late = running && !ended && !finishing && primingLeft.isEmpty && queue.count < samplesPerFrame
+                    let late = !ended && timeline.awaitsAudio(finishing: finishing)
                     pacerWaitsForAudio = late
                     return late
                 }), HostClock.now() < deadline {
@@ -1101,43 +936,7 @@ public final class StreamSession: @unchecked Sendable {
                 }
                 lock.withLock { pacerWaitsForAudio = false }
             }
-            let frame = lock.withLock { () -> (pcm: ArraySlice<Float>?, index: UInt64, seq: UInt16, rtp: UInt32, reset: Bool)? in
-                guard running else { return nil }
-                let index = framesSinceAnchor
-                let rtp = anchorRTP &+ UInt32(truncatingIfNeeded: index * UInt64(frameSamples))
-                framesSinceAnchor += 1
-                if !primingLeft.isEmpty {
-                    // A fresh encoder's priming (after a resume): sent, and played by no room (`startAt`).
-                    let pcm = ArraySlice(primingLeft.prefix(samplesPerFrame))
-                    primingLeft.removeFirst(pcm.count)
-                    pendingSilence += UInt64(frameSamples)
-                    keep((index, pcm, false))
-                    defer { sequence &+= 1; resetEncoder = false }
-                    return (pcm, index, sequence, rtp, resetEncoder)
-                }
-                if queue.count >= samplesPerFrame || (finishing && !queue.isEmpty) {
-                    var pcm = queue.take(samplesPerFrame)
-                    contentSentSinceAnchor += UInt64(pcm.count / 2)
-                    silenceSinceAnchor += pendingSilence
-                    pendingSilence = 0
-                    if pcm.count < samplesPerFrame { pcm.append(contentsOf: repeatElement(0, count: samplesPerFrame - pcm.count)) }
-                    keep((index, pcm, true))
-                    tailUnflushed = true
-                    defer { sequence &+= 1; resetEncoder = false }
-                    return (pcm, index, sequence, rtp, resetEncoder)
-                }
-                pendingSilence += UInt64(frameSamples)
-                if tailUnflushed {
-                    // The first slot with nothing queued after audio: a frame of silence carries the last
-                    // `encoderDelay` samples of that audio out of the encoder, so a stream never ends cut.
-                    tailUnflushed = false
-                    let silence = ArraySlice(repeatElement(Float(0), count: samplesPerFrame))
-                    keep((index, silence, false))
-                    defer { sequence &+= 1 }
-                    return (silence, index, sequence, rtp, false)
-                }
-                return (nil, index, sequence, rtp, false)  // nothing queued: the slot passes in silence
-            }
+            let frame = lock.withLock { timeline.nextSlot(finishing: finishing) }
             wakeQueueWaiters()
             guard let frame, let pcm = frame.pcm else {
                 // The first slot with nothing to send after a packet (the stream's end, or the app's audio ran
@@ -1147,54 +946,18 @@ public final class StreamSession: @unchecked Sendable {
                 continue
             }
             sentLastSlot = true
-            if frame.reset { try? encoder.reset() }
+            if frame.resetsEncoder { try? encoder.reset() }
             guard let payload = try? pcm.withUnsafeBufferPointer({ try encoder.encode($0, frames: frameSamples) }) else { continue }
             // One encode, the same packet to every room.
-            let packet = RTPPacket(marker: false, payloadType: 96, sequenceNumber: frame.seq, timestamp: frame.rtp, ssrc: ssrc, payload: payload)
+            let packet = RTPPacket(marker: false, payloadType: 96, sequenceNumber: frame.sequence, timestamp: frame.rtp, ssrc: ssrc, payload: payload)
             let bytes = packet.serialized()
             // Kept and sent under one lock: a room joining now gets this packet exactly once, either
             // among the packets `add` sends it or from here.
             lock.withLock {
-                guard running, frame.index < framesSinceAnchor else { return }  // paused meanwhile: taken back
-                sentPackets.append((frame.index, frame.seq, bytes))
-                if sentPackets.count > history.count { sentPackets.removeFirst(sentPackets.count - history.count) }
+                // Paused meanwhile: its audio was taken back.
+                guard timeline.sent(bytes, for: frame) else { return }
                 Link.send(bytes, parity: fec?.add(packet), to: links)
             }
         }
-    }
-}
-
-/// The samples waiting to be sent. The pacing thread takes a frame from the front every 10–20 ms; taking
-/// moves a read index instead of shifting the whole queue, which is compacted now and then.
-private struct SampleQueue {
-    private var storage: [Float] = []
-    private var head = 0
-
-    var count: Int { storage.count - head }
-    var isEmpty: Bool { count == 0 }
-
-    mutating func append(contentsOf samples: [Float]) { storage += samples }
-
-    /// Puts samples back at the front (audio taken back on pause).
-    mutating func prepend(_ samples: [Float]) {
-        storage = samples + storage[head...]
-        head = 0
-    }
-
-    /// Up to `n` samples from the front.
-    mutating func take(_ n: Int) -> ArraySlice<Float> {
-        let end = min(head + n, storage.count)
-        let taken = ArraySlice(storage[head..<end])
-        head = end
-        if head >= 48_000, head * 2 >= storage.count {
-            storage.removeFirst(head)
-            head = 0
-        }
-        return taken
-    }
-
-    mutating func removeAll() {
-        storage.removeAll(keepingCapacity: true)
-        head = 0
     }
 }
