@@ -77,7 +77,8 @@ public final class StreamSession: @unchecked Sendable {
     private var endpoints: [String: Link.LocalEndpoints] = [:]
     /// What the responders of `endpoints` already closed had dropped.
     private var timingDroppedByClosed = 0
-    /// Wakes a producer or `finish()` waiting for the queue to shrink; signalled when one waits.
+    /// Wakes a producer or `finish()` waiting for the queue to shrink, the session to stop or to end; signalled
+    /// (`wakeQueueWaiters`) after every change they wait on, when one waits.
     private let queueWake = DispatchSemaphore(value: 0)
     private var queueWaiters = 0
     /// Wakes the pacer waiting for a live source's late audio (`lateAudioWaitMilliseconds`); signalled when it
@@ -456,6 +457,7 @@ public final class StreamSession: @unchecked Sendable {
         try control.withLock {
             let (seq, rtp, estimate) = lock.withLock { timeline.pause(at: HostClock.now()) }
             wakePacerForAudio()
+            wakeQueueWaiters()
             let headers = [("RTP-Info", RTPInfo(sequence: seq, rtpTime: rtp).serialized)]
             var answers: [(Link, RTSPMessage)] = []
             defer {
@@ -611,8 +613,9 @@ public final class StreamSession: @unchecked Sendable {
                 return nil
             }
             if let state { return state }
-            // Bounded, so that a waiter never depends on a signal alone.
-            _ = queueWake.wait(timeout: .now() + .milliseconds(500))
+            // Signalled after each change of what is checked above: the pacer takes a frame, the queue is
+            // dropped, the session pauses, loses its last room or ends. A signal given before this wait counts.
+            queueWake.wait()
             lock.withLock { queueWaiters -= 1 }
         }
     }
@@ -757,9 +760,12 @@ public final class StreamSession: @unchecked Sendable {
             return (0, routeChangeHandlers)
         }
         notifyRoom(RoomChange(route: link.route, kind: .left(reason), remaining: remaining))
+        if remaining == 0 {
+            // Ended, or paused to wait for a room: `finish()` no longer waits for the queue to drain.
+            wakeQueueWaiters()
+        }
         if remaining == 0, hasEnded {
             pacerWake.signal()
-            wakeQueueWaiters()
             closeEndpoints()
         }
         for handler in handlers { handler(reason) }
