@@ -104,11 +104,12 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]),
 
-        // lyre sink: one sound output per receiver on PulseAudio or PipeWire (libpulse), decided by SinkRouter.
+        // lyre sink: one sound output per receiver on PulseAudio or PipeWire (libpulse), decided by SinkRouter and
+        // carried out by SinkController.
         .target(
             name: "LyreSink",
             dependencies: [
-                "CPulse", "CPulseShim", "LyreSender", "LyreWire", "LyreMPRIS",
+                "CPulse", "CPulseShim", "LyreDiscovery", "LyreSender", "LyreWire", "LyreMPRIS",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]),

@@ -68,3 +68,8 @@ public struct RouteChange: Sendable, Equatable {
         self.device = device
     }
 }
+
+extension Device {
+    /// False while the receiver says it is leaving or its output cannot open: no sender plays to it then.
+    public var isPlayable: Bool { receiver.status != .leaving && receiver.status != .unavailable }
+}

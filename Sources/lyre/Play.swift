@@ -449,7 +449,7 @@ struct RouteResolver: Sendable {
     }
 
     static func playable(_ devices: [Device]) -> [Device] {
-        devices.filter { $0.receiver.status != .leaving && $0.receiver.status != .unavailable }
+        devices.filter(\.isPlayable)
     }
 }
 

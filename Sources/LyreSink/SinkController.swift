@@ -1,0 +1,383 @@
+import Foundation
+import Logging
+import LyreDiscovery
+import LyreMPRIS
+import LyreSender
+import LyreWire
+import Synchronization
+
+/// Carries out SinkRouter's decisions on the sound server (PulseClient, MonitorCapture) and the network
+/// (StreamSession), one event at a time on its own queue.
+public final class SinkController: @unchecked Sendable {
+    private let queue = DispatchQueue(label: "lyre.sink")
+    private var router = SinkRouter()
+    private var pulse: PulseClient?
+    private var routes: [String: OutputRoute] = [:]
+    private var captures: [String: MonitorCapture] = [:]
+    /// The sessions streaming now, and the volume each receiver was last given (dB).
+    private var sessions: [String: StreamSession] = [:]
+    private var volumes: [String: Double] = [:]
+    /// Which start of each receiver's stream is the current one (a connection that finishes after a stop
+    /// or a newer start is closed).
+    private var generations: [String: Int] = [:]
+    private var applications: [UInt32: String] = [:]
+    /// Each stream's process, for finding the app's MPRIS player.
+    private var processes: [UInt32: UInt32] = [:]
+    /// The apps' MPRIS players (none without a session bus), and what each receiver was last told of one.
+    private var watcher: BusReconnector<MPRISPlayerWatcher>?
+    private var players: [String: WatchedPlayer] = [:]
+    private var bridges: [String: Bridge] = [:]
+    /// Requests to the receivers (now playing, cover, enabled controls, volume) wait for their answers here, in
+    /// order, off the controller's queue.
+    private let outgoing = DispatchQueue(label: "lyre.sink.outgoing")
+
+    /// The player that speaks for a receiver's output, and what was last sent of it.
+    struct Bridge {
+        var player: String?
+        var shown: WatchedPlayer?
+        var artURL: String?
+    }
+    private let configuration: StreamConfiguration
+    private let logger: Logger
+    /// Signalled when the sound server goes away.
+    public let lost = DispatchGroup()
+    /// Streams playing out what they hold before their TEARDOWN.
+    private let finishing = DispatchGroup()
+
+    public init(configuration: StreamConfiguration, logger: Logger) {
+        self.configuration = configuration
+        self.logger = logger
+        lost.enter()
+    }
+
+    public func connect() throws {
+        let client = try PulseClient(
+            name: "Lyre",
+            onInput: { [weak self] input in
+                guard let self else { return }
+                self.queue.async { self.inputChanged(input) }
+            },
+            onVolume: { [weak self] sink, decibels, muted in
+                guard let self else { return }
+                self.queue.async { self.volumeChanged(sink: sink, decibels: decibels, muted: muted) }
+            },
+            onLost: { [weak self] in
+                guard let self else { return }
+                self.logger.error("the sound server went away")
+                self.lost.leave()
+            })
+        queue.sync { pulse = client }
+    }
+
+    /// Watches the apps' MPRIS players on the session bus; without one, outputs still play, with nothing shown.
+    public func watchPlayers() {
+        do {
+            let watcher = try BusReconnector<MPRISPlayerWatcher>(
+                label: "lyre-sink-mpris",
+                make: { [weak self] lost throws(MPRISError) in
+                    try MPRISPlayerWatcher(
+                        bus: .session,
+                        onChange: { [weak self] player in
+                            guard let self else { return }
+                            self.queue.async {
+                                self.players[player.busName] = player
+                                self.refreshAll()
+                            }
+                        },
+                        onRemoved: { [weak self] name in
+                            guard let self else { return }
+                            self.queue.async {
+                                self.players[name] = nil
+                                self.refreshAll()
+                            }
+                        },
+                        onLost: lost)
+                },
+                close: { $0.close() },
+                // The bus restarted: its players went with it; those that come back are listed anew.
+                onLost: { [weak self, logger] in
+                    logger.warning("the session bus went away; watching for apps' players again every second")
+                    guard let self else { return }
+                    self.queue.async {
+                        self.players.removeAll()
+                        self.refreshAll()
+                    }
+                },
+                onBack: { [logger] _ in logger.notice("watching apps' players on the session bus again") })
+            queue.sync { self.watcher = watcher }
+        } catch {
+            logger.warning("apps' now playing and controls are not passed on: \(error)")
+        }
+    }
+
+    /// A receiver appeared, changed or left.
+    public func deviceChanged(_ change: RouteChange) {
+        queue.async { [self] in
+            let device = change.device
+            let id = device.id.rawValue
+            let address = device.streamAddress
+            if change.reason == .deviceUnavailable || !device.isPlayable || address == nil {
+                routes[id] = nil
+                perform(router.receiverGone(id: id))
+                return
+            }
+            routes[id] = OutputRoute(host: address!, port: device.port, name: device.name, id: id)
+            perform(router.receiverAppeared(id: id, name: device.name))
+        }
+    }
+
+    private func inputChanged(_ input: PulseInput) {
+        if let sink = input.sink {
+            if let application = input.application { applications[input.index] = application }
+            if let pid = input.processID { processes[input.index] = pid }
+            perform(router.inputChanged(index: input.index, sink: sink, role: input.role))
+        } else {
+            applications[input.index] = nil
+            processes[input.index] = nil
+            perform(router.inputRemoved(index: input.index))
+        }
+        refreshAll()
+    }
+
+    /// An output's slider moved: its receiver's volume follows while it streams.
+    private func volumeChanged(sink: UInt32, decibels: Double, muted: Bool) {
+        guard let receiver = router.receiver(ofSink: sink), let session = sessions[receiver] else { return }
+        let volume = SinkRouter.receiverVolume(outputDecibels: decibels, muted: muted)
+        guard abs(volume - (volumes[receiver] ?? .infinity)) >= 0.05 else { return }
+        volumes[receiver] = volume
+        do {
+            try session.setVolume(volume)
+            logger.info("volume of \(routes[receiver]?.description ?? receiver): \(volume) dB, from its output")
+        } catch {
+            logger.warning("cannot set the volume of \(routes[receiver]?.description ?? receiver): \(error)")
+        }
+    }
+
+    /// A stream started: the output's slider shows the receiver's volume, now and whenever the receiver's
+    /// controls change it; the receiver's controls go to the app's player.
+    private func started(_ session: StreamSession, receiver: String) {
+        sessions[receiver] = session
+        showVolume(session.volume, receiver: receiver)
+        session.observeVolume { [weak self] volume in
+            guard let self else { return }
+            self.queue.async {
+                guard self.sessions[receiver] === session else { return }
+                self.showVolume(volume, receiver: receiver)
+            }
+        }
+        // Disabled first, so that adding the handlers sends nothing; refresh enables what the player can do.
+        session.remoteCommands.setEnabled(PlayerBridge.enabled(nil))
+        for command in PlayerBridge.bridgedCommands {
+            session.remoteCommands.addHandler(command) { [weak self] event in
+                self?.relay(event, receiver: receiver) ?? .commandFailed
+            }
+        }
+        bridges[receiver] = Bridge()
+        refresh(receiver)
+    }
+
+    private func showVolume(_ volume: Double, receiver: String) {
+        volumes[receiver] = volume
+        guard let sink = router.sink(ofReceiver: receiver) else { return }
+        do { try pulse?.setVolume(sink: sink, decibels: volume) } catch { logger.warning("\(error)") }
+    }
+
+    // MARK: the app's now playing and controls
+
+    private func refreshAll() {
+        for receiver in sessions.keys { refresh(receiver) }
+    }
+
+    /// Tells the receiver what the app playing there shows on MPRIS, when that changed, and which of its
+    /// controls the app takes.
+    private func refresh(_ receiver: String) {
+        guard let session = sessions[receiver], var bridge = bridges[receiver] else { return }
+        let input = router.nowPlayingInput(receiver: receiver)
+        let player = input.flatMap { input in
+            PlayerBridge.player(processIDs: ProcessAncestry.chain(of: processes[input]), application: applications[input],
+                                among: Array(players.values))
+        }
+        guard player != bridge.shown || player?.busName != bridge.player else { return }
+        if player?.busName != bridge.player {
+            let app = input.flatMap { applications[$0] } ?? "the app"
+            logger.info("\(routes[receiver]?.description ?? receiver) shows \(player.map { "\($0.busName) (\(app))" } ?? "no player")")
+        }
+        // Once a track, not at every position update.
+        if let player, player.state.metadata != bridge.shown?.state.metadata, case let capped = PlayerBridge.cappedFields(player),
+            !capped.isEmpty
+        {
+            logger.notice("\(player.busName)'s \(capped.joined(separator: ", ")) cut to what the receiver takes (now-playing.md §2)")
+        }
+        bridge.player = player?.busName
+        bridge.shown = player
+        let info = player.map { PlayerBridge.nowPlaying($0, at: MPRISState.monotonicNow) } ?? NowPlayingInfo()
+        let artURL = player?.state.metadata?.artURL
+        let newArt = artURL != bridge.artURL
+        bridge.artURL = artURL
+        bridges[receiver] = bridge
+        let enabled = PlayerBridge.enabled(player?.state)
+        let logger = logger
+        outgoing.async {
+            session.remoteCommands.setEnabled(enabled)
+            do { try session.setNowPlaying(info) } catch { logger.warning("now playing not sent: \(error)") }
+            guard newArt else { return }
+            do { try session.setArtwork(Self.artwork(at: artURL, logger: logger)) } catch { logger.warning("cover not sent: \(error)") }
+        }
+    }
+
+    /// The cover a player names: a local JPEG or PNG file within the size limit; anything else is not sent.
+    private static func artwork(at url: String?, logger: Logger) -> Artwork? {
+        switch PlayerBridge.artworkSource(url) {
+        case .none:
+            return nil
+        case .elsewhere(let scheme):
+            logger.info("the app's cover is not sent: only local files are read, not \(scheme) URLs")
+            return nil
+        case .file(let path):
+            let bytes: [UInt8]
+            switch ArtworkFile.read(path, limit: Artwork.maximumBytes) {
+            case .success(let read): bytes = read
+            case .failure(let failure):
+                logger.info("the app's cover \(path) is not sent: \(failure)")
+                return nil
+            }
+            do {
+                return try Artwork(bytes: bytes)
+            } catch {
+                logger.info("the app's cover \(path) is not sent: \(error)")
+                return nil
+            }
+        }
+    }
+
+    /// A control from the receiver, passed to the app's player (on the session's command thread); its answer is
+    /// waited for, up to 2 s.
+    private func relay(_ event: RemoteCommandEvent, receiver: String) -> RemoteCommandStatus {
+        let target: (WatchedPlayer, MPRISPlayerWatcher)? = queue.sync {
+            guard let name = bridges[receiver]?.player, let player = players[name], let watcher = watcher?.value else { return nil }
+            return (player, watcher)
+        }
+        let command: MPRISCommand
+        switch PlayerBridge.relay(event, to: target?.0) {
+        case .answer(let status): return status
+        case .call(let call): command = call
+        }
+        guard let (player, watcher) = target else { return .noSuchContent }
+        let answered = DispatchSemaphore(value: 0)
+        let result = Mutex<MPRISCommandResult?>(nil)
+        watcher.send(command, to: player.busName) { outcome in
+            result.withLock { $0 = outcome }
+            answered.signal()
+        }
+        let inTime = answered.wait(timeout: .now() + 2) == .success
+        let answer = result.withLock { $0 }
+        switch answer {
+        case _ where !inTime:
+            logger.warning("\(player.busName) did not answer \(event.command.rawValue) within 2 s")
+        case .success?:
+            logger.info("\(event.command.rawValue) from \(routes[receiver]?.description ?? receiver) passed to \(player.busName)")
+        case .failed(let name, let message)?:
+            logger.warning("\(player.busName) refused \(event.command.rawValue): \(name): \(message)")
+        case nil:
+            break
+        }
+        return PlayerBridge.status(of: inTime ? answer : nil)
+    }
+
+    private func perform(_ actions: [SinkRouter.Action]) {
+        guard let pulse else { return }
+        for action in actions {
+            switch action {
+            case .loadSink(let receiver, let sinkName, let description):
+                do {
+                    let (module, sink) = try pulse.loadNullSink(name: sinkName, description: description)
+                    logger.info("output '\(description)' (\(sinkName)) added")
+                    do {
+                        captures[receiver] = try MonitorCapture(monitor: sinkName + ".monitor", logger: logger)
+                    } catch {
+                        logger.error("\(error)")
+                    }
+                    perform(router.sinkLoaded(receiver: receiver, module: module, sink: sink))
+                } catch {
+                    logger.error("\(error)")
+                }
+            case .unloadSink(let receiver, let module):
+                captures.removeValue(forKey: receiver)?.stop()
+                do {
+                    try pulse.unloadModule(module)
+                    logger.info("output \(SinkRouter.sinkName(receiver: receiver)) removed: the receiver is gone")
+                } catch {
+                    logger.warning("\(error)")
+                }
+            case .moveToLocal(let input):
+                do {
+                    try pulse.moveToLocal(input: input)
+                    logger.info("stream \(input) of '\(applications[input] ?? "an app")' moved to the local output")
+                } catch {
+                    logger.warning("\(error)")
+                }
+            case .startStream(let receiver):
+                guard let route = routes[receiver], let capture = captures[receiver] else { continue }
+                capture.beginSession()
+                let generation = (generations[receiver] ?? 0) + 1
+                generations[receiver] = generation
+                let configuration = configuration
+                // Connecting takes a round trip or more: off the queue, while the capture keeps what it records.
+                DispatchQueue.global().async { [self] in
+                    let result = Result { try StreamSession(routes: [route], configuration: configuration) }
+                    queue.async { [self] in
+                        switch result {
+                        case .success(let session) where generations[receiver] == generation:
+                            logger.info("streaming to \(route)")
+                            started(session, receiver: receiver)
+                            capture.attach(session, configuration: configuration) { [weak self] why in
+                                guard let self else { return }
+                                self.queue.async {
+                                    guard self.generations[receiver] == generation else { return }
+                                    self.logger.notice("stream to \(route) ended: \(why)")
+                                    self.sessions[receiver] = nil
+                                    self.bridges[receiver] = nil
+                                    self.perform(self.router.streamEnded(receiver: receiver))
+                                }
+                            }
+                        case .success(let session):
+                            session.close()
+                        case .failure(let error) where generations[receiver] == generation:
+                            logger.warning("cannot stream to \(route): \(error)")
+                            _ = capture.detach()
+                            perform(router.streamEnded(receiver: receiver))
+                        case .failure:
+                            break
+                        }
+                    }
+                }
+            case .stopStream(let receiver):
+                generations[receiver, default: 0] += 1
+                sessions[receiver] = nil
+                bridges[receiver] = nil
+                // The last of the app's audio still in the monitor is sent, what is queued plays out, then
+                // TEARDOWN; off the queue.
+                if let capture = captures[receiver] {
+                    finishing.enter()
+                    capture.finish { [finishing] session in
+                        DispatchQueue.global().async {
+                            session?.finish()
+                            finishing.leave()
+                        }
+                    }
+                }
+                logger.info("stream to \(routes[receiver]?.description ?? receiver) ends: no app plays there")
+            }
+        }
+    }
+
+    /// Ends every stream and removes every output.
+    public func close() {
+        queue.sync {
+            for receiver in router.receivers { perform(router.receiverGone(id: receiver)) }
+            pulse = nil
+        }
+        queue.sync { watcher }?.shutdown()
+        _ = finishing.wait(timeout: .now() + .seconds(5))
+    }
+}
