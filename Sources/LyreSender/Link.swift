@@ -149,7 +149,7 @@ final class Link: Sendable {
             }
             receiverID = route.id ?? told
             // Over TLS, the link's media is SRTP, keyed in the SDP the TLS session carries (pairing.md §6).
-            let sdp = SessionDescription(audio: AudioFormat(encoding: .opus, payloadType: 96), origin: local,
+            let sdp = SessionDescription(audio: AudioFormat(encoding: .opus, payloadType: FrameEncoder.payloadType), origin: local,
                                          crypto: srtpKey.map { SDPCrypto(suite: SRTPSession.suite, key: $0) })
             var announce = [("Content-Type", "application/sdp"), ("Lyre-Sender-Name", configuration.senderName),
                             ("Lyre-Latency", String(configuration.latencyMilliseconds)), ("Lyre-Channels", route.channels.rawValue)]

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import LyreAudio
 import LyreClock
 import LyreCodec
@@ -77,6 +78,8 @@ public final class StreamSession: @unchecked Sendable {
     private var endpoints: [String: Link.LocalEndpoints] = [:]
     /// What the responders of `endpoints` already closed had dropped.
     private var timingDroppedByClosed = 0
+    private var framesNotEncoded = 0
+    private static let logger = Logger(label: "lyre.sender")
     /// Wakes a producer or `finish()` waiting for the queue to shrink, the session to stop or to end; signalled
     /// (`wakeQueueWaiters`) after every change they wait on, when one waits.
     private let queueWake = DispatchSemaphore(value: 0)
@@ -146,7 +149,7 @@ public final class StreamSession: @unchecked Sendable {
         return results.withLockedValue { r in items.indices.map { r[$0]! } }
     }
 
-    /// The payload type of FEC packets (the media's is 96).
+    /// The payload type of FEC packets (the media's is `FrameEncoder.payloadType`).
     static let fecPayloadType: UInt8 = 97
 
     private func connect(_ route: OutputRoute) throws -> Link {
@@ -321,6 +324,9 @@ public final class StreamSession: @unchecked Sendable {
     public var timingRequestsDropped: Int {
         lock.withLock { endpoints.values.reduce(timingDroppedByClosed) { $0 + $1.timing.droppedCount } }
     }
+
+    /// Frames the encoder failed on, which were not sent (each failure is logged, the first with its reason).
+    public var framesNotSent: Int { lock.withLock { framesNotEncoded } }
 
     /// Each room's state, volume, latencies and the receiver's link statistics (asked now, at once).
     public func rooms() -> [RoomReport] {
@@ -775,15 +781,16 @@ public final class StreamSession: @unchecked Sendable {
 
     private func pace() {
         do {
-            let encoder = try OpusEncoder(bitrate: configuration.bitrate)
+            var encoder = try FrameEncoder(bitrate: configuration.bitrate, frameSamples: frameSamples, ssrc: ssrc)
             lock.withLock { timeline.encoderDelay = encoder.lookahead }
-            pace(with: encoder)
+            pace(with: &encoder)
         } catch {
+            Self.logger.error("the playback ends: cannot make its Opus encoder: \(error)")
             close()
         }
     }
 
-    private func pace(with encoder: borrowing OpusEncoder) {
+    private func pace(with encoder: inout FrameEncoder) {
         let lateAudioWait = UInt64(configuration.lateAudioWaitMilliseconds) * 1_000_000
         // One parity packet per row of media packets, to the rooms that take FEC (streaming.md §4.3).
         var fec = configuration.fecRow.map { FECEncoder(row: $0, payloadType: Self.fecPayloadType, ssrc: ssrc ^ 0x5A5A_5A5A) }
@@ -823,10 +830,15 @@ public final class StreamSession: @unchecked Sendable {
                 continue
             }
             sentLastSlot = true
-            if frame.resetsEncoder { try? encoder.reset() }
-            guard let payload = try? pcm.withUnsafeBufferPointer({ try encoder.encode($0, frames: frameSamples) }) else { continue }
             // One encode, the same packet to every room.
-            let packet = RTPPacket(marker: false, payloadType: 96, sequenceNumber: frame.sequence, timestamp: frame.rtp, ssrc: ssrc, payload: payload)
+            guard let packet = encoder.packet(for: frame, pcm) else {
+                lock.withLock { framesNotEncoded = encoder.failures }
+                // The first failure says why; a broken encoder would say it every frame.
+                if encoder.failures == 1 || encoder.failures % 1000 == 0 {
+                    Self.logger.warning("a frame was not sent (\(encoder.failures) so far): \(encoder.lastFailure.map { "\($0)" } ?? "")")
+                }
+                continue
+            }
             let bytes = packet.serialized()
             // Kept and sent under one lock: a room joining now gets this packet exactly once, either
             // among the packets `add` sends it or from here.
