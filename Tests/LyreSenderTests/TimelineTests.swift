@@ -103,8 +103,8 @@ struct TimelineTests {
         #expect(!next.resetsEncoder && Self.numbers(after) == Array(resumeAt..<resumeAt + Self.frame))
     }
 
-    /// A receiver that does not echo `Lyre-Start-At` (version 1) would play the priming: it is silence then.
-    @Test func aRoomThatWouldPlayThePrimingHearsSilence() throws {
+    /// Ten frames of a ramp sent, then paused where frame 3 was due, and taken back from there.
+    static func pausedAfterTenFrames() -> Timeline {
         var t = Self.timeline()
         t.enqueue(Self.ramp(0, count: Self.frame * 20))
         _ = t.anchor(at: 0, startDelay: 0, backdate: 0)
@@ -112,6 +112,12 @@ struct TimelineTests {
         for _ in 0..<10 { _ = t.nextSlot(finishing: false) }
         let due = t.pause(at: Self.latency + 60 * Self.ms).due
         t.takeBack(from: due)
+        return t
+    }
+
+    /// A receiver that does not echo `Lyre-Start-At` (version 1) would play the priming: it is silence then.
+    @Test func aRoomThatWouldPlayThePrimingHearsSilence() throws {
+        var t = Self.pausedAfterTenFrames()
         _ = t.anchor(at: 0, startDelay: 0, backdate: 0)
         t.began(echoedStart: false)
         let priming = try Self.nextFrame(&t)
@@ -121,13 +127,7 @@ struct TimelineTests {
     /// Dropped audio (a seek) is not what the priming preceded: the next resume primes with silence, and the
     /// content count goes back by what was dropped.
     @Test func aSeekDropsTheQueueAndPrimesWithSilence() throws {
-        var t = Self.timeline()
-        t.enqueue(Self.ramp(0, count: Self.frame * 20))
-        _ = t.anchor(at: 0, startDelay: 0, backdate: 0)
-        t.began(echoedStart: true)
-        for _ in 0..<10 { _ = t.nextSlot(finishing: false) }
-        let due = t.pause(at: Self.latency + 60 * Self.ms).due
-        t.takeBack(from: due)
+        var t = Self.pausedAfterTenFrames()
         t.dropQueued()
         #expect(t.queuedSamples == 0 && t.contentEnqueued == t.playedFrames(at: 0))
         t.enqueue(Self.ramp(100_000, count: Self.frame * 2))
