@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "LyreWire", targets: ["LyreWire"]),
+        .library(name: "LyreIdentity", targets: ["LyreIdentity"]),
         .library(name: "LyreDiscovery", targets: ["LyreDiscovery"]),
         .library(name: "LyreSender", targets: ["LyreSender"]),
         .library(name: "LyreReceiver", targets: ["LyreReceiver"]),
@@ -97,7 +98,7 @@ let package = Package(
         .target(
             name: "LyreSender",
             dependencies: [
-                "LyreWire", "LyreRTSP", "LyreAudio", "LyreCodec", "LyreClock", "LyreDiscovery", "LyrePairing", "LyreSRTP",
+                "LyreWire", "LyreRTSP", "LyreAudio", "LyreCodec", "LyreClock", "LyreDiscovery", "LyreIdentity", "LyrePairing", "LyreSRTP",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -117,12 +118,17 @@ let package = Package(
         // MPRIS: the receiver's now-playing state and controls on D-Bus (libdbus-1).
         .target(name: "LyreMPRIS", dependencies: ["CDBus"]),
 
-        // Discovery: advertise and browse over avahi-client or embedded avahi-core; the device's identity and
-        // its long-term key (swift-crypto's Ed25519).
+        // A device's identity: its id and its long-term key (swift-crypto's Ed25519), kept in its state directory.
+        // Below Discovery, which advertises them, and Pairing, which exchanges and pins them.
+        .target(
+            name: "LyreIdentity",
+            dependencies: ["LyreWire", .product(name: "Crypto", package: "swift-crypto")]),
+
+        // Discovery: advertise and browse over avahi-client or embedded avahi-core.
         .target(
             name: "LyreDiscovery",
             dependencies: [
-                "LyreWire", "CAvahiClient", "CAvahiCore",
+                "LyreWire", "LyreIdentity", "CAvahiClient", "CAvahiCore",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]),
@@ -131,7 +137,7 @@ let package = Package(
         // paired devices kept in the state directory.
         .target(
             name: "LyrePairing",
-            dependencies: ["CSodium", "LyreWire", "LyreDiscovery", .product(name: "Crypto", package: "swift-crypto")]),
+            dependencies: ["CSodium", "LyreWire", "LyreIdentity", .product(name: "Crypto", package: "swift-crypto")]),
 
         // The version both executables print: the release and git's commit, baked in before every build.
         .plugin(name: "LyreVersionPlugin", capability: .buildTool()),
@@ -151,14 +157,14 @@ let package = Package(
         .executableTarget(
             name: "lyre",
             dependencies: [
-                "LyreDiscovery", "LyreWire", "LyreCommandLine", "LyreSender", "LyreSink", "LyreAudio", "LyreControl", "LyrePairing",
+                "LyreDiscovery", "LyreIdentity", "LyreWire", "LyreCommandLine", "LyreSender", "LyreSink", "LyreAudio", "LyreControl", "LyrePairing",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]),
         .executableTarget(
             name: "lyred",
             dependencies: [
-                "LyreDiscovery", "LyreWire", "LyreAudio", "LyreClock", "LyreCommandLine", "LyreControl", "LyreReceiver", "LyreMPRIS", "LyrePairing", "LyreRTSP",
+                "LyreDiscovery", "LyreIdentity", "LyreWire", "LyreAudio", "LyreClock", "LyreCommandLine", "LyreControl", "LyreReceiver", "LyreMPRIS", "LyrePairing", "LyreRTSP",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -171,6 +177,7 @@ let package = Package(
         .executableTarget(name: "lyre-example-player", dependencies: ["LyreSender"], path: "Examples/ExamplePlayer"),
 
         .testTarget(name: "LyreWireTests", dependencies: ["LyreWire"]),
+        .testTarget(name: "LyreIdentityTests", dependencies: ["LyreIdentity", "LyreWire"]),
         .testTarget(name: "LyreDiscoveryTests", dependencies: ["LyreDiscovery", "LyreWire", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "LyreIntegrationTests", dependencies: ["LyreWire"]),
         .testTarget(name: "LyreMPRISTests", dependencies: ["LyreMPRIS"]),

@@ -1,5 +1,5 @@
 import Foundation
-import LyreDiscovery
+import LyreIdentity
 import LyreWire
 
 /// The devices this one is paired with, kept in its state directory (Protocol/pairing.md §5): a receiver's

@@ -1,4 +1,5 @@
 import LyreDiscovery
+import LyreIdentity
 import LyrePairing
 import LyreWire
 

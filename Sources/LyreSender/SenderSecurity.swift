@@ -1,5 +1,6 @@
 import Foundation
 import LyreDiscovery
+import LyreIdentity
 import LyrePairing
 import LyreRTSP
 import LyreSRTP

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import LyreCommandLine
 import LyreDiscovery
+import LyreIdentity
 import LyrePairing
 import LyreSender
 import LyreWire

@@ -4,6 +4,7 @@ import Logging
 import LyreAudio
 import LyreCommandLine
 import LyreDiscovery
+import LyreIdentity
 import LyrePairing
 import LyreSender
 import LyreWire

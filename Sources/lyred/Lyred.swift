@@ -5,6 +5,7 @@ import LyreAudio
 import LyreCommandLine
 import LyreControl
 import LyreDiscovery
+import LyreIdentity
 import LyreMPRIS
 import LyrePairing
 import LyreRTSP

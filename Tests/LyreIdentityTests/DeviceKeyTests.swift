@@ -1,8 +1,7 @@
 import Foundation
+@testable import LyreIdentity
 import LyreWire
 import Testing
-
-@testable import LyreDiscovery
 
 /// The device's long-term key: made once, kept private (0600), the same after a restart, and its fingerprint
 /// the one discovery.md defines (checked against Python's hashlib).
