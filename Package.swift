@@ -189,7 +189,7 @@ let package = Package(
         .testTarget(name: "LyreSinkTests", dependencies: ["LyreSink", "LyreMPRIS", "LyreWire"]),
         .testTarget(name: "LyreReceiverTests", dependencies: ["LyreReceiver", "LyreWire", "LyreAudio"]),
         .testTarget(name: "LyreCodecTests", dependencies: ["LyreCodec"]),
-        .testTarget(name: "LyreSenderTests", dependencies: ["LyreSender", "LyreWire", "LyreSRTP", "LyreCodec", .product(name: "NIOCore", package: "swift-nio")]),
+        .testTarget(name: "LyreSenderTests", dependencies: ["LyreSender", "LyreWire", "LyreSRTP", "LyreCodec", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]),
         .testTarget(
             name: "LyreControlTests",
             dependencies: [

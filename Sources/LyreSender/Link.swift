@@ -235,7 +235,7 @@ final class Link: Sendable {
             let status = response.status ?? 0
             let why = status == 503 ? "its audio output is unavailable"
                 : response.headers["Lyre-Error"] ?? "\(status) \(RTSPStatus.reason(status))"
-            throw RTSPClient.Failure(description: "the receiver refused \(method): \(why)")
+            throw .refused(what: method, status: status, reason: why)
         }
         return response
     }

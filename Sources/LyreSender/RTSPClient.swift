@@ -14,7 +14,7 @@ import NIOSSL
 /// off the event loop, because what they start may wait on other requests; a request is answered through
 /// `reply`, at once or later, from any thread.
 final class RTSPClient: Sendable {
-    struct Failure: Error, CustomStringConvertible { let description: String }
+    typealias Failure = LyreSenderError
 
     /// A reply to one of the receiver's requests: status and headers.
     typealias Reply = @Sendable (Int, [(String, String)]) -> Void
@@ -73,9 +73,9 @@ final class RTSPClient: Sendable {
         } catch {
             // An fe80:: address needs its interface; the kernel only says "Invalid argument".
             if HostPort.lacksZone(host) {
-                throw Failure(description: "cannot connect to \(HostPort.text(host, port)): a link-local address needs its interface, as in [\(host)%eth0]:\(port)")
+                throw .connectionLost("cannot connect to \(HostPort.text(host, port)): a link-local address needs its interface, as in [\(host)%eth0]:\(port)")
             }
-            throw Failure(description: "cannot connect to \(HostPort.text(host, port)): \(Self.describe(error))")
+            throw .connectionLost("cannot connect to \(HostPort.text(host, port)): \(Self.describe(error))")
         }
         self.host = host
         self.port = port
@@ -98,7 +98,9 @@ final class RTSPClient: Sendable {
         do {
             return try channel.rtspRequest(request).wait()
         } catch RTSPPeerStateMachine<Int>.Failure.closed {
-            throw Failure(description: "the receiver closed the connection")
+            throw .connectionLost("the receiver closed the connection")
+        } catch RTSPPeerStateMachine<Int>.Failure.timeout(let method, let seconds) {
+            throw .timedOut(method: method, seconds: seconds)
         } catch {
             throw Failure(description: "\(error)")
         }

@@ -68,7 +68,7 @@ public struct SenderSecurity: Sendable {
         let byAddress = route.name == route.address
         let forget = byAddress ? (route.id ?? "ID (see lyre pair --list)") : "'\(route.name)'"
         let pair = byAddress ? "--host \(route.address)" : "'\(route.name)'"
-        return RTSPClient.Failure(description: "its key is not the one paired with (another device may have taken its name and id); "
+        return .keyChanged("its key is not the one paired with (another device may have taken its name and id); "
             + "nothing was sent. If it was reinstalled: lyre pair --forget \(forget), then lyre pair \(pair)")
     }
 }

@@ -19,6 +19,9 @@ import Glibc
 /// sender's clock and the rooms are in sync (streaming.md §9). A room can join while the audio plays and
 /// start in sync at once, or leave, without disturbing the others.
 ///
+/// What goes wrong with a room or a request is thrown as a `LyreSenderError` (refused, connection lost, timed
+/// out, key changed, ended, ...), which an app can match.
+///
 /// Audio goes in as 48 kHz interleaved stereo float through `enqueue`, which blocks while more than a
 /// second is queued. A pacing thread sends each frame `lead` ahead of the time it is due.
 ///
@@ -118,7 +121,8 @@ public final class StreamSession: @unchecked Sendable {
         if let failure = made.enumerated().first(where: { if case .failure = $0.element { true } else { false } }) {
             for case .success(let link) in made { link.close(teardown: true) }
             guard case .failure(let error) = failure.element else { fatalError("unreachable") }
-            throw RTSPClient.Failure(description: routes.count > 1 ? "\(routes[failure.offset]): \(error)" : "\(error)")
+            let typed = error as? LyreSenderError ?? .failed("\(error)")
+            throw routes.count > 1 ? .room("\(routes[failure.offset])", typed) : typed
         }
         lock.withLock {
             for case .success(let link) in made { add(link) }
@@ -175,7 +179,7 @@ public final class StreamSession: @unchecked Sendable {
     /// the first kept wins and the other's is closed.
     private func endpoints(for local: String) throws -> Link.LocalEndpoints {
         if let made = try lock.withLock({ () throws -> Link.LocalEndpoints? in
-            if ended { throw RTSPClient.Failure(description: "the playback has ended") }
+            if ended { throw LyreSenderError.ended }
             return endpoints[local]
         }) { return made }
         let sender: any Channel
@@ -202,7 +206,7 @@ public final class StreamSession: @unchecked Sendable {
             responder.close()
             sender.close(promise: nil)
         }
-        guard let kept else { throw RTSPClient.Failure(description: "the playback has ended") }
+        guard let kept else { throw LyreSenderError.ended }
         return kept
     }
 
@@ -264,9 +268,9 @@ public final class StreamSession: @unchecked Sendable {
     /// it was given by address alone.
     @discardableResult
     public func addRoute(_ route: OutputRoute) throws -> OutputRoute {
-        guard !hasEnded else { throw RTSPClient.Failure(description: "the playback has ended") }
+        guard !hasEnded else { throw LyreSenderError.ended }
         guard !lock.withLock({ links.contains { $0.route.host == route.host && $0.route.port == route.port } }) else {
-            throw RTSPClient.Failure(description: "\(route) is already playing")
+            throw LyreSenderError.rooms("\(route) is already playing")
         }
         let link = try connect(route)
         try control.withLock {
@@ -302,10 +306,10 @@ public final class StreamSession: @unchecked Sendable {
     public func removeRoute(named name: String) throws {
         let link: Link = try lock.withLock {
             guard let link = links.first(where: { $0.route.isNamed(name) }) else {
-                throw RTSPClient.Failure(description: "no room '\(name)' in this playback")
+                throw LyreSenderError.rooms("no room '\(name)' in this playback")
             }
             guard links.count > 1 else {
-                throw RTSPClient.Failure(description: "\(link.route) is the only room; stop the playback instead")
+                throw LyreSenderError.rooms("\(link.route) is the only room; stop the playback instead")
             }
             return link
         }
@@ -443,7 +447,7 @@ public final class StreamSession: @unchecked Sendable {
     public func start(startDelay: UInt64 = 20_000_000, backdate: UInt64 = 0) throws {
         try control.withLock {
             // Waiting for a lost room (`waitsForLostRooms`): nothing would hear it, so the position stays.
-            guard !lock.withLock({ links.isEmpty }) else { throw RTSPClient.Failure(description: "no room is left to play on") }
+            guard !lock.withLock({ links.isEmpty }) else { throw LyreSenderError.rooms("no room is left to play on") }
             let (anchor, seq, start) = lock.withLock { timeline.anchor(at: HostClock.now(), startDelay: startDelay, backdate: backdate) }
             let headers = [("RTP-Info", RTPInfo(sequence: seq, rtpTime: anchor.rtpTime).serialized),
                            ("Lyre-Anchor", anchor.serialized)]
@@ -509,7 +513,7 @@ public final class StreamSession: @unchecked Sendable {
     /// Sets one room's volume (dB, RAOP scale).
     public func setVolume(_ db: Double, room name: String) throws {
         guard let link = lock.withLock({ links.first { $0.route.isNamed(name) } }) else {
-            throw RTSPClient.Failure(description: "no room '\(name)' in this playback")
+            throw LyreSenderError.rooms("no room '\(name)' in this playback")
         }
         try setLevel(db, of: link)
     }
