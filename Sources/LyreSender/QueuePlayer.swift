@@ -319,7 +319,7 @@ public final class QueuePlayer: @unchecked Sendable {
         let item = items[boundary.index]
         if sendArtwork {
             let previous = boundary.index > 0 ? items[boundary.index - 1].artwork : nil
-            if boundary.index == 0 || item.artwork != previous { try? session.setArtwork(item.artwork) }
+            if boundary.index == 0 || item.artwork != previous { session.bestEffort("the cover") { try session.setArtwork(item.artwork) } }
             session.remoteCommands.setEnabled([
                 .nextTrack: boundary.index + 1 < items.count,
                 .skipForward: item.source.isSeekable, .skipBackward: item.source.isSeekable,
@@ -340,7 +340,7 @@ public final class QueuePlayer: @unchecked Sendable {
             info.anchor = HostClock.now()
             info.rate = 0
         }
-        try? session.setNowPlaying(info)
+        session.bestEffort("now playing") { try session.setNowPlaying(info) }
     }
 
     private func checkTransition() {

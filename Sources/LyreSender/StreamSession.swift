@@ -82,6 +82,7 @@ public final class StreamSession: @unchecked Sendable {
     /// What the responders of `endpoints` already closed had dropped.
     private var timingDroppedByClosed = 0
     private var framesNotEncoded = 0
+    private var updatesNotSent = 0
     private static let logger = Logger(label: "lyre.sender")
     /// Wakes a producer or `finish()` waiting for the queue to shrink, the session to stop or to end; signalled
     /// (`wakeQueueWaiters`) after every change they wait on, when one waits.
@@ -332,6 +333,21 @@ public final class StreamSession: @unchecked Sendable {
     /// Frames the encoder failed on, which were not sent (each failure is logged, the first with its reason).
     public var framesNotSent: Int { lock.withLock { framesNotEncoded } }
 
+    /// Updates whose failure stops nothing (now playing, cover, enabled commands, the room list, the keep-alive
+    /// while paused) that a room refused or did not answer; each is logged (notice) with its reason.
+    public var updatesFailed: Int { lock.withLock { updatesNotSent } }
+
+    /// Runs an update whose failure stops nothing: a failure is counted (`updatesFailed`) and logged, not
+    /// thrown. A room whose connection failed has left the playback by then (`broadcast`).
+    func bestEffort(_ what: String, _ update: () throws -> Void) {
+        do {
+            try update()
+        } catch {
+            let count = lock.withLock { updatesNotSent += 1; return updatesNotSent }
+            Self.logger.notice("\(what) was not sent (\(count) updates so far): \(error)")
+        }
+    }
+
     /// Each room's state, volume, latencies and the receiver's link statistics (asked now, at once).
     public func rooms() -> [RoomReport] {
         let current = lock.withLock { links }
@@ -388,7 +404,7 @@ public final class StreamSession: @unchecked Sendable {
         }
         guard let names else { return }
         let body = Array(RoomList(names).parameters.serialized.utf8)
-        _ = try? broadcast("SET_PARAMETER", what: "rooms SET_PARAMETER") { _ in ([("Content-Type", "text/parameters")], body) }
+        bestEffort("the room list") { _ = try broadcast("SET_PARAMETER", what: "rooms SET_PARAMETER") { _ in ([("Content-Type", "text/parameters")], body) } }
     }
 
     /// RECORD's `Lyre-Start-At` (streaming.md §3): where a resumed playback's rooms start to play, when it has one.
@@ -573,7 +589,7 @@ public final class StreamSession: @unchecked Sendable {
     private func sendEnabledCommands(_ enabled: EnabledCommands) {
         guard !lock.withLock({ lastEnabled = enabled; return ended }) else { return }
         let body = Array(enabled.parameters.serialized.utf8)
-        _ = try? broadcast("SET_PARAMETER") { _ in ([("Content-Type", "text/parameters")], body) }
+        bestEffort("the enabled commands") { _ = try broadcast("SET_PARAMETER") { _ in ([("Content-Type", "text/parameters")], body) } }
     }
 
     // MARK: content positions
@@ -807,7 +823,7 @@ public final class StreamSession: @unchecked Sendable {
                 if pacerWake.wait(timeout: .now() + .seconds(4)) == .timedOut, !hasEnded,
                     HostClock.now() - lock.withLock({ lastRequest }) > 4_000_000_000
                 {
-                    _ = try? broadcast("GET_PARAMETER") { _ in ([], []) }
+                    bestEffort("the keep-alive") { _ = try broadcast("GET_PARAMETER") { _ in ([], []) } }
                 }
                 continue
             }
