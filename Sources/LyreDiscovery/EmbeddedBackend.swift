@@ -260,18 +260,8 @@ final class EmbeddedBackend: MDNSBackend, @unchecked Sendable {
         _ name: UnsafePointer<CChar>?, _ domain: UnsafePointer<CChar>?, _ host: UnsafePointer<CChar>?,
         _ address: UnsafePointer<AvahiAddress>?, _ port: UInt16, _ txt: UnsafeMutablePointer<AvahiStringList>?
     ) {
-        guard let name, let domain else { return }
-        let key = ServiceInstanceKey(interface: interface, proto: proto, name: name, domain: domain)
-        if event == AVAHI_RESOLVER_FOUND, let host {
-            events.resolverFound(
-                key,
-                ResolvedService(
-                    host: String(cString: host), address: addressString(address, interface: interface), port: port,
-                    txt: StringList.bytes(txt)))
+        events.resolverEvent(interface, proto, event, name, domain, host, address, port, txt, logger: logger) { key, name, domain in
             watchTXT(key, interface: interface, proto: proto, name: name, domain: domain)
-        } else {
-            logger.debug("could not resolve '\(key.name)' on \(key.interface)")
-            events.resolverAnswered(key)
         }
     }
 
