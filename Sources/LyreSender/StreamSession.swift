@@ -42,7 +42,6 @@ public final class StreamSession: @unchecked Sendable {
     private var commandOrigin: Link?
 
     private let frameSamples: Int
-    private let frameNanoseconds: UInt64
     private let lead: UInt64
     private let lock = NIOLock()
     private let control = NIOLock()
@@ -111,7 +110,6 @@ public final class StreamSession: @unchecked Sendable {
         precondition(!routes.isEmpty, "a playback needs at least one route")
         self.configuration = configuration
         frameSamples = 48 * configuration.frameMilliseconds
-        frameNanoseconds = UInt64(configuration.frameMilliseconds) * 1_000_000
         lead = UInt64(configuration.leadMilliseconds) * 1_000_000
         timeline = Timeline(frameSamples: frameSamples, latency: UInt64(configuration.latencyMilliseconds) * 1_000_000, lead: lead,
                             rtp: UInt32.random(in: 0...UInt32.max), sequence: UInt16.random(in: 0...UInt16.max))
