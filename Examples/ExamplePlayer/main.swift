@@ -2,9 +2,14 @@
 // (category .playback), while its interface sounds (SystemSound) stay on this machine's own output.
 //
 //   lyre-example-player SONG --host HOST:PORT [--alert SOUND --alert-at SECONDS]
+//                            [--category CATEGORY [--mode MODE] [--options OPTION,...]]
 //
-// The local output is ALSA `default`, or what LYRE_LOCAL_OUTPUT names. Tests use it to show that a system
-// sound played while streaming is heard locally and never reaches the receiver.
+// The category decides where the song goes (AudioRouting): `playAndRecord` without `allowLyre` keeps it on
+// this machine even though a receiver is named, as a voice app's audio stays on the phone.
+//
+// The local output is ALSA `default`, or what LYRE_LOCAL_OUTPUT names (LYRE_VOICE_OUTPUT for the voice
+// output). Tests use it to show that a system sound played while streaming is heard locally and never
+// reaches the receiver.
 import Foundation
 import LyreSender
 
@@ -27,8 +32,30 @@ guard let song = arguments.first else { fail("name a song to play") }
 let parts = host.split(separator: ":")
 guard parts.count == 2, let port = UInt16(parts[1]) else { fail("--host must be HOST:PORT") }
 
+let category = option("--category", from: &arguments) ?? "playback"
+let mode = option("--mode", from: &arguments) ?? "default"
+let optionNames = option("--options", from: &arguments).map { $0.split(separator: ",").map(String.init) } ?? []
+let named: [String: AudioSession.CategoryOptions] = [
+    "mixWithOthers": .mixWithOthers, "duckOthers": .duckOthers, "allowLyre": .allowLyre, "defaultToSpeaker": .defaultToSpeaker,
+    "interruptSpokenAudioAndMixWithOthers": .interruptSpokenAudioAndMixWithOthers,
+]
+guard let category = AudioSession.Category(rawValue: category) else { fail("unknown category \(category)") }
+guard let mode = AudioSession.Mode(rawValue: mode) else { fail("unknown mode \(mode)") }
+var options: AudioSession.CategoryOptions = []
+for name in optionNames {
+    guard let option = named[name] else { fail("unknown option \(name)") }
+    options.insert(option)
+}
+
 let audioSession = AudioSession.shared
-audioSession.setCategory(.playback)
+do { try audioSession.setCategory(category, mode: mode, options: options) } catch { fail("\(error)") }
+
+// The receiver is named: whether the song goes there is the category's to say.
+if let local = audioSession.output(for: audioSession.destination(receiverChosen: true)) {
+    FileHandle.standardError.write(Data("lyre-example-player: \(category.rawValue) keeps the song on this machine (\(local))\n".utf8))
+    do { try LocalPlayback.play(path: song, on: local) } catch { fail("local output: \(error)") }
+    exit(0)
+}
 
 var configuration = StreamConfiguration()
 configuration.senderName = "Example Player"
@@ -39,7 +66,8 @@ do {
     fail("cannot play on \(host): \(error)")
 }
 // The player pauses by itself if the receiver goes away, as an iOS app does when headphones are pulled.
-let player = QueuePlayer(items: [QueueItem(source: .file(path: song), metadata: TrackMetadata(title: "Example"))], session: session)
+let player = QueuePlayer(items: [QueueItem(source: .file(path: song), metadata: TrackMetadata(title: "Example"))], session: session,
+                         audioSession: audioSession)
 
 if let alert {
     // A notification arrives while the song plays: its sound is the machine's, not the stream's.

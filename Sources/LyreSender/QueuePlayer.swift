@@ -162,11 +162,30 @@ public final class QueuePlayer: @unchecked Sendable {
     /// the session's queue drained (`StreamSession.whenQueued`).
     private let wakeup = Wakeup()
 
+    /// The app's audio session when the player follows one: see `init(items:session:audioSession:)`.
+    private let audioSession: AudioSession?
+    private var categoryObservation: Int?
+
     /// The player pauses by itself when the session's route goes away (`routeChanged`).
-    public init(items: [QueueItem], session: StreamSession) {
+    ///
+    /// With `audioSession`, the player follows the app's category too: when it does not send the app's
+    /// audio to a receiver (`AudioSession.destination(receiverChosen: true)`), `play()` sends nothing and
+    /// returns `.interrupted(.categoryChange)`, and a category change that moves the audio while it plays
+    /// ends it the same way.
+    public init(items: [QueueItem], session: StreamSession, audioSession: AudioSession? = nil) {
         self.items = items
         self.session = session
+        self.audioSession = audioSession
         session.observeRouteChange { [weak self] reason in self?.routeChanged(reason) }
+        categoryObservation = audioSession?.observeRouteChange { [weak self, weak audioSession] reason in
+            // Only a change that takes the audio off the receivers ends the playback.
+            guard let audioSession, audioSession.destination(receiverChosen: true) != .receivers else { return }
+            self?.routeChanged(reason)
+        }
+    }
+
+    deinit {
+        if let categoryObservation { audioSession?.cancelObservation(categoryObservation) }
     }
 
     public convenience init(items: [AudioSource], session: StreamSession) {
@@ -183,7 +202,8 @@ public final class QueuePlayer: @unchecked Sendable {
     /// (`StreamConfiguration.waitsForLostRooms`): then the player is paused where the rooms stopped, and
     /// `resume()` once a room is back carries on from there.
     public func routeChanged(_ reason: OutputRouteChangeReason) {
-        let waiting = session.isWaitingForRooms
+        // A category that keeps the audio local ends the playback: no room is to be waited for.
+        let waiting = reason != .categoryChange && session.isWaitingForRooms
         state.withLockedValue { s in
             s.paused = true
             if waiting {
@@ -385,6 +405,10 @@ public final class QueuePlayer: @unchecked Sendable {
     }
 
     private func playQueue(progress: (Progress) -> Void) throws -> Outcome {
+        if let audioSession, audioSession.destination(receiverChosen: true) != .receivers {
+            session.close()
+            return .interrupted(.categoryChange)
+        }
         installCommands()
         var target = Target(index: 0, position: 0, kind: .start)
         var nextReport: UInt64 = 0

@@ -6,6 +6,8 @@ public enum OutputRouteChangeReason: Sendable, Equatable {
     case oldDeviceUnavailable
     /// Another sender took the receiver over (its name when the receiver said).
     case takenOver(by: String?)
+    /// The app's category changed, and with it where its audio goes (`AudioSession.setCategory`).
+    case categoryChange
 }
 
 /// A change to one room of a playback (the seed's route change, per output).

@@ -194,6 +194,7 @@ struct Play: AsyncParsableCommand {
                     + " (Ctrl-C to stop)"
             case .left(.oldDeviceUnavailable?): line = "\(change.route) is no longer available\(rest)"
             case .left(.takenOver(let by)?): line = "\(by.map { "'\($0)'" } ?? "another sender") took over \(change.route)\(rest)"
+            case .left(.categoryChange?): line = "\(change.route) left: the category moved the audio\(rest)"  // an app's, not lyre play's
             }
             FileHandle.standardError.write(Data("\(terminal ? "\r\u{1B}[K" : "")lyre: \(line)\n".utf8))
         }
@@ -253,6 +254,8 @@ struct Play: AsyncParsableCommand {
         case .success(.interrupted(.takenOver(let by))):
             let which = routes.count > 1 ? "the last room" : label
             throw CommandFailure("paused: \(by.map { "'\($0)'" } ?? "another sender") took over \(which)")
+        case .success(.interrupted(.categoryChange)):
+            throw CommandFailure("stopped: the audio session's category moved the audio off \(label)")  // an app's, not lyre play's
         case .failure(let error):
             session.close()
             throw CommandFailure("\(error)")

@@ -305,6 +305,36 @@ struct StreamingTests {
         Self.expectSameAudio(try await Self.compare(rig.network, reference: song, output: rig.output))
     }
 
+    /// Categories decide where the app's audio goes (AudioRouting): a `playAndRecord` app (a voice app) keeps
+    /// its song on this machine's voice output even though it names a receiver, which hears no session;
+    /// with `allowLyre` the same app plays on the receiver and nothing locally. Each output is checked whole
+    /// against the song.
+    @Test(arguments: [false, true]) func playAndRecordStaysLocalUnlessItAllowsLyre(allowLyre: Bool) async throws {
+        let rig = try await Rig()
+        defer { rig.network.close() }
+        let raw = rig.network.scratch.appendingPathComponent("voice.raw").path
+        let config = rig.network.scratch.appendingPathComponent("asound.conf").path
+        try """
+            </usr/share/alsa/alsa.conf>
+            pcm.lyrefile { type file slave.pcm "null" file "\(raw)" format "raw" }
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+        let song = try await Self.sweep(rig.network, rate: 48000, seconds: 3)
+        let app = try await rig.network.run(
+            ["env", "ALSA_CONFIG_PATH=\(config)", "LYRE_LOCAL_OUTPUT=null", "LYRE_VOICE_OUTPUT=lyrefile", TestNetwork.binaries + "/lyre-example-player", song,
+             "--host", "127.0.0.1:\(rig.port)", "--category", "playAndRecord", "--mode", "voiceChat"] + (allowLyre ? ["--options", "allowLyre"] : []))
+        #expect(app.status == 0, "example app: \(app.stderr)")
+        try await rig.stop()
+        if allowLyre {
+            let played = (try? FileManager.default.attributesOfItem(atPath: raw)[.size] as? Int) ?? 0
+            #expect(played == 0, "\(played) bytes played on this machine")
+            Self.expectSameAudio(try await Self.compare(rig.network, reference: song, output: rig.output))
+        } else {
+            #expect(app.stderr.contains("playAndRecord keeps the song on this machine (ALSA lyrefile)"), "\(app.stderr)")
+            #expect(!rig.lyred.stderr.contains("session from"), "\(rig.lyred.stderr)")
+            Self.expectSameAudio(try await Self.compare(rig.network, reference: song, output: raw, format: "raw:s16le:48000:2"))
+        }
+    }
+
     /// README, access `open`: GStreamer's RTSP RECORD client (`rtspclientsink`, gst-rtsp-server) is heard as
     /// ffmpeg's is: the sweep it encodes with its own opusenc comes out whole, and the session ends when the
     /// publisher closes its connection, not by lyred's own timeout.
