@@ -3,9 +3,12 @@
 //
 //   lyre-example-player SONG --host HOST:PORT [--alert SOUND --alert-at SECONDS]
 //                            [--category CATEGORY [--mode MODE] [--options OPTION,...]]
+//                            [--category-at SECONDS CATEGORY]
 //
 // The category decides where the song goes (AudioRouting): `playAndRecord` without `allowLyre` keeps it on
-// this machine even though a receiver is named, as a voice app's audio stays on the phone.
+// this machine even though a receiver is named, as a voice app's audio stays on the phone. `--category-at`
+// changes the category while the song plays: one that takes the audio off the receiver ends the playback
+// there (a route change, reason categoryChange).
 //
 // The local output is ALSA `default`, or what LYRE_LOCAL_OUTPUT names (LYRE_VOICE_OUTPUT for the voice
 // output). Tests use it to show that a system sound played while streaming is heard locally and never
@@ -34,6 +37,12 @@ guard parts.count == 2, let port = UInt16(parts[1]) else { fail("--host must be 
 
 let category = option("--category", from: &arguments) ?? "playback"
 let mode = option("--mode", from: &arguments) ?? "default"
+var later: (Double, String)?
+if let index = arguments.firstIndex(of: "--category-at"), index + 2 < arguments.count {
+    guard let seconds = Double(arguments[index + 1]) else { fail("--category-at takes SECONDS CATEGORY") }
+    later = (seconds, arguments[index + 2])
+    arguments.removeSubrange(index...(index + 2))
+}
 let optionNames = option("--options", from: &arguments).map { $0.split(separator: ",").map(String.init) } ?? []
 let named: [String: AudioSession.CategoryOptions] = [
     "mixWithOthers": .mixWithOthers, "duckOthers": .duckOthers, "allowLyre": .allowLyre, "defaultToSpeaker": .defaultToSpeaker,
@@ -77,9 +86,21 @@ if let alert {
     }
     thread.start()
 }
+if let (seconds, name) = later {
+    guard let next = AudioSession.Category(rawValue: name) else { fail("unknown category \(name)") }
+    let thread = Thread {
+        Thread.sleep(forTimeInterval: seconds)
+        do { try audioSession.setCategory(next) } catch { fail("\(error)") }
+    }
+    thread.start()
+}
 do {
     let outcome = try player.play()
-    if outcome != .finished { fail("playback ended: \(outcome)") }
+    if outcome == .interrupted(.categoryChange) {
+        FileHandle.standardError.write(Data("lyre-example-player: the category moved the song off the receiver\n".utf8))
+    } else if outcome != .finished {
+        fail("playback ended: \(outcome)")
+    }
 } catch {
     fail("\(error)")
 }

@@ -71,15 +71,15 @@ public final class AudioSession: @unchecked Sendable {
     public var categoryOptions: CategoryOptions { lock.withLock { setting.options } }
 
     /// Sets the category, mode and options; an invalid combination is refused (`AudioRouting.validate`)
-    /// and changes nothing. When the change moves the app's audio (for the receiver `preferredOutput`
-    /// names, or for none), observers hear `.categoryChange`.
+    /// and changes nothing. When the change moves the app's audio, with a receiver chosen or without,
+    /// observers hear `.categoryChange`.
     public func setCategory(_ category: Category, mode: Mode = .default, options: CategoryOptions = []) throws {
         let options = try AudioRouting.validate(category: category, mode: mode, options: options)
         let notify: [@Sendable (OutputRouteChangeReason) -> Void] = lock.withLock {
-            let chosen = preferred != nil
-            let before = AudioRouting.destination(setting, receiverChosen: chosen)
+            let before = [true, false].map { AudioRouting.destination(setting, receiverChosen: $0) }
             setting = AudioRouting.Setting(category: category, mode: mode, options: options)
-            return AudioRouting.destination(setting, receiverChosen: chosen) == before ? [] : Array(observers.values)
+            let after = [true, false].map { AudioRouting.destination(setting, receiverChosen: $0) }
+            return after == before ? [] : Array(observers.values)
         }
         for observer in notify { observer(.categoryChange) }
     }

@@ -335,6 +335,26 @@ struct StreamingTests {
         }
     }
 
+    /// A category change while the song plays that takes the audio off the receiver (`playback` to
+    /// `soloAmbient`) is a route change `categoryChange`: the app's `QueuePlayer` ends the playback there,
+    /// with a TEARDOWN. The receiver's output is the song up to the change (1.5 s into a 6 s song), whole.
+    @Test func aCategoryChangeEndsThePlaybackOnTheReceiver() async throws {
+        let rig = try await Rig()
+        defer { rig.network.close() }
+        let song = try await Self.sweep(rig.network, rate: 48000, seconds: 6, hardEnds: true)
+        let app = try await rig.network.run(
+            ["env", "LYRE_LOCAL_OUTPUT=null", TestNetwork.binaries + "/lyre-example-player", song, "--host", "127.0.0.1:\(rig.port)",
+             "--category-at", "1.5", "soloAmbient"])
+        #expect(app.status == 0, "example app: \(app.stderr)")
+        #expect(app.stderr.contains("the category moved the song off the receiver"), "\(app.stderr)")
+        #expect(await eventually { rig.lyred.stderr.contains("ended: teardown") }, "\(rig.lyred.stderr)")
+        try await rig.stop()
+        let comparison = try await Self.compare(rig.network, reference: song, output: rig.output, part: true)
+        Self.expectSameAudio(comparison)
+        let played = comparison["matched_seconds"] as? Double ?? 0
+        #expect(played > 0.5 && played < 5, "the output held \(played) s of the 6 s song, moved off after about 1.5: \(comparison)")
+    }
+
     /// README, access `open`: GStreamer's RTSP RECORD client (`rtspclientsink`, gst-rtsp-server) is heard as
     /// ffmpeg's is: the sweep it encodes with its own opusenc comes out whole, and the session ends when the
     /// publisher closes its connection, not by lyred's own timeout.

@@ -84,13 +84,12 @@ struct AudioRoutingTests {
     }
 
     /// `setCategory` refuses a bad combination and keeps what was set; a change that moves the app's audio
-    /// is a route change with reason `.categoryChange`, heard once per observer; one that does not move it
-    /// is not; a cancelled observer hears nothing.
+    /// (with a receiver chosen or without) is a route change with reason `.categoryChange`, heard once per
+    /// observer; one that does not move it is not; a cancelled observer hears nothing.
     @Test func aCategoryChangeThatMovesTheAudioIsARouteChange() throws {
         let session = AudioSession()
         let heard = NIOLockedValueBox<[OutputRouteChangeReason]>([])
         let id = session.observeRouteChange { reason in heard.withLockedValue { $0.append(reason) } }
-        session.setPreferredOutput("Kitchen")
         try session.setCategory(.playback)
         #expect(session.destination(receiverChosen: true) == .receivers)
         #expect(heard.withLockedValue { $0 } == [.categoryChange])  // from soloAmbient's local output
@@ -102,10 +101,16 @@ struct AudioRoutingTests {
         try session.setCategory(.playAndRecord, mode: .voiceChat)
         #expect(session.destination(receiverChosen: true) == .voiceOutput)
         #expect(heard.withLockedValue { $0 } == [.categoryChange, .categoryChange])
+        try session.setCategory(.playAndRecord, options: .allowLyre)  // moves it only where a receiver is chosen
+        #expect(heard.withLockedValue { $0 }.count == 3)
+        try session.setCategory(.playAndRecord, options: [.allowLyre, .defaultToSpeaker])  // only where none is
+        #expect(heard.withLockedValue { $0 }.count == 4)
+        try session.setCategory(.playAndRecord, mode: .voiceChat)
+        #expect(heard.withLockedValue { $0 }.count == 5)
         session.cancelObservation(id)
         try session.setCategory(.playAndRecord, mode: .voiceChat, options: .allowLyre)
         #expect(session.destination(receiverChosen: true) == .receivers)
-        #expect(heard.withLockedValue { $0 }.count == 2)
+        #expect(heard.withLockedValue { $0 }.count == 5)
     }
 
     /// The voice output is the local output unless one is set; a local destination names its output.
