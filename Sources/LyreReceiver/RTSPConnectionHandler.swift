@@ -277,6 +277,18 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             }
             latency = value
         }
+        if let text = request.headers["Lyre-Mix"] {
+            guard let mix = MixRequest(parsing: text) else {
+                registry.count(\.badRequests)
+                return refuse(400, cseq: cseq, "Lyre-Mix must be one of \(MixRequest.choices)")
+            }
+            // This receiver plays one session at a time: asked to play over another, it says so rather than
+            // take it over (§7). With nothing playing there is nothing to mix with, and it plays.
+            if let playing = registry.active, playing !== self {
+                logger.notice("refused '\(request.headers["Lyre-Sender-Name"] ?? "a sender")': asked to \(mix.rawValue) over \(playing.senderLabel)")
+                return refuse(453, cseq: cseq, "it plays \(Printable.quoted(playing.senderName)) and cannot \(mix.rawValue) another session over it yet; play without --\(mix.rawValue) to take it over")
+            }
+        }
         guard registry.output.isAvailable else {
             send(.response(503, cseq: cseq, headers: [("Retry-After", "5")]))
             return

@@ -29,8 +29,19 @@ public struct StreamConfiguration: Sendable {
     /// ``StreamSession/addRoute(_:)`` then ``StreamSession/start(startDelay:backdate:)`` carry on from there
     /// (issue 27: the room's return resumes it). The route change is reported as when it ends.
     public var waitsForLostRooms = false
+    /// How the playback meets a session a receiver already plays (streaming.md §7): nil takes it over;
+    /// `.mix` or `.duck` asks to play over it, which a receiver that cannot mix refuses rather than take it
+    /// over. `mixing(for:)` is an app's options in these words.
+    public var mixing: MixRequest?
 
     public init() {}
+
+    /// What an app's category options ask of a receiver: `duckOthers` ducks, `mixWithOthers` mixes.
+    public static func mixing(for options: AudioSession.CategoryOptions) -> MixRequest? {
+        if options.contains(.duckOthers) { return .duck }
+        if options.contains(.mixWithOthers) { return .mix }
+        return nil
+    }
 
     /// How a sender sends FEC: not at all, when the latency is too short for a resend, or always with one
     /// parity packet per `row` media packets (2…15).

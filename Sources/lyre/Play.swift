@@ -62,6 +62,12 @@ struct Play: AsyncParsableCommand {
     @Flag(inversion: .prefixedNo, help: "When the only room went away and comes back, play on where it paused (--no-resume: stay paused until its controls say play).")
     var resume = true
 
+    @Flag(help: "Play over what a receiver already plays, both at their own level, instead of taking it over (an announcement). A receiver that cannot mix refuses, and what it plays goes on.")
+    var mix = false
+
+    @Flag(help: "As --mix, and lower what plays while this plays (an announcement over music). A receiver that cannot duck refuses, and what it plays goes on.")
+    var duck = false
+
     @Option(help: ArgumentHelp("Raw stdin layout: s16le, s16be, s24le, s32le, f32le or u8, then rate and channels.", valueName: "SAMPLE:RATE:CHANNELS"))
     var format: String = "s16le:48000:2"
 
@@ -99,6 +105,7 @@ struct Play: AsyncParsableCommand {
         for room in host where try RoomSpec(room).hostPort == nil {
             throw ValidationError("--host must be HOST:PORT, e.g. 127.0.0.1:7700 or [::1]:7700")
         }
+        guard !(mix && duck) else { throw ValidationError("--mix and --duck go one at a time: --duck mixes too") }
         if files.filter({ $0 == "-" }).count > 1 { throw ValidationError("stdin ('-') can be played once") }
         for file in files where file != "-" {
             guard FileManager.default.isReadableFile(atPath: file) else { throw ValidationError("cannot read '\(file)'") }
@@ -127,6 +134,7 @@ struct Play: AsyncParsableCommand {
         configuration.fec = fecMode!
         configuration.resend = resend
         configuration.waitsForLostRooms = true
+        configuration.mixing = duck ? .duck : mix ? .mix : nil
         configuration.senderName = name ?? Self.defaultSenderName()
         configuration.security = try SenderState.security(name: configuration.senderName)
         configuration.senderID = configuration.security?.identity.id

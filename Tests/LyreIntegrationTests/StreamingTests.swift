@@ -355,6 +355,46 @@ struct StreamingTests {
         #expect(played > 0.5 && played < 5, "the output held \(played) s of the 6 s song, moved off after about 1.5: \(comparison)")
     }
 
+    /// streaming.md §7, `Lyre-Mix`: an announcement (`lyre play --duck`, or `--mix`) to a receiver that plays
+    /// another session is refused with one line that says why, and the music it plays goes on, whole from its
+    /// first sample to its last, where a plain second sender would have taken it over.
+    @Test(arguments: ["--duck", "--mix"]) func anAnnouncementIsRefusedAndTheMusicGoesOn(option: String) async throws {
+        let rig = try await Rig()
+        defer { rig.network.close() }
+        let song = try await Self.sweep(rig.network, rate: 48000, seconds: 4, hardEnds: true)
+        let chime = try await Self.sweep(rig.network, rate: 48000, seconds: 0.5, signal: "full")
+        let music = try rig.network.spawn(["lyre", "play", song, "--to", "Speaker", "--name", "Music", "--group-socket", "off"])
+        #expect(await eventually { rig.lyred.stderr.contains("now playing:") }, "\(rig.lyred.stderr)")
+        let announce = try await rig.network.run(["lyre", "play", chime, "--to", "Speaker", option, "--name", "Doorbell", "--group-socket", "off"])
+        #expect(announce.status != 0)
+        let verb = option.dropFirst(2)
+        #expect(announce.stderr.contains("it plays 'Music' and cannot \(verb) another session over it yet; play without \(option) to take it over"),
+                "\(announce.stderr)")
+        #expect(announce.stderr.split(separator: "\n").count == 1, "one line: \(announce.stderr)")
+        try await music.waitForExit(timeout: 30)
+        #expect(music.status == 0, "the music: \(music.stderr)")
+        #expect(!rig.lyred.stderr.contains("takes over"), "\(rig.lyred.stderr)")
+        #expect(rig.lyred.stderr.contains("refused 'Doorbell': asked to \(verb) over 'Music'"), "\(rig.lyred.stderr)")
+        try await rig.stop()
+        let comparison = try await Self.compare(rig.network, reference: song, output: rig.output)
+        Self.expectSameAudio(comparison)
+        Self.expectWhole(comparison, lags: false)
+    }
+
+    /// `Lyre-Mix` to a receiver that plays nothing: there is nothing to mix with, and the announcement plays,
+    /// whole.
+    @Test func anAnnouncementToAnIdleReceiverPlays() async throws {
+        let rig = try await Rig()
+        defer { rig.network.close() }
+        let chime = try await Self.sweep(rig.network, rate: 48000, seconds: 1, hardEnds: true)
+        let announce = try await rig.network.run(["lyre", "play", chime, "--to", "Speaker", "--duck", "--group-socket", "off"])
+        #expect(announce.status == 0, "\(announce.stderr)")
+        try await rig.stop()
+        let comparison = try await Self.compare(rig.network, reference: chime, output: rig.output)
+        Self.expectSameAudio(comparison)
+        Self.expectWhole(comparison, lags: false)
+    }
+
     /// README, access `open`: GStreamer's RTSP RECORD client (`rtspclientsink`, gst-rtsp-server) is heard as
     /// ffmpeg's is: the sweep it encodes with its own opusenc comes out whole, and the session ends when the
     /// publisher closes its connection, not by lyred's own timeout.
@@ -984,6 +1024,8 @@ struct StreamingTests {
         // ANNOUNCE: `Lyre-Latency` is 20…2000, both ends taken; out of range is 400.
         #expect(status("announce_latency_19") == 400 && status("announce_latency_2001") == 400, "\(got)")
         #expect(status("announce_latency_20") == 200 && status("announce_latency_2000") == 200, "\(got)")
+        // §7: `Lyre-Mix` is mix or duck, anything else 400; with nothing playing, a mix request is taken.
+        #expect(status("announce_mix_ducking") == 400 && status("announce_mix_mix") == 200, "\(got)")
         // The states: RECORD before SETUP is refused (455, Method Not Valid in This State).
         #expect(status("record_before_setup") == 455, "\(got)")
         // SETUP: `Session: S;timeout=60`, S 16 hex digits; the Transport answer repeats the request's ssrc.

@@ -124,3 +124,16 @@ struct AudioRoutingTests {
         #expect(session.output(for: .receivers) == nil)
     }
 }
+
+/// What an app's options ask of a receiver (streaming.md §7, `Lyre-Mix`): `duckOthers` ducks (it mixes too),
+/// `mixWithOthers` mixes, neither takes the receiver over.
+@Test func anAppsOptionsAreItsMixRequest() throws {
+    #expect(StreamConfiguration.mixing(for: []) == nil)
+    #expect(StreamConfiguration.mixing(for: [.allowLyre]) == nil)
+    #expect(StreamConfiguration.mixing(for: .mixWithOthers) == .mix)
+    #expect(StreamConfiguration.mixing(for: .interruptSpokenAudioAndMixWithOthers) == nil)
+    let ducking = try AudioRouting.validate(category: .playback, mode: .default, options: .duckOthers)
+    #expect(StreamConfiguration.mixing(for: ducking) == .duck)
+    let interrupting = try AudioRouting.validate(category: .playback, mode: .default, options: .interruptSpokenAudioAndMixWithOthers)
+    #expect(StreamConfiguration.mixing(for: interrupting) == .mix)
+}

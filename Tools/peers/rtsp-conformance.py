@@ -355,6 +355,11 @@ def main():
         s = session(target)
         out[f"announce_latency_{latency}"] = announce(s, [("Lyre-Latency", str(latency))]).status
         s.close()
+    # §7 Lyre-Mix: mix or duck, anything else 400 (with nothing playing, a mix request plays).
+    for mix in ("ducking", "mix"):
+        s = session(target)
+        out[f"announce_mix_{mix}"] = announce(s, [("Lyre-Mix", mix)]).status
+        s.close()
     # §3 states: RECORD before SETUP is out of order.
     s = session(target)
     announce(s)

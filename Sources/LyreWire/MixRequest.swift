@@ -1,0 +1,16 @@
+/// How a session asks to meet what a receiver already plays (streaming.md §7, `Lyre-Mix`): the wire form of
+/// an app's `mixWithOthers` and `duckOthers` options. A session that asks neither takes the receiver over.
+public enum MixRequest: String, Sendable, CaseIterable {
+    /// Plays over the session that plays, both at their own level.
+    case mix
+    /// Plays over it and lowers it while this plays.
+    case duck
+
+    /// Parses a `Lyre-Mix` value, case-insensitively.
+    public init?(parsing text: some StringProtocol) {
+        self.init(rawValue: String(text).trimmingSpaces.lowercased())
+    }
+
+    /// The words accepted, for error text.
+    public static let choices = allCases.map(\.rawValue).joined(separator: ", ")
+}
