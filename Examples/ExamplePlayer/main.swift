@@ -68,6 +68,8 @@ if let local = audioSession.output(for: audioSession.destination(receiverChosen:
 
 var configuration = StreamConfiguration()
 configuration.senderName = "Example Player"
+// A doorbell app sets duckOthers (or mixWithOthers): it asks to play over the music, not to take it over.
+configuration.mixing = StreamConfiguration.mixing(for: audioSession.categoryOptions)
 let session: StreamSession
 do {
     session = try StreamSession(host: String(parts[0]), port: port, configuration: configuration)

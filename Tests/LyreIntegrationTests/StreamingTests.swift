@@ -355,26 +355,30 @@ struct StreamingTests {
         #expect(played > 0.5 && played < 5, "the output held \(played) s of the 6 s song, moved off after about 1.5: \(comparison)")
     }
 
-    /// streaming.md §7, `Lyre-Mix`: an announcement (`lyre play --duck`, or `--mix`) to a receiver that plays
-    /// another session is refused with one line that says why, and the music it plays goes on, whole from its
-    /// first sample to its last, where a plain second sender would have taken it over.
-    @Test(arguments: ["--duck", "--mix"]) func anAnnouncementIsRefusedAndTheMusicGoesOn(option: String) async throws {
+    /// streaming.md §7, `Lyre-Mix`: an announcement (`lyre play --duck` or `--mix`, or an app whose options
+    /// say `duckOthers`) to a receiver that plays another session is refused with one line that says why, and
+    /// the music it plays goes on, whole from its first sample to its last, where a plain second sender would
+    /// have taken it over.
+    @Test(arguments: ["--duck", "--mix", "duckOthers"]) func anAnnouncementIsRefusedAndTheMusicGoesOn(option: String) async throws {
         let rig = try await Rig()
         defer { rig.network.close() }
         let song = try await Self.sweep(rig.network, rate: 48000, seconds: 4, hardEnds: true)
         let chime = try await Self.sweep(rig.network, rate: 48000, seconds: 0.5, signal: "full")
         let music = try rig.network.spawn(["lyre", "play", song, "--to", "Speaker", "--name", "Music", "--group-socket", "off"])
         #expect(await eventually { rig.lyred.stderr.contains("now playing:") }, "\(rig.lyred.stderr)")
-        let announce = try await rig.network.run(["lyre", "play", chime, "--to", "Speaker", option, "--name", "Doorbell", "--group-socket", "off"])
+        let app = option == "duckOthers"
+        let announce = try await rig.network.run(
+            app ? ["env", "LYRE_LOCAL_OUTPUT=null", TestNetwork.binaries + "/lyre-example-player", chime, "--host", "127.0.0.1:\(rig.port)", "--options", option]
+                : ["lyre", "play", chime, "--to", "Speaker", option, "--name", "Doorbell", "--group-socket", "off"])
         #expect(announce.status != 0)
-        let verb = option.dropFirst(2)
-        #expect(announce.stderr.contains("it plays 'Music' and cannot \(verb) another session over it yet; play without \(option) to take it over"),
+        let verb = app ? "duck" : String(option.dropFirst(2))
+        #expect(announce.stderr.contains("it plays 'Music' and cannot \(verb) another session over it yet; play without --\(verb) to take it over"),
                 "\(announce.stderr)")
         #expect(announce.stderr.split(separator: "\n").count == 1, "one line: \(announce.stderr)")
         try await music.waitForExit(timeout: 30)
         #expect(music.status == 0, "the music: \(music.stderr)")
         #expect(!rig.lyred.stderr.contains("takes over"), "\(rig.lyred.stderr)")
-        #expect(rig.lyred.stderr.contains("refused 'Doorbell': asked to \(verb) over 'Music'"), "\(rig.lyred.stderr)")
+        #expect(rig.lyred.stderr.contains("refused '\(app ? "Example Player" : "Doorbell")': asked to \(verb) over 'Music'"), "\(rig.lyred.stderr)")
         try await rig.stop()
         let comparison = try await Self.compare(rig.network, reference: song, output: rig.output)
         Self.expectSameAudio(comparison)
