@@ -31,7 +31,6 @@ var arguments = Array(CommandLine.arguments.dropFirst())
 guard let host = option("--host", from: &arguments) else { fail("usage: lyre-example-player SONG --host HOST:PORT [--alert SOUND --alert-at SECONDS]") }
 let alert = option("--alert", from: &arguments)
 let alertAt = option("--alert-at", from: &arguments).flatMap(Double.init) ?? 1
-guard let song = arguments.first else { fail("name a song to play") }
 let parts = host.split(separator: ":")
 guard parts.count == 2, let port = UInt16(parts[1]) else { fail("--host must be HOST:PORT") }
 
@@ -48,6 +47,7 @@ let named: [String: AudioSession.CategoryOptions] = [
     "mixWithOthers": .mixWithOthers, "duckOthers": .duckOthers, "allowLyre": .allowLyre, "defaultToSpeaker": .defaultToSpeaker,
     "interruptSpokenAudioAndMixWithOthers": .interruptSpokenAudioAndMixWithOthers,
 ]
+guard let song = arguments.first else { fail("name a song to play") }
 guard let category = AudioSession.Category(rawValue: category) else { fail("unknown category \(category)") }
 guard let mode = AudioSession.Mode(rawValue: mode) else { fail("unknown mode \(mode)") }
 var options: AudioSession.CategoryOptions = []

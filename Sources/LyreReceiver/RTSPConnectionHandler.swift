@@ -284,9 +284,10 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             }
             // This receiver plays one session at a time: asked to play over another, it says so rather than
             // take it over (§7). With nothing playing there is nothing to mix with, and it plays.
+            // Another connection, even from the same device: a doorbell on the laptop that plays the music.
             if let playing = registry.active, playing !== self {
                 logger.notice("refused '\(request.headers["Lyre-Sender-Name"] ?? "a sender")': asked to \(mix.rawValue) over \(playing.senderLabel)")
-                return refuse(453, cseq: cseq, "it plays \(Printable.quoted(playing.senderName)) and cannot \(mix.rawValue) another session over it yet; play without --\(mix.rawValue) to take it over")
+                return refuse(453, cseq: cseq, "it plays \(Printable.quoted(playing.senderName)) and cannot \(mix.rawValue) another session over it yet")
             }
         }
         guard registry.output.isAvailable else {

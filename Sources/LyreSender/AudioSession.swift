@@ -16,15 +16,16 @@ public final class AudioSession: @unchecked Sendable {
         case playback
         /// A voice or recording app: stays on this machine unless `allowLyre`.
         case playAndRecord
-        /// Audio that belongs to this machine (game sounds, previews), mixed with what else plays.
+        /// Audio that belongs to this machine (game sounds, previews); on iOS it mixes with other apps'.
         case ambient
-        /// As `ambient`, alone: the default, as on iOS.
+        /// As `ambient`, and on iOS alone: the default, as there. Both play on the local output.
         case soloAmbient
     }
 
     public enum Mode: String, Sendable, CaseIterable {
         case `default`
-        /// Podcasts and audio books: what `interruptSpokenAudioAndMixWithOthers` pauses.
+        /// Podcasts and audio books (what another app's `interruptSpokenAudioAndMixWithOthers` is to pause,
+        /// once receivers mix: stored, not yet acted on).
         case spokenAudio
         /// A call: `playAndRecord` only.
         case voiceChat
@@ -34,11 +35,13 @@ public final class AudioSession: @unchecked Sendable {
     public struct CategoryOptions: OptionSet, Sendable, Hashable {
         public let rawValue: UInt
         public init(rawValue: UInt) { self.rawValue = rawValue }
-        /// Plays over what the receiver plays instead of taking it over.
+        /// Asks to play over what the receiver plays instead of taking it over (`StreamConfiguration.mixing(for:)`,
+        /// streaming.md §7). No receiver mixes yet: one that plays another session refuses.
         public static let mixWithOthers = CategoryOptions(rawValue: 1 << 0)
-        /// Lowers what else plays while this plays (implies `mixWithOthers`).
+        /// As `mixWithOthers`, and asks that what else plays be lowered while this plays (implies `mixWithOthers`).
         public static let duckOthers = CategoryOptions(rawValue: 1 << 1)
-        /// Pauses spoken audio (a podcast) and mixes with the rest (implies `mixWithOthers`).
+        /// Is to pause spoken audio (a podcast) and mix with the rest (implies `mixWithOthers`); asks to mix,
+        /// the pause is not built.
         public static let interruptSpokenAudioAndMixWithOthers = CategoryOptions(rawValue: 1 << 2)
         /// A `playAndRecord` app may play on a receiver (iOS's allow-AirPlay and allow-Bluetooth-A2DP).
         public static let allowLyre = CategoryOptions(rawValue: 1 << 3)
@@ -90,7 +93,8 @@ public final class AudioSession: @unchecked Sendable {
     }
 
     /// Calls `handler` (on the thread that set the category) each time a category change moves the app's
-    /// audio, until `cancel` is called with what this returns.
+    /// audio, until `cancelObservation` is called with what this returns (a change already being told may
+    /// still reach it once).
     public func observeRouteChange(_ handler: @escaping @Sendable (OutputRouteChangeReason) -> Void) -> Int {
         lock.withLock {
             defer { nextObserver += 1 }

@@ -168,10 +168,11 @@ public final class QueuePlayer: @unchecked Sendable {
 
     /// The player pauses by itself when the session's route goes away (`routeChanged`).
     ///
-    /// With `audioSession`, the player follows the app's category too: when it does not send the app's
-    /// audio to a receiver (`AudioSession.destination(receiverChosen: true)`), `play()` sends nothing and
-    /// returns `.interrupted(.categoryChange)`, and a category change that moves the audio while it plays
-    /// ends it the same way.
+    /// With `audioSession`, the player follows the app's category too: a category change that takes the
+    /// audio off the receivers while it plays ends the playback (`.interrupted(.categoryChange)`). An app
+    /// asks `AudioSession.destination(receiverChosen:)` before it makes the `StreamSession`: making one
+    /// announces a session, which takes the receiver over. Should it not, `play()` sends no audio and
+    /// returns `.interrupted(.categoryChange)` at once.
     public init(items: [QueueItem], session: StreamSession, audioSession: AudioSession? = nil) {
         self.items = items
         self.session = session
@@ -405,9 +406,18 @@ public final class QueuePlayer: @unchecked Sendable {
     }
 
     private func playQueue(progress: (Progress) -> Void) throws -> Outcome {
-        if let audioSession, audioSession.destination(receiverChosen: true) != .receivers {
-            session.close()
-            return .interrupted(.categoryChange)
+        if let audioSession {
+            guard audioSession.destination(receiverChosen: true) == .receivers else {
+                session.close()
+                return .interrupted(.categoryChange)
+            }
+            // A category that went local and back before the playback began stops nothing.
+            state.withLockedValue { s in
+                guard s.interruption == .categoryChange else { return }
+                s.interruption = nil
+                s.stopped = false
+                s.paused = false
+            }
         }
         installCommands()
         var target = Target(index: 0, position: 0, kind: .start)

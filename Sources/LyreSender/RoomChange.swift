@@ -6,7 +6,8 @@ public enum OutputRouteChangeReason: Sendable, Equatable {
     case oldDeviceUnavailable
     /// Another sender took the receiver over (its name when the receiver said).
     case takenOver(by: String?)
-    /// The app's category changed, and with it where its audio goes (`AudioSession.setCategory`).
+    /// The app's category changed, and with it where its audio goes (`AudioSession.setCategory`): told by
+    /// `AudioSession.observeRouteChange` and in `QueuePlayer.Outcome`, never by a StreamSession's rooms.
     case categoryChange
 }
 

@@ -140,7 +140,10 @@ struct Play: AsyncParsableCommand {
         configuration.senderID = configuration.security?.identity.id
 
         func cannotPlay(_ error: Error) -> CommandFailure {
-            CommandFailure("cannot play on \(routes.map(\.description).joined(separator: ", ")): \(error)")
+            // A receiver that cannot mix (streaming.md §7): what the user can do instead.
+            var hint = ""
+            if let mixing = configuration.mixing, case .refused(_, 453, _)? = error as? LyreSenderError { hint = "; play without --\(mixing.rawValue) to take it over" }
+            return CommandFailure("cannot play on \(routes.map(\.description).joined(separator: ", ")): \(error)\(hint)")
         }
         let session: StreamSession
         do {

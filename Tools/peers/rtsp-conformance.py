@@ -350,15 +350,15 @@ def main():
     if "--arrival" in sys.argv:
         return arrival(target)
     out = {}
+    # §7 Lyre-Mix: mix or duck, anything else 400. First, while the receiver is idle: a mix request then plays.
+    for mix in ("ducking", "mix"):
+        s = session(target)
+        out[f"announce_mix_{mix}"] = announce(s, [("Lyre-Mix", mix)]).status
+        s.close()
     # §3 ANNOUNCE: Lyre-Latency 20…2000, out of range 400 (each on a connection of its own).
     for latency in (19, 20, 2000, 2001):
         s = session(target)
         out[f"announce_latency_{latency}"] = announce(s, [("Lyre-Latency", str(latency))]).status
-        s.close()
-    # §7 Lyre-Mix: mix or duck, anything else 400 (with nothing playing, a mix request plays).
-    for mix in ("ducking", "mix"):
-        s = session(target)
-        out[f"announce_mix_{mix}"] = announce(s, [("Lyre-Mix", mix)]).status
         s.close()
     # §3 states: RECORD before SETUP is out of order.
     s = session(target)
