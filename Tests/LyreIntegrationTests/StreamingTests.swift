@@ -46,6 +46,18 @@ struct StreamingTests {
         return path
     }
 
+    /// An ALSA configuration in `directory` whose PCM `lyrefile` writes what it plays to the raw file `raw`
+    /// (s16le, as opened), for `ALSA_CONFIG_PATH`: a real ALSA output whose every sample can be checked.
+    static func filePCM(in directory: URL, raw: String) throws -> (raw: String, config: String) {
+        let path = directory.appendingPathComponent(raw).path
+        let config = directory.appendingPathComponent("asound.conf").path
+        try """
+            </usr/share/alsa/alsa.conf>
+            pcm.lyrefile { type file slave.pcm "null" file "\(path)" format "raw" }
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+        return (path, config)
+    }
+
     /// `audio.py compare` as a dictionary; `part`: the output holds a stretch of the reference only (a stop).
     static func compare(_ network: TestNetwork, reference: String, output: String, format: String = "wav", part: Bool = false) async throws -> [String: Any] {
         let result = try await network.run(["python3", audioTool, "compare", reference, output, "--out-format", format] + (part ? ["--part"] : []))
@@ -262,12 +274,7 @@ struct StreamingTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lyre-alsa-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let raw = directory.appendingPathComponent("alsa.raw").path
-        let config = directory.appendingPathComponent("asound.conf").path
-        try """
-            </usr/share/alsa/alsa.conf>
-            pcm.lyrefile { type file slave.pcm "null" file "\(raw)" format "raw" }
-            """.write(toFile: config, atomically: true, encoding: .utf8)
+        let (raw, config) = try Self.filePCM(in: directory, raw: "alsa.raw")
         let rig = try await Rig(output: "lyrefile", environment: ["ALSA_CONFIG_PATH=\(config)"])
         defer { rig.network.close() }
         #expect(rig.lyred.stderr.contains("output ALSA lyrefile open"), "\(rig.lyred.stderr)")
@@ -286,12 +293,7 @@ struct StreamingTests {
     @Test func systemSoundsStayLocalWhileTheAppStreams() async throws {
         let rig = try await Rig()
         defer { rig.network.close() }
-        let raw = rig.network.scratch.appendingPathComponent("local.raw").path
-        let config = rig.network.scratch.appendingPathComponent("asound.conf").path
-        try """
-            </usr/share/alsa/alsa.conf>
-            pcm.lyrefile { type file slave.pcm "null" file "\(raw)" format "raw" }
-            """.write(toFile: config, atomically: true, encoding: .utf8)
+        let (raw, config) = try Self.filePCM(in: rig.network.scratch, raw: "local.raw")
         let song = try await Self.sweep(rig.network, rate: 48000, seconds: 3)
         let alert = rig.network.scratch.appendingPathComponent("alert.wav").path
         let made = try await rig.network.run(["python3", Self.audioTool, "sweep", alert, "--rate", "44100", "--seconds", "0.6", "--level-db", "-3"])
@@ -312,12 +314,7 @@ struct StreamingTests {
     @Test(arguments: [false, true]) func playAndRecordStaysLocalUnlessItAllowsLyre(allowLyre: Bool) async throws {
         let rig = try await Rig()
         defer { rig.network.close() }
-        let raw = rig.network.scratch.appendingPathComponent("voice.raw").path
-        let config = rig.network.scratch.appendingPathComponent("asound.conf").path
-        try """
-            </usr/share/alsa/alsa.conf>
-            pcm.lyrefile { type file slave.pcm "null" file "\(raw)" format "raw" }
-            """.write(toFile: config, atomically: true, encoding: .utf8)
+        let (raw, config) = try Self.filePCM(in: rig.network.scratch, raw: "voice.raw")
         let song = try await Self.sweep(rig.network, rate: 48000, seconds: 3)
         let app = try await rig.network.run(
             ["env", "ALSA_CONFIG_PATH=\(config)", "LYRE_LOCAL_OUTPUT=null", "LYRE_VOICE_OUTPUT=lyrefile", TestNetwork.binaries + "/lyre-example-player", song,
