@@ -31,6 +31,7 @@ import ctypes
 import ctypes.util
 import json
 import re
+import signal
 import socket
 import struct
 import subprocess
@@ -251,14 +252,30 @@ def main():
         if method == "TEARDOWN":
             break
     conn.close()
-    status = None
+    status, stopped_by, errors = None, None, None
     if ffmpeg:
         time.sleep(0.3)
+        # 'q' ends ffmpeg at once, with its output written and status 0. Once in a fresh-clone run it did not
+        # answer within 10 s (status None, its WAV whole): then SIGINT, which ffmpeg also ends cleanly on, with
+        # status 255, and the kill only as a last resort. What ended it is reported, with its error log.
+        stopped_by = "q"
         try:
             ffmpeg.communicate(b"q", timeout=10)
         except subprocess.TimeoutExpired:
-            ffmpeg.kill()
+            stopped_by = "SIGINT"
+            ffmpeg.send_signal(signal.SIGINT)
+            try:
+                ffmpeg.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                stopped_by = "SIGKILL"
+                ffmpeg.kill()
+                ffmpeg.wait()
         status = ffmpeg.returncode
+        try:
+            with open(a.out + ".log") as f:
+                errors = f.read()[-2000:]
+        except OSError:
+            pass
     if commander:
         commander.join()
     if media:
@@ -272,7 +289,7 @@ def main():
             pt = int(re.search(r"a=rtpmap:(\d+) opus", sdp).group(1))
             resume["resumed_from"], resume["match"], resume["primed_db"] = resumed_from(packets, pt, flushed, resume["start_at"])
             resume["start_at"] = signed(resume["start_at"] - flushed)
-    print(json.dumps({"sdp": used, "ffmpeg_status": status, "commands": results, "flow": flow, "parameters": parameters,
+    print(json.dumps({"sdp": used, "ffmpeg_status": status, "ffmpeg_stopped_by": stopped_by, "ffmpeg_errors": errors, "commands": results, "flow": flow, "parameters": parameters,
                       "resume": resume}), flush=True)
     return 0
 
