@@ -38,7 +38,6 @@ public final class MonitorCapture: @unchecked Sendable {
     private let state = NIOLockedValueBox(State())
     private let capture: OpaquePointer
     private let logger: Logger
-    private let done = DispatchSemaphore(value: 0)
     public let monitor: String
 
     /// Opens `monitor` for recording (float, 48 kHz stereo) and starts reading it.
@@ -53,11 +52,9 @@ public final class MonitorCapture: @unchecked Sendable {
         self.capture = capture
         self.monitor = monitor
         self.logger = logger
-        // A thread of its own: it blocks on the sound server's next block of audio, at the audio's pace.
-        let thread = Thread { [self] in
-            read()
-            done.signal()
-        }
+        // A thread of its own: it blocks on the sound server's next block of audio, at the audio's pace. It
+        // holds the capture until it ends, which `stop` does not wait for (see there).
+        let thread = Thread { [self] in read() }
         thread.name = "lyre-sink-capture"
         thread.start()
     }
@@ -126,10 +123,15 @@ public final class MonitorCapture: @unchecked Sendable {
         if now { then(detach()) }
     }
 
-    /// Stops recording; returns once the reader has stopped.
+    /// Stops recording: from now on nothing recorded reaches a session. It returns at once, without waiting
+    /// for the reader, which is blocked until the sound server's next block: a server that stalls would hold
+    /// lyre sink's queue here, and every output's changes with it. (One CI run under PipeWire left a departed
+    /// receiver's output in place for more than 10 s, with no log line to say where it waited; a monitor
+    /// with nothing playing into its sink still renders blocks here, so a stall is the suspect, not proven.)
+    /// The reader ends on its next block, or when the caller unloads the sink and the server ends the
+    /// recording.
     public func stop() {
         state.withLockedValue { $0.stopped = true }
-        done.wait()
         // A session still draining is handed over as it is.
         handOverDrain()
     }
@@ -150,6 +152,8 @@ public final class MonitorCapture: @unchecked Sendable {
         while !state.withLockedValue({ $0.stopped }) {
             let read = block.withUnsafeMutableBytes { pa_simple_read(capture, $0.baseAddress, $0.count, &status) }
             guard read >= 0 else {
+                // Stopped: the sink went, and its recording with it.
+                if state.withLockedValue({ $0.stopped }) { return }
                 logger.error("recording \(monitor) stopped: \(String(cString: pa_strerror(status)))")
                 let ended = state.withLockedValue { s in defer { s.session = nil }; return s.onEnded }
                 ended?("the sound server stopped")
@@ -157,6 +161,8 @@ public final class MonitorCapture: @unchecked Sendable {
             }
             var drained: (then: @Sendable (StreamSession?) -> Void, session: StreamSession)?
             let (session, pending, start, startFrames) = state.withLockedValue { s -> (StreamSession?, [Float], Bool, Int) in
+                // Stopped while this block was read: it is no one's.
+                if s.stopped { return (nil, [], false, 0) }
                 if let drain = s.drain, let session = s.session {
                     // The app is gone: silence, or the bound, ends what is its.
                     if drain.remaining <= 0 || block.allSatisfy({ $0 == 0 }) {

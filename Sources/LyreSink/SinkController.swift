@@ -117,7 +117,7 @@ public final class SinkController: @unchecked Sendable {
             let id = device.id.rawValue
             let address = device.streamAddress
             if change.reason == .deviceUnavailable || !device.isPlayable || address == nil {
-                routes[id] = nil
+                if routes.removeValue(forKey: id) != nil { logger.info("receiver '\(device.name)' left") }
                 perform(router.receiverGone(id: id))
                 return
             }

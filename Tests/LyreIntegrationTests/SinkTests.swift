@@ -48,6 +48,8 @@ struct SinkTests {
         let network: TestNetwork
         let lyred: Spawned
         let sink: Spawned
+        /// The sound server, whose log a failure shows.
+        let server: Spawned
         let output: String
         let node: String
 
@@ -57,7 +59,8 @@ struct SinkTests {
             }
             self.network = network
             let pulseEnvironment = kind.environment
-            let server = try network.spawn(kind.command, name: "\(kind)")
+            server = try network.spawn(kind.command, name: "\(kind)")
+            let server = server
             #expect(try await eventually { try await network.run(pulseEnvironment + ["pactl", "list", "short", "sinks"]).stdout.contains("local") },
                     "\(kind): \(server.stderr)")
             output = network.scratch.appendingPathComponent("out.wav").path
@@ -129,7 +132,9 @@ struct SinkTests {
         #expect(followed, "receiver volume \(String(describing: shownVolume)): \(sink.stderr)")
         lyred.signal(SIGTERM)
         try await lyred.waitForExit(timeout: 10)
-        #expect(try await eventually { try await !sinks().contains(node) }, "the output stayed: \(sink.stderr)")
+        let outputGone = try await eventually { try await !sinks().contains(node) }
+        let listed = try await network.run(["lyre", "devices", "--timeout", "2"]).stdout
+        #expect(outputGone, "the output stayed: \(sink.stderr)\nlyre devices: \(listed)\n\(server): \(rig.server.stderr)")
         #expect(try await onLocal(), "the app's stream is not on the local output")
         #expect(endless.isRunning, "the app's stream ended instead of moving")
 
@@ -143,6 +148,8 @@ struct SinkTests {
         // for the 20 ms ends.
         let comparison = try await StreamingTests.compare(network, reference: song, output: output)
         print("lyre sink through \(server), the song at the receiver against the file: \(comparison)")
+        // What the sound server said (xruns, say), shown when the song is not whole.
+        if (comparison["gaps"] as? Int ?? 1) != 0 { print("\(server)'s log: \(rig.server.stderr.suffix(4000))") }
         let (floor, edgeFloor) = try await StreamingTests.libopusFloors(network, input: song)
         // A known defect, tolerated in this one form only: lyre sink sends each packet when it is due (no lead),
         // so a capture thread late by more than what is queued at the start leaves a 10 ms hole, and the stream
