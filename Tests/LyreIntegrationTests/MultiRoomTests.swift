@@ -111,8 +111,9 @@ struct MultiRoomTests {
             #expect(play.status == 0, "lyre play: \(play.stderr)", sourceLocation: sourceLocation)
             try await stop()
             let output = try await compare(song, room)
-            StreamingTests.expectSameAudio(output, sourceLocation: sourceLocation)
-            StreamingTests.expectWhole(output, lags: false, sourceLocation: sourceLocation)
+            let (floor, edgeFloor) = try await StreamingTests.opusFloors(network, input: song)
+            StreamingTests.expectSameAudio(output, floor: floor, sourceLocation: sourceLocation)
+            StreamingTests.expectWhole(output, lags: false, floor: edgeFloor, sourceLocation: sourceLocation)
         }
 
         func sync(_ a: String, _ b: String, expectMilliseconds: Double = 0, skews: (Double, Double) = (0, 0), settle: Double = 5,
@@ -184,7 +185,8 @@ struct MultiRoomTests {
             // Measured from 4 s on: before that each control catches its DAC's 150 ppm up (the sync figures
             // below hold it to converging by then), and the output is up to 4 samples off where one fixed
             // stretch of the input puts it, which a whole-file SNR reads as noise (19.9 dB once in a full run).
-            StreamingTests.expectSameAudio(try await rooms.compare(sweep, room, skew: skew, settle: 4))
+            StreamingTests.expectSameAudio(try await rooms.compare(sweep, room, skew: skew, settle: 4),
+                                           floor: try await StreamingTests.opusFloors(rooms.network, input: sweep).whole)
             let log = rooms.lyred[room]!.stderr
             // The skew the room learnt (its controller's integral), against its sender-clock estimate: within
             // a few ppm of the DAC's, as that estimate's own drift wanders by a few ppm when the suite runs
@@ -610,8 +612,9 @@ struct MultiRoomTests {
         #expect(play.status == 0, "lyre play: \(play.stderr)")
         try await rooms.stop()
         let kitchen = try await rooms.compare(song, "Kitchen")
-        StreamingTests.expectSameAudio(kitchen)
-        StreamingTests.expectWhole(kitchen, lags: false)
+        let (floor, edgeFloor) = try await StreamingTests.opusFloors(rooms.network, input: song)
+        StreamingTests.expectSameAudio(kitchen, floor: floor)
+        StreamingTests.expectWhole(kitchen, lags: false, floor: edgeFloor)
     }
 
     /// `lyre group remove` mid-song: the room removed stops cleanly (its output is the input from its first
