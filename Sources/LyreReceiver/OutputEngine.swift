@@ -19,6 +19,10 @@ final class OutputEngine: @unchecked Sendable {
     private var current: PlayoutController?
     /// When set, `current` is draining: it stops when empty or at this time.
     private var drainDeadline: UInt64?
+    /// Sessions mixed over `current` (streaming.md §7), in the order they came.
+    private var overlays: [Overlay] = []
+    /// How a ducking overlay lowers `current`.
+    let duck: DuckEnvelope
     private var running = true
     /// The audio thread has left its loop.
     private var loopEnded = false
@@ -41,8 +45,25 @@ final class OutputEngine: @unchecked Sendable {
     /// waits on it.
     private let settled = Wakeup()
 
-    init(target: OutputTarget, volume: Double, policy: VolumePolicy, presentationLogPath: String?, logger: Logger,
-         availabilityChanged: @escaping @Sendable (Bool) -> Void) {
+    /// A session played over the main one: mixed in, and lowering it while it plays when it ducks.
+    private struct Overlay {
+        let controller: PlayoutController
+        let ducks: Bool
+        /// Its own sender's volume, as a gain on its samples (the receiver's volume applies to the mix).
+        var gain: Float = 1
+        /// Where its next block starts, in frames from its first sample (`DuckEnvelope`'s position): read
+        /// from its playout while that plays, carried on by the frames rendered once it is over.
+        var position: Int64?
+        /// Frames from its first sample to just after its last, once it ends.
+        var end: Int64?
+        /// It is ending: it plays out what it holds (at most until this time), and the music comes back.
+        var ending: UInt64?
+        var heardAudio = false
+    }
+
+    init(target: OutputTarget, volume: Double, policy: VolumePolicy, duck: DuckEnvelope = DuckEnvelope(), presentationLogPath: String?,
+         logger: Logger, availabilityChanged: @escaping @Sendable (Bool) -> Void) {
+        self.duck = duck
         self.target = target
         self.volume = volume
         self.policy = policy
@@ -70,15 +91,38 @@ final class OutputEngine: @unchecked Sendable {
         wake.signal()
     }
 
+    /// Mixes `controller` over what plays (streaming.md §7); with `ducking`, what plays is lowered as `duck`
+    /// says while it plays.
+    func mix(_ controller: PlayoutController, ducking: Bool) {
+        lock.withLock { overlays.append(Overlay(controller: controller, ducks: ducking)) }
+        wake.signal()
+    }
+
+    /// An overlay's own volume (dB, RAOP scale; −144 mutes it).
+    func setOverlayVolume(_ controller: PlayoutController, _ db: Double) {
+        lock.withLock {
+            guard let index = overlays.firstIndex(where: { $0.controller === controller }) else { return }
+            overlays[index].gain = db <= -144 ? 0 : Float(pow(10, max(db, -144) / 20))
+        }
+    }
+
     /// Stops output if `controller` is what plays (a session that was taken over has already been replaced).
     /// With `drain`, what is already buffered plays out first (a sender that ends its stream wants its last
-    /// packets heard), for at most `drainLimit` ns.
+    /// packets heard), for at most `drainLimit` ns. An overlay that ends brings what it ducked back up over
+    /// the envelope's release, drained or not: a stop without its end heard starts the release where it is.
     func stopIfPlaying(_ controller: PlayoutController, drain: Bool, drainLimit: UInt64) {
         lock.withLock {
+            if let index = overlays.firstIndex(where: { $0.controller === controller }) {
+                overlays[index].ending = drain ? HostClock.now() + drainLimit : 0
+                return
+            }
             guard current === controller else { return }
             if drain { drainDeadline = HostClock.now() + drainLimit } else { current = nil }
         }
     }
+
+    /// Sessions mixed over the main one now.
+    var overlayCount: Int { lock.withLock { overlays.count } }
 
     /// The extra latency of what is plugged into the output (ns, −500…500 ms): blocks carry the samples due
     /// that much later, so the room is heard in time with the others. Takes effect with the next block.
@@ -181,6 +225,7 @@ final class OutputEngine: @unchecked Sendable {
                 // The policy with the volume, and only when either changed: nothing is copied per block.
                 return (current, volumeChanged ? (volume, policy) : nil, delay)
             }
+            let mixing = lock.withLock { !overlays.isEmpty }
             if let (newVolume, volumePolicy) = newVolume {
                 gain = volumePolicy.apply(newVolume) { level in
                     guard out.setVolume(dB: level) else {
@@ -190,7 +235,7 @@ final class OutputEngine: @unchecked Sendable {
                     return true
                 }.gain
             }
-            guard let controller else {
+            guard controller != nil || mixing else {
                 if wasPlaying {
                     logger.info("output \(target): presentation times from \(out.presentationSource)")
                     out.stop()
@@ -205,10 +250,12 @@ final class OutputEngine: @unchecked Sendable {
             wasPlaying = true
             do {
                 let presentation = try out.waitForRoom()
-                let frames = Self.blockFrames(for: out, latency: controller.latency)
-                var (samples, record) = controller.withPlayout {
+                let latencies = [controller?.latency].compactMap { $0 } + lock.withLock { overlays.map(\.controller.latency) }
+                let frames = Self.blockFrames(for: out, latency: latencies.min() ?? 0)
+                var (samples, record) = controller?.withPlayout {
                     $0.render(frames: frames, presentation: presentation, outputDelay: outputDelay)
-                }
+                } ?? ([Int16](repeating: 0, count: frames * 2), nil)
+                if mixing { samples = renderOverlays(over: controller == nil ? nil : samples, frames: frames, presentation: presentation, outputDelay: outputDelay) }
                 if gain != 1 {
                     for i in samples.indices { samples[i] = Int16(clamping: Int((Double(samples[i]) * gain).rounded())) }
                 }
@@ -233,5 +280,62 @@ final class OutputEngine: @unchecked Sendable {
             }
         }
         sink?.close()
+    }
+
+    /// Renders every overlay for the block at `presentation`, ducks `main` as the ducking ones ask, and sums
+    /// them (on the audio thread). Overlays whose release is over leave the list.
+    private func renderOverlays(over main: [Int16]?, frames: Int, presentation: UInt64, outputDelay: Int64) -> [Int16] {
+        var playing = lock.withLock { overlays }
+        var mainGains = [Float](repeating: 1, count: frames)
+        var rendered: [(samples: [Int16], gain: Float)] = []
+        var done: [ObjectIdentifier] = []
+        let now = HostClock.now()
+        for index in playing.indices {
+            var overlay = playing[index]
+            let (samples, record, first) = overlay.controller.withPlayout { playout in
+                let (samples, record) = playout.render(frames: frames, presentation: presentation, outputDelay: outputDelay)
+                return (samples, record, playout.firstPosition)
+            }
+            // Its position: from the playout's schedule while it has one, else carried on.
+            if let record, let first {
+                overlay.position = Int64(Int32(bitPattern: record.rtpTime &- first))
+            }
+            let audio = record?.audioFrames ?? 0
+            if overlay.heardAudio, audio < frames, let position = overlay.position {
+                // Its audio ran out in this block, after what the block still holds: the music comes back from
+                // there, the same sample in every room, rather than when its sender ends the session (a
+                // latency or more later). An announcement whose audio comes again (its packets were late)
+                // ducks again.
+                if overlay.end == nil { overlay.end = position + Int64(audio) }
+            } else if audio == frames, overlay.ending == nil {
+                overlay.end = nil
+            }
+            if audio > 0 { overlay.heardAudio = true }
+            if overlay.end == nil, let ending = overlay.ending, ending == 0 || now > ending {
+                // Stopped before its audio ran out (taken off, or its sender gone): it ends where it is.
+                overlay.end = overlay.position ?? 0
+            }
+            if overlay.ducks, let position = overlay.position {
+                duck.lower(&mainGains, from: position, end: overlay.end)
+            }
+            rendered.append((samples, overlay.gain))
+            if let position = overlay.position { overlay.position = position + Int64(frames) }
+            // Gone once its session ended and the music is back up.
+            let over = overlay.ending != nil && overlay.end.map { end in overlay.position.map { duck.isReleased(at: $0, end: end) } ?? true } ?? false
+            if over { done.append(ObjectIdentifier(overlay.controller)) }
+            playing[index] = overlay
+        }
+        lock.withLock {
+            // Written back by identity: an overlay added or ended meanwhile keeps what the event loop set.
+            for updated in playing {
+                guard let index = overlays.firstIndex(where: { $0.controller === updated.controller }) else { continue }
+                let ending = overlays[index].ending, gain = overlays[index].gain
+                overlays[index] = updated
+                overlays[index].ending = ending
+                overlays[index].gain = gain
+            }
+            overlays.removeAll { done.contains(ObjectIdentifier($0.controller)) }
+        }
+        return SessionMixer.mix(main: main, mainGains: mainGains, overlays: rendered, frames: frames)
     }
 }

@@ -160,6 +160,13 @@ public struct Playout: ~Copyable {
         if let startAt { self.startAt = extended(startAt) }
     }
 
+    /// The RTP time of the recording's first sample to put out (`Lyre-Start-At`, else the anchor's), once it
+    /// records: where an overlay's `DuckEnvelope` position counts from.
+    public var firstPosition: UInt32? {
+        guard recording else { return nil }
+        return startAt.map { UInt32(truncatingIfNeeded: $0) } ?? anchor?.rtp
+    }
+
     /// Stops at once: what is staged and not yet put out is dropped. Returns the RTP position of the first
     /// input sample not put out, when audio was playing (`Lyre-Stopped-At`, streaming.md §3), so that the
     /// sender resumes from exactly there. When the output ran past the audio it had (a sender stops sending

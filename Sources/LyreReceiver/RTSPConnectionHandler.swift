@@ -46,6 +46,10 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     private var state = State.initial
     private var format: AudioFormat?
     private var latencyMilliseconds = 250
+    /// Set when this session plays over another (`Lyre-Mix`, streaming.md §7) rather than as the main one.
+    private var overlay: MixRequest?
+    /// An overlay's own volume (dB, RAOP scale), applied to its samples only.
+    private var overlayVolume = 0.0
     private var channels = ChannelMap.stereo
     private(set) var senderName = "RTSP sender"
     /// The sender's stable id from `Lyre-Sender-ID` (32 hex digits), for the log; nil when it sent none or
@@ -277,17 +281,22 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             }
             latency = value
         }
+        // Asked to mix or duck over a session that plays (another connection, even from the same device: a
+        // doorbell on the laptop that plays the music), it plays over it, up to `maximumOverlays` at once
+        // (§7). With nothing playing there is nothing to mix with, and it plays as the main session.
+        var over: (playing: RTSPConnectionHandler, mix: MixRequest)?
         if let text = request.headers["Lyre-Mix"] {
             guard let mix = MixRequest(parsing: text) else {
                 registry.count(\.badRequests)
                 return refuse(400, cseq: cseq, "Lyre-Mix must be one of \(MixRequest.choices)")
             }
-            // This receiver plays one session at a time: asked to play over another, it says so rather than
-            // take it over (§7). With nothing playing there is nothing to mix with, and it plays.
-            // Another connection, even from the same device: a doorbell on the laptop that plays the music.
             if let playing = registry.active, playing !== self {
-                logger.notice("refused '\(request.headers["Lyre-Sender-Name"] ?? "a sender")': asked to \(mix.rawValue) over \(playing.senderLabel)")
-                return refuse(453, cseq: cseq, "it plays \(Printable.quoted(playing.senderName)) and cannot \(mix.rawValue) another session over it yet")
+                let others = registry.overlays.filter { $0 !== self }.count
+                guard others < SessionRegistry.maximumOverlays else {
+                    logger.notice("refused '\(request.headers["Lyre-Sender-Name"] ?? "a sender")': \(others) sessions play over \(playing.senderLabel) already")
+                    return refuse(453, cseq: cseq, "it plays \(others) sessions over \(Printable.quoted(playing.senderName)) already, the most it mixes; try again when one ends")
+                }
+                over = (playing, mix)
             }
         }
         guard registry.output.isAvailable else {
@@ -305,7 +314,8 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         self.srtcp = srtcp
         sessionID = sessionID ?? Self.newSessionID()
         state = .announced
-        registry.claim(self)
+        overlay = over?.mix
+        if let over { registry.addOverlay(self, over: over.playing, mix: over.mix) } else { registry.claim(self) }
         logger.info("session from \(Printable.quoted(senderName)): \(format.encoding.rawValue), latency \(latency) ms, channels \(channels.rawValue)\(srtp != nil ? ", TLS and SRTP" : "")\(senderID.map { ", sender id \($0)" } ?? "")")
         // Echoed, so the sender knows this receiver applies the map (a version 1 receiver does not answer it).
         send(.response(200, cseq: cseq, headers: [("Lyre-Channels", channels.rawValue)]))
@@ -407,7 +417,12 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             switch result {
             case .success(let spec):
                 me.state = .ready
-                me.registry.output.play(controller)
+                if let overlay = me.overlay {
+                    me.registry.output.mix(controller, ducking: overlay == .duck)
+                    me.registry.output.setOverlayVolume(controller, me.overlayVolume)
+                } else {
+                    me.registry.output.play(controller)
+                }
                 me.startTimer()
                 var headers = [("Transport", spec.serialized), ("Session", session)]
                 if !me.feedback.isEmpty { headers.append((FeedbackHeader.name, FeedbackHeader.value(me.feedback))) }
@@ -501,7 +516,13 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
                 guard let db = Double(value).flatMap(ReceiverTXT.validVolume) else {
                     return refuse(451, cseq: cseq, "volume must be -30 to 0 dB, or -144 for mute")
                 }
-                registry.setVolume(db)
+                if overlay != nil {
+                    // An overlay's volume is its own: the receiver's stays the main session's.
+                    overlayVolume = db
+                    if let controller { registry.output.setOverlayVolume(controller, db) }
+                } else {
+                    registry.setVolume(db)
+                }
             case "remote-commands":
                 do {
                     commands = try EnabledCommands(list: value, skipInterval: parameters["skip-interval"])
@@ -560,7 +581,8 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             return refuse(error.status, cseq: cseq, "artwork refused: \(error)")
         }
         artworkType = artwork.type
-        guard let store = registry.artwork, let context else {
+        // An overlay's cover is not shown (the main session's is) and must not replace the file that is.
+        guard overlay == nil, let store = registry.artwork, let context else {
             registry.nowPlayingChanged(self)
             return send(.response(200, cseq: cseq))
         }
@@ -906,6 +928,8 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         releaseMedia(drain: reason == .teardown || reason == .connectionClosed)
         state = .initial
         sessionID = nil
+        overlay = nil
+        overlayVolume = 0
         registry.release(self)
         logger.info("session from \(Printable.quoted(senderName)) ended: \(reason)")
         guard let notice = reason.notice, let context else { return }

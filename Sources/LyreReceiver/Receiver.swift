@@ -22,6 +22,8 @@ public struct ReceiverConfiguration: Sendable {
     /// The volume the receiver starts at, dB (−30…0, or −144 to start muted): what senders find when they
     /// connect, until one sets another.
     public var initialVolumeDB = 0.0
+    /// How far an announcement that ducks lowers what plays under it, dB (`DuckEnvelope.depthRange`).
+    public var duckDB = DuckEnvelope.defaultDepthDB
     /// Latency when the sender asks for none, ms.
     public var defaultLatencyMilliseconds = 250
     /// The extra latency of what is plugged into the output, ms (−500…500): an AV receiver, a soundbar, a
@@ -133,6 +135,9 @@ final class SessionRegistry: @unchecked Sendable {
     let logger: Logger
     private let events: AsyncStream<ReceiverEvent>.Continuation
     private(set) var active: RTSPConnectionHandler?
+    /// Sessions mixed over the active one (`Lyre-Mix`, streaming.md §7), at most `maximumOverlays`.
+    private(set) var overlays: [RTSPConnectionHandler] = []
+    static let maximumOverlays = 4
     private(set) var volume: Double = 0
     private(set) var counters = ReceiverCounters()
     private var outputAvailable = true
@@ -208,6 +213,7 @@ final class SessionRegistry: @unchecked Sendable {
     /// `handler` takes the session; whoever had it is told it was taken over.
     func claim(_ handler: RTSPConnectionHandler) {
         eventLoop.assertInEventLoop()
+        overlays.removeAll { $0 === handler }
         if let previous = active, previous !== handler {
             logger.notice("\(handler.senderLabel) takes over from \(previous.senderLabel)")
             active = handler
@@ -221,8 +227,17 @@ final class SessionRegistry: @unchecked Sendable {
         nowPlayingChanged(handler)
     }
 
+    /// `handler`'s session plays over the active one, which goes on (streaming.md §7).
+    func addOverlay(_ handler: RTSPConnectionHandler, over playing: RTSPConnectionHandler, mix: MixRequest) {
+        eventLoop.assertInEventLoop()
+        if !overlays.contains(where: { $0 === handler }) { overlays.append(handler) }
+        let how = mix == .duck ? "ducking it \(abs(configuration.duckDB)) dB" : "mixed in"
+        logger.notice("\(handler.senderLabel) plays over \(playing.senderLabel), \(how)")
+    }
+
     func release(_ handler: RTSPConnectionHandler) {
         eventLoop.assertInEventLoop()
+        overlays.removeAll { $0 === handler }
         if active === handler {
             active = nil
             loggedInfo = nil
@@ -356,7 +371,7 @@ public final class Receiver: Sendable {
         let box = NIOLockedValueBox<SessionRegistry?>(nil)
         output = OutputEngine(
             target: configuration.output, volume: configuration.initialVolumeDB, policy: configuration.volume,
-            presentationLogPath: configuration.presentationLogPath, logger: logger
+            duck: DuckEnvelope(depthDB: configuration.duckDB), presentationLogPath: configuration.presentationLogPath, logger: logger
         ) { available in
             loop.execute { box.withLockedValue { $0 }?.setOutputAvailable(available) }
         }

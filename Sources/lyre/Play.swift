@@ -62,10 +62,10 @@ struct Play: AsyncParsableCommand {
     @Flag(inversion: .prefixedNo, help: "When the only room went away and comes back, play on where it paused (--no-resume: stay paused until its controls say play).")
     var resume = true
 
-    @Flag(help: "Play over what a receiver already plays, both at their own level, instead of taking it over (an announcement). A receiver that cannot mix refuses, and what it plays goes on.")
+    @Flag(help: "Play over what a receiver already plays, both at their own level, instead of taking it over (an announcement). A receiver that mixes no more refuses, and what it plays goes on.")
     var mix = false
 
-    @Flag(help: "As --mix, and lower what plays while this plays (an announcement over music). A receiver that cannot duck refuses, and what it plays goes on.")
+    @Flag(help: "As --mix, and lower what plays while this plays, by the receiver's duck depth (lyred --duck-db, 15 dB by default).")
     var duck = false
 
     @Option(help: ArgumentHelp("Raw stdin layout: s16le, s16be, s24le, s32le, f32le or u8, then rate and channels.", valueName: "SAMPLE:RATE:CHANNELS"))
@@ -140,7 +140,7 @@ struct Play: AsyncParsableCommand {
         configuration.senderID = configuration.security?.identity.id
 
         func cannotPlay(_ error: Error) -> CommandFailure {
-            // A receiver that cannot mix (streaming.md §7): what the user can do instead.
+            // A receiver that mixes no more (streaming.md §7): what the user can do instead.
             var hint = ""
             if let mixing = configuration.mixing, case .refused(_, 453, _)? = error as? LyreSenderError { hint = "; play without --\(mixing.rawValue) to take it over" }
             return CommandFailure("cannot play on \(routes.map(\.description).joined(separator: ", ")): \(error)\(hint)")

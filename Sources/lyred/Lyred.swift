@@ -72,6 +72,9 @@ struct Lyred: AsyncParsableCommand {
     @Option(parsing: .unconditional, help: ArgumentHelp("Extra latency of what is plugged into the output (AV receiver, soundbar), in ms (-500 to 500); also 'lyre remote output-delay MS'.", valueName: "MS"))
     var outputDelay: Int = 0
 
+    @Option(parsing: .unconditional, help: ArgumentHelp("How far an announcement that ducks (lyre play --duck) lowers what plays under it, in dB (-40 to -3).", valueName: "DB"))
+    var duckDb: Double = DuckEnvelope.defaultDepthDB
+
     @Option(parsing: .unconditional, help: ArgumentHelp("The volume lyred starts at, in dB (-30 to 0, or -144 to start muted): what senders find until one sets another.", valueName: "DB"))
     var initialVolumeDb: Double = 0
 
@@ -181,6 +184,7 @@ struct Lyred: AsyncParsableCommand {
         guard (-1000...1000).contains(outputSkewPpm) else { throw ValidationError("--output-skew-ppm must be between -1000 and 1000") }
         guard ReceiverTXT.validVolume(initialVolumeDb) != nil else { throw ValidationError("--initial-volume-db must be between -30 and 0, or -144 (muted)") }
         guard VolumePolicy.range.contains(maxVolumeDb) else { throw ValidationError("--max-volume-db must be between -30 and 0") }
+        guard DuckEnvelope.depthRange.contains(duckDb) else { throw ValidationError("--duck-db must be between -40 and -3") }
         if let name, name.isEmpty || name.utf8.count > ServiceName.maximumBytes {
             throw ValidationError("--name must be 1 to \(ServiceName.maximumBytes) bytes")
         }
@@ -226,6 +230,7 @@ struct Lyred: AsyncParsableCommand {
         configuration.initialVolumeDB = initialVolumeDb
         configuration.defaultLatencyMilliseconds = latency
         configuration.outputDelayMilliseconds = outputDelay
+        configuration.duckDB = duckDb
         configuration.presentationLogPath = presentationLog
         configuration.statisticsInterval = statsInterval
         let socketPath = controlSocket == "off" ? nil : controlSocket ?? ControlSocketPath.default

@@ -186,7 +186,7 @@ struct CommandLineTests {
     /// (`--output-delay -40`), not only as `--output-delay=-40`.
     @Test func negativeValuesFollowTheirOption() throws {
         let result = try Self.run(["lyred", "--output-delay", "-40", "--initial-volume-db", "-144", "--max-volume-db", "-6",
-                                   "--output", "wav:/dev/null", "--output-skew-ppm", "-150", "--check-config"])
+                                   "--duck-db", "-20", "--output", "wav:/dev/null", "--output-skew-ppm", "-150", "--check-config"])
         #expect(result.status == 0, "\(result.stderr)")
     }
 
@@ -203,6 +203,7 @@ struct CommandLineTests {
             ("access = everyone\n", "lyred: \(path):1: access: The value 'everyone' is invalid for '--access <paired|open>'"),
             ("output-skew-ppm = 5\n", "lyred: --output-skew-ppm needs --output wav:PATH"),
             ("max-volume-db = -40\n", "lyred: \(path):1: max-volume-db: --max-volume-db must be between -30 and 0"),
+            ("duck-db = -2\n", "lyred: \(path):1: duck-db: --duck-db must be between -40 and -3"),
             ("initial-volume-db = -31\n", "lyred: \(path):1: initial-volume-db: --initial-volume-db must be between -30 and 0, or -144 (muted)"),
             ("volume-control = hardware\n", "lyred: \(path):1: volume-control: The value 'hardware' is invalid for '--volume-control <auto|software|mixer:NAME|none>'"),
             ("output = wav:/dev/null\nvolume-control = mixer:PCM\n", "lyred: --volume-control mixer:PCM needs an ALSA --output (a WAV file has no mixer)"),

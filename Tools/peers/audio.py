@@ -352,6 +352,90 @@ def cmd_compare(a):
     return 0
 
 
+def cmd_separate(a):
+    """OUT holds MAIN (ducked while ANNOUNCE plays) plus ANNOUNCE: each found at its own lag, then, window by
+    window, OUT fitted as g_main * MAIN + g_announce * ANNOUNCE by least squares. Reports the main's level
+    before, during and after the announcement, how the ramps fall around it, and each signal's SNR."""
+    try:
+        main, rate = read_wav(a.main)
+        ann, ann_rate = read_wav(a.announce)
+        out, out_rate = read_wav(a.out)
+    except (OSError, InputError, struct.error) as e:
+        print(f"audio.py separate: cannot read input: {e}", file=sys.stderr)
+        return 2
+    if not rate == ann_rate == out_rate:
+        print("audio.py separate: MAIN, ANNOUNCE and OUT must share one rate", file=sys.stderr)
+        return 2
+    max_lag = int(round(a.max_lag_seconds * rate))
+    # The announcement first, from the output as it is; the main then from what the announcement leaves,
+    # so that neither lag is pulled by the other signal.
+    lag_b = find_lag(ann, out, max_lag)
+    def placed(x, lag):
+        y = np.zeros(len(out))
+        lo, hi = max(0, -lag), min(len(x), len(out) - lag)
+        if hi > lo:
+            y[lo + lag:hi + lag] = x[lo:hi]
+        return y
+    bx = placed(ann, lag_b)
+    bb = float(np.dot(bx, bx))
+    rest = out - (float(np.dot(out, bx)) / bb if bb > 0 else 0.0) * bx
+    lag_a = find_lag(main, rest, max_lag)
+    ax = placed(main, lag_a)
+    win = max(1, int(round(a.window * rate)))
+    nw = len(out) // win
+    A, B, O = (v[:nw * win].reshape(nw, win) for v in (ax, bx, out))
+    aa, ab, bbw = np.sum(A * A, axis=1), np.sum(A * B, axis=1), np.sum(B * B, axis=1)
+    ao, bo = np.sum(A * O, axis=1), np.sum(B * O, axis=1)
+    det = aa * bbw - ab * ab
+    both = det > 1e-12 * (aa * bbw + 1e-30)
+    only_a = ~both & (aa > 0)
+    ga, gb = np.zeros(nw), np.zeros(nw)
+    ga[both] = (ao[both] * bbw[both] - bo[both] * ab[both]) / det[both]
+    gb[both] = (bo[both] * aa[both] - ao[both] * ab[both]) / det[both]
+    ga[only_a] = ao[only_a] / aa[only_a]
+    db = lambda g: 20 * np.log10(np.maximum(np.abs(g), 1e-6))
+    start, end = lag_b, lag_b + len(ann)           # where the announcement's first and last samples are in OUT
+    centre = (np.arange(nw) + 0.5) * win
+    loud_a = 10 * np.log10(aa / win + 1e-30) > REF_ACTIVE_DB
+    def median_db(mask):
+        m = mask & loud_a
+        return round(float(np.median(db(ga[m]))), 2) if m.any() else None
+    margin, back = a.margin * rate, a.back * rate
+    before = median_db(centre < start - margin)
+    during = median_db((centre > start + margin) & (centre < end - margin))
+    after = median_db(centre > end + back)
+    # The ramps: where the main first sits within 1 dB of its level under the announcement, from the
+    # announcement's first sample, and where it is first back within 1 dB of its level before, from its last.
+    down_ms = up_ms = None
+    if during is not None:
+        near = np.flatnonzero(loud_a & (np.abs(db(ga) - during) < 1) & (centre > start - 0.5 * rate) & (centre < end))
+        down_ms = round(float((near[0] * win - start) / rate * 1000), 1) if len(near) else None
+    if before is not None:
+        up = np.flatnonzero(loud_a & (np.abs(db(ga) - before) < 1) & (centre > end))
+        up_ms = round(float((up[0] * win + win - end) / rate * 1000), 1) if len(up) else None
+    fit = (ga[:, None] * A + gb[:, None] * B)
+    resid = O - fit
+    span = (np.arange(nw) * win >= start) & ((np.arange(nw) + 1) * win <= end)
+    b_energy = float(np.sum((gb[:, None] * B)[span] ** 2))
+    a_energy = float(np.sum((ga[:, None] * A)[~span] ** 2))
+    print(json.dumps({
+        "main_lag_samples": int(lag_a),
+        "announce_lag_samples": int(lag_b),
+        "announce_start_s": round(start / rate, 4),
+        "announce_end_s": round(end / rate, 4),
+        "main_db_before": before,
+        "main_db_during": during,
+        "main_db_after": after,
+        "ramp_down_ms": down_ms,
+        "ramp_up_ms": up_ms,
+        "announce_gain_db": round(float(np.median(db(gb[span]))), 2) if span.any() else None,
+        "announce_snr_db": round(ratio_db(b_energy, float(np.sum(resid[span] ** 2))), 3) if span.any() else None,
+        "main_snr_db": round(ratio_db(a_energy, float(np.sum(resid[~span] ** 2))), 3),
+        "out_seconds": round(len(out) / rate, 4),
+    }))
+    return 0
+
+
 def cmd_splice(a):
     """REF played with one pause in it: OUT is REF up to a point, silence, then REF again from a point. Says
     where OUT stopped in REF (heard_before: REF samples heard before the pause) and where it went on
@@ -642,6 +726,14 @@ def main():
                    help="converged_s: when every window from then on is within this many µs")
     y.add_argument("--expect-ms", type=float, default=0.0, metavar="MS",
                    help="look for A's sound this much later in B (a room with an output delay plays early: negative)")
+    se = sub.add_parser("separate", help="OUT as MAIN, ducked while ANNOUNCE plays, plus ANNOUNCE: levels, ramps, SNRs")
+    se.add_argument("main", metavar="MAIN")
+    se.add_argument("announce", metavar="ANNOUNCE")
+    se.add_argument("out", metavar="OUT")
+    se.add_argument("--max-lag-seconds", type=float, default=20.0)
+    se.add_argument("--window", type=float, default=0.01, metavar="S", help="fit windows (10 ms)")
+    se.add_argument("--margin", type=float, default=0.1, metavar="S", help="left out either side of the announcement's ends")
+    se.add_argument("--back", type=float, default=0.5, metavar="S", help="the level after is read from this long after its end")
     sp = sub.add_parser("splice", help="where a paused play of REF stopped and went on in OUT")
     sp.add_argument("ref", metavar="REF")
     sp.add_argument("out", metavar="OUT")
@@ -656,7 +748,7 @@ def main():
     a = ap.parse_args()
     if a.cmd == "sweep" and (a.seconds <= 0.02 or a.rate <= 0 or a.channels < 1 or a.lead_silence < 0):
         ap.error("need --seconds > 0.02, --rate > 0, --channels >= 1, --lead-silence >= 0")
-    return {"sweep": cmd_sweep, "compare": cmd_compare, "splice": cmd_splice, "sync": cmd_sync, "presentation": cmd_presentation, "heard": cmd_heard,
+    return {"sweep": cmd_sweep, "compare": cmd_compare, "separate": cmd_separate, "splice": cmd_splice, "sync": cmd_sync, "presentation": cmd_presentation, "heard": cmd_heard,
             "level": cmd_level}[a.cmd](a)
 
 

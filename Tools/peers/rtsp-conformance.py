@@ -355,6 +355,20 @@ def main():
         s = session(target)
         out[f"announce_mix_{mix}"] = announce(s, [("Lyre-Mix", mix)]).status
         s.close()
+    # §7 Lyre-Mix over a session: four play over it at once (each answered 200), the fifth is refused with 453
+    # and a Lyre-Error that says why.
+    main_session = session(target)
+    announce(main_session)
+    overlays = []
+    for n in range(1, 6):
+        o = session(target)
+        reply = announce(o, [("Lyre-Mix", "duck")])
+        out[f"announce_overlay_{n}"] = reply.status
+        if reply.status != 200:
+            out[f"announce_overlay_{n}_error"] = reply.headers.get("lyre-error", "")
+        overlays.append(o)
+    for o in overlays + [main_session]:
+        o.close()
     # §3 ANNOUNCE: Lyre-Latency 20…2000, out of range 400 (each on a connection of its own).
     for latency in (19, 20, 2000, 2001):
         s = session(target)
