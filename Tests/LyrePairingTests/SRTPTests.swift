@@ -147,10 +147,10 @@ struct TimingAuthenticatorTests {
         early[TimingPacket.size] ^= 1
         late[sealed.count - 1] ^= 1
         // The same work, the tag made again and compared by `elementsEqual`, which stops at the first difference.
-        let leaky = Leakage.welchT(early, late) { authenticator.seal(Array($0.prefix(TimingPacket.size))).elementsEqual($0) }
+        let leaky = Leakage.readings(over: 20) { Leakage.welchT(early, late) { authenticator.seal(Array($0.prefix(TimingPacket.size))).elementsEqual($0) } }
         let timing = Leakage.readings(under: 10) { Leakage.welchT(early, late) { authenticator.open($0) != nil } }
-        print("timing tags: |t| \(timing); an early-exit comparison: |t| \(abs(leaky))")
-        #expect(abs(leaky) > 20, "the measurement did not see an early exit: |t| \(abs(leaky))")
+        print("timing tags: |t| \(timing); an early-exit comparison: |t| \(leaky)")
+        #expect(leaky.last! > 20, "the measurement did not see an early exit: |t| \(leaky)")
         #expect(timing.last! < 10, "the timing exchange's tag comparison leaks where the tags differ: |t| \(timing)")
     }
 }
@@ -166,6 +166,16 @@ enum Leakage {
     static func readings(under bound: Double, attempts: Int = 3, _ measure: () -> Double) -> [Double] {
         var readings: [Double] = []
         repeat { readings.append(abs(measure())) } while readings.last! >= bound && readings.count < attempts
+        return readings
+    }
+
+    /// The same for a control that must read over `bound` (an early-exit comparison, which shows the
+    /// measurement can see a leak): measured again while it reads under it. A disturbed machine can hide a
+    /// leak for one measurement as it can fake one: a fresh-clone run on 2026-11-27 read 15.5 where the other
+    /// runs read 48 to 278. The test asserts on the last reading.
+    static func readings(over bound: Double, attempts: Int = 3, _ measure: () -> Double) -> [Double] {
+        var readings: [Double] = []
+        repeat { readings.append(abs(measure())) } while readings.last! <= bound && readings.count < attempts
         return readings
     }
 
