@@ -102,7 +102,7 @@ final class OutputEngine: @unchecked Sendable {
     func setOverlayVolume(_ controller: PlayoutController, _ db: Double) {
         lock.withLock {
             guard let index = overlays.firstIndex(where: { $0.controller === controller }) else { return }
-            overlays[index].gain = db <= -144 ? 0 : Float(pow(10, max(db, -144) / 20))
+            overlays[index].gain = Float(VolumePolicy.gain(db))
         }
     }
 
@@ -120,9 +120,6 @@ final class OutputEngine: @unchecked Sendable {
             if drain { drainDeadline = HostClock.now() + drainLimit } else { current = nil }
         }
     }
-
-    /// Sessions mixed over the main one now.
-    var overlayCount: Int { lock.withLock { overlays.count } }
 
     /// The extra latency of what is plugged into the output (ns, −500…500 ms): blocks carry the samples due
     /// that much later, so the room is heard in time with the others. Takes effect with the next block.
@@ -213,7 +210,7 @@ final class OutputEngine: @unchecked Sendable {
                 }
             }
             guard let out = sink else { continue }
-            let (controller, newVolume, outputDelay) = lock.withLock {
+            let (controller, newVolume, outputDelay, overlayLatency) = lock.withLock {
                 if let deadline = drainDeadline, let playing = current,
                     HostClock.now() > deadline || playing.withPlayout({ $0.isDrained })
                 {
@@ -223,9 +220,10 @@ final class OutputEngine: @unchecked Sendable {
                 }
                 defer { volumeChanged = false }
                 // The policy with the volume, and only when either changed: nothing is copied per block.
-                return (current, volumeChanged ? (volume, policy) : nil, delay)
+                // The overlays' lowest latency, nil when none plays: nothing is built per block for one session.
+                return (current, volumeChanged ? (volume, policy) : nil, delay, overlays.lazy.map(\.controller.latency).min())
             }
-            let mixing = lock.withLock { !overlays.isEmpty }
+            let mixing = overlayLatency != nil
             if let (newVolume, volumePolicy) = newVolume {
                 gain = volumePolicy.apply(newVolume) { level in
                     guard out.setVolume(dB: level) else {
@@ -250,8 +248,8 @@ final class OutputEngine: @unchecked Sendable {
             wasPlaying = true
             do {
                 let presentation = try out.waitForRoom()
-                let latencies = [controller?.latency].compactMap { $0 } + lock.withLock { overlays.map(\.controller.latency) }
-                let frames = Self.blockFrames(for: out, latency: latencies.min() ?? 0)
+                // One of the two is there (the guard above).
+                let frames = Self.blockFrames(for: out, latency: min(controller?.latency ?? .max, overlayLatency ?? .max))
                 var (samples, record) = controller?.withPlayout {
                     $0.render(frames: frames, presentation: presentation, outputDelay: outputDelay)
                 } ?? ([Int16](repeating: 0, count: frames * 2), nil)
