@@ -1,4 +1,5 @@
 import Foundation
+import LyreWire
 
 /// How much an announcement that ducks (`Lyre-Mix: duck`, streaming.md §7) lowers what plays under it,
 /// frame by frame.
@@ -13,14 +14,16 @@ import Foundation
 /// announcement's last sample. Both ramps are linear in dB, which a listener hears as an even fade; neither is
 /// shorter than 10 ms, below which a gain step is heard as a click.
 public struct DuckEnvelope: Sendable, Equatable {
-    /// How far the music goes down, dB (negative). `lyred --duck-db`, −15 by default.
+    /// How far the music goes down, dB (negative): the announcement's `Lyre-Duck-DB`, else `lyred --duck-db`,
+    /// −15 by default.
     public var depthDB: Double
     public var attackFrames: Int
     public var releaseFrames: Int
 
     public static let defaultDepthDB = -15.0
-    /// The depth a receiver's configuration may set: from a dip (−3 dB) to almost silence (−40 dB).
-    public static let depthRange = -40.0 ... -3.0
+    /// The depth a receiver's configuration or an announcement may set: from a dip (−3 dB) to almost silence
+    /// (−40 dB).
+    public static let depthRange = MixRequest.duckDepthRange
 
     public init(depthDB: Double = Self.defaultDepthDB, attackFrames: Int = 2400, releaseFrames: Int = 14400) {
         precondition(Self.depthRange.contains(depthDB), "duck depth \(depthDB) dB is outside \(Self.depthRange)")

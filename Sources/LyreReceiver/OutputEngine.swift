@@ -21,7 +21,7 @@ final class OutputEngine: @unchecked Sendable {
     private var drainDeadline: UInt64?
     /// Sessions mixed over `current` (streaming.md §7), in the order they came.
     private var overlays: [Overlay] = []
-    /// How a ducking overlay lowers `current`.
+    /// How a ducking overlay lowers `current`, unless it asks its own depth.
     let duck: DuckEnvelope
     private var running = true
     /// The audio thread has left its loop.
@@ -48,7 +48,8 @@ final class OutputEngine: @unchecked Sendable {
     /// A session played over the main one: mixed in, and lowering it while it plays when it ducks.
     private struct Overlay {
         let controller: PlayoutController
-        let ducks: Bool
+        /// How it lowers the main session, when it ducks.
+        let duck: DuckEnvelope?
         /// Its own sender's volume, as a gain on its samples (the receiver's volume applies to the mix).
         var gain: Float = 1
         /// Where its next block starts, in frames from its first sample (`DuckEnvelope`'s position): read
@@ -91,10 +92,13 @@ final class OutputEngine: @unchecked Sendable {
         wake.signal()
     }
 
-    /// Mixes `controller` over what plays (streaming.md §7); with `ducking`, what plays is lowered as `duck`
-    /// says while it plays.
-    func mix(_ controller: PlayoutController, ducking: Bool) {
-        lock.withLock { overlays.append(Overlay(controller: controller, ducks: ducking)) }
+    /// Mixes `controller` over what plays (streaming.md §7); with `duckDB`, what plays is lowered while it
+    /// plays, as `duck` says but by that depth.
+    func mix(_ controller: PlayoutController, duckDB: Double?) {
+        var envelope = duck
+        if let duckDB { envelope.depthDB = duckDB }
+        let overlay = Overlay(controller: controller, duck: duckDB == nil ? nil : envelope)
+        lock.withLock { overlays.append(overlay) }
         wake.signal()
     }
 
@@ -313,7 +317,7 @@ final class OutputEngine: @unchecked Sendable {
                 // Stopped before its audio ran out (taken off, or its sender gone): it ends where it is.
                 overlay.end = overlay.position ?? 0
             }
-            if overlay.ducks, let position = overlay.position {
+            if let duck = overlay.duck, let position = overlay.position {
                 duck.lower(&mainGains, from: position, end: overlay.end)
             }
             rendered.append((samples, overlay.gain))

@@ -48,6 +48,8 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     private var latencyMilliseconds = 250
     /// Set when this session plays over another (`Lyre-Mix`, streaming.md §7) rather than as the main one.
     private var overlay: MixRequest?
+    /// How far this overlay lowers the main session, dB, when it ducks.
+    private var overlayDuckDB: Double?
     /// An overlay's own volume (dB, RAOP scale), applied to its samples only.
     private var overlayVolume = 0.0
     private var channels = ChannelMap.stereo
@@ -285,6 +287,19 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         // doorbell on the laptop that plays the music), it plays over it, up to `maximumOverlays` at once
         // (§7). With nothing playing there is nothing to mix with, and it plays as the main session.
         var over: (playing: RTSPConnectionHandler, mix: MixRequest)?
+        // The depth an announcement asks (`Lyre-Duck-DB`), else the receiver's own.
+        var duckDB = registry.configuration.duckDB
+        if let text = request.headers["Lyre-Duck-DB"] {
+            guard request.headers["Lyre-Mix"].flatMap({ MixRequest(parsing: $0) }) == .duck else {
+                registry.count(\.badRequests)
+                return refuse(400, cseq: cseq, "Lyre-Duck-DB goes with Lyre-Mix: duck")
+            }
+            guard let depth = MixRequest.duckDepth(parsing: text) else {
+                registry.count(\.badRequests)
+                return refuse(400, cseq: cseq, "Lyre-Duck-DB must be a number of dB from \(Int(MixRequest.duckDepthRange.lowerBound)) to \(Int(MixRequest.duckDepthRange.upperBound))")
+            }
+            duckDB = depth
+        }
         if let text = request.headers["Lyre-Mix"] {
             guard let mix = MixRequest(parsing: text) else {
                 registry.count(\.badRequests)
@@ -315,7 +330,8 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         sessionID = sessionID ?? Self.newSessionID()
         state = .announced
         overlay = over?.mix
-        if let over { registry.addOverlay(self, over: over.playing, mix: over.mix) } else { registry.claim(self) }
+        overlayDuckDB = over?.mix == .duck ? duckDB : nil
+        if let over { registry.addOverlay(self, over: over.playing, duckDB: overlayDuckDB) } else { registry.claim(self) }
         logger.info("session from \(Printable.quoted(senderName)): \(format.encoding.rawValue), latency \(latency) ms, channels \(channels.rawValue)\(srtp != nil ? ", TLS and SRTP" : "")\(senderID.map { ", sender id \($0)" } ?? "")")
         // Echoed, so the sender knows this receiver applies the map (a version 1 receiver does not answer it).
         send(.response(200, cseq: cseq, headers: [("Lyre-Channels", channels.rawValue)]))
@@ -417,8 +433,8 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             switch result {
             case .success(let spec):
                 me.state = .ready
-                if let overlay = me.overlay {
-                    me.registry.output.mix(controller, ducking: overlay == .duck)
+                if me.overlay != nil {
+                    me.registry.output.mix(controller, duckDB: me.overlayDuckDB)
                     me.registry.output.setOverlayVolume(controller, me.overlayVolume)
                 } else {
                     me.registry.output.play(controller)
@@ -929,6 +945,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         state = .initial
         sessionID = nil
         overlay = nil
+        overlayDuckDB = nil
         overlayVolume = 0
         registry.release(self)
         logger.info("session from \(Printable.quoted(senderName)) ended: \(reason)")

@@ -228,10 +228,11 @@ final class SessionRegistry: @unchecked Sendable {
     }
 
     /// `handler`'s session plays over the active one, which goes on (streaming.md §7).
-    func addOverlay(_ handler: RTSPConnectionHandler, over playing: RTSPConnectionHandler, mix: MixRequest) {
+    /// `duckDB`: how far it lowers the active one; nil when it only mixes.
+    func addOverlay(_ handler: RTSPConnectionHandler, over playing: RTSPConnectionHandler, duckDB: Double?) {
         eventLoop.assertInEventLoop()
         if !overlays.contains(where: { $0 === handler }) { overlays.append(handler) }
-        let how = mix == .duck ? "ducking it \(abs(configuration.duckDB)) dB" : "mixed in"
+        let how = duckDB.map { "ducking it \(abs($0)) dB" } ?? "mixed in"
         logger.notice("\(handler.senderLabel) plays over \(playing.senderLabel), \(how)")
     }
 

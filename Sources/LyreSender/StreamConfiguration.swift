@@ -33,6 +33,9 @@ public struct StreamConfiguration: Sendable {
     /// `.mix` or `.duck` asks to play over it, which a receiver that cannot mix refuses rather than take it
     /// over. `mixing(for:)` is an app's options in these words.
     public var mixing: MixRequest?
+    /// With `.duck`: how far to lower what plays, dB (`MixRequest.duckDepthRange`); nil leaves it to the
+    /// receiver's own depth (`lyred --duck-db`).
+    public var duckDB: Double?
 
     public init() {}
 

@@ -13,4 +13,14 @@ public enum MixRequest: String, Sendable, CaseIterable {
 
     /// The words accepted, for error text.
     public static let choices = allCases.map(\.rawValue).joined(separator: ", ")
+
+    /// How far a session that ducks may ask to lower what plays (`Lyre-Duck-DB`), and a receiver's own
+    /// default may be set: from a dip (−3 dB) to almost silence (−40 dB).
+    public static let duckDepthRange = -40.0 ... -3.0
+
+    /// Parses a `Lyre-Duck-DB` value: a number of dB within `duckDepthRange`, else nil.
+    public static func duckDepth(parsing text: some StringProtocol) -> Double? {
+        guard let value = Double(String(text).trimmingSpaces), duckDepthRange.contains(value) else { return nil }
+        return value
+    }
 }

@@ -68,6 +68,10 @@ struct Play: AsyncParsableCommand {
     @Flag(help: "As --mix, and lower what plays while this plays, by the receiver's duck depth (lyred --duck-db, 15 dB by default).")
     var duck = false
 
+    // (.unconditional: the word after the option is its value, so that -24 is not read as an option.)
+    @Option(parsing: .unconditional, help: ArgumentHelp("As --duck, lowering what plays by this many dB (-40 to -3) rather than by the receiver's own depth.", valueName: "DB"))
+    var duckDb: Double?
+
     @Option(help: ArgumentHelp("Raw stdin layout: s16le, s16be, s24le, s32le, f32le or u8, then rate and channels.", valueName: "SAMPLE:RATE:CHANNELS"))
     var format: String = "s16le:48000:2"
 
@@ -105,7 +109,8 @@ struct Play: AsyncParsableCommand {
         for room in host where try RoomSpec(room).hostPort == nil {
             throw ValidationError("--host must be HOST:PORT, e.g. 127.0.0.1:7700 or [::1]:7700")
         }
-        guard !(mix && duck) else { throw ValidationError("--mix and --duck go one at a time: --duck mixes too") }
+        guard !(mix && (duck || duckDb != nil)) else { throw ValidationError("--mix and --duck go one at a time: --duck mixes too") }
+        if let duckDb, !MixRequest.duckDepthRange.contains(duckDb) { throw ValidationError("--duck-db must be between -40 and -3") }
         if files.filter({ $0 == "-" }).count > 1 { throw ValidationError("stdin ('-') can be played once") }
         for file in files where file != "-" {
             guard FileManager.default.isReadableFile(atPath: file) else { throw ValidationError("cannot read '\(file)'") }
@@ -134,7 +139,8 @@ struct Play: AsyncParsableCommand {
         configuration.fec = fecMode!
         configuration.resend = resend
         configuration.waitsForLostRooms = true
-        configuration.mixing = duck ? .duck : mix ? .mix : nil
+        configuration.mixing = duck || duckDb != nil ? .duck : mix ? .mix : nil
+        configuration.duckDB = duckDb
         configuration.senderName = name ?? Self.defaultSenderName()
         configuration.security = try SenderState.security(name: configuration.senderName)
         configuration.senderID = configuration.security?.identity.id

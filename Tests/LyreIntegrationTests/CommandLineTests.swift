@@ -110,6 +110,9 @@ struct CommandLineTests {
         // README: --output-delay is -500…500 ms.
         Self.expectOneLineError(try Self.run(["lyred", "--output-delay", "501"]), mentioning: "--output-delay")
         Self.expectOneLineError(try Self.run(["lyred", "--output-delay=-501"]), mentioning: "--output-delay")
+        // streaming.md §7: an announcement's own duck depth is -40…-3 dB, and it ducks, so it does not mix.
+        Self.expectOneLineError(try Self.run(["lyre", "play", "/dev/null", "--to", "Kitchen", "--duck-db", "-41"]), mentioning: "--duck-db must be between -40 and -3")
+        Self.expectOneLineError(try Self.run(["lyre", "play", "/dev/null", "--to", "Kitchen", "--mix", "--duck-db", "-20"]), mentioning: "--mix and --duck go one at a time")
     }
 
     @Test func unwritableStateDirectoryIsAClearError() async throws {

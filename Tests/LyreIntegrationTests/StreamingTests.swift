@@ -354,11 +354,12 @@ struct StreamingTests {
 
     /// streaming.md §7, `Lyre-Mix`: an announcement (`lyre play --duck` or `--mix`, or an app whose options say
     /// `duckOthers`) to a receiver that plays music from another sender plays over it: the receiver's output is
-    /// the music, lowered by 15 dB (lyred's default) from the announcement's first sample to its last when it
-    /// ducks and untouched when it mixes, plus the announcement, at full level. Both are found in the output by
+    /// the music, lowered by 15 dB (lyred's default) or by the announcement's own `--duck-db` from the
+    /// announcement's first sample to its last when it ducks and untouched when it mixes, plus the announcement,
+    /// at full level. Both are found in the output by
     /// separating the two known signals (Tools/peers/audio.py separate), each held to what Opus makes of it;
     /// the music comes back up over 300 ms, and its sender was never taken over.
-    @Test(arguments: ["--duck", "--mix", "duckOthers"]) func anAnnouncementPlaysOverTheMusic(option: String) async throws {
+    @Test(arguments: ["--duck", "--mix", "duckOthers", "--duck-db -24"]) func anAnnouncementPlaysOverTheMusic(option: String) async throws {
         let rig = try await Rig()
         defer { rig.network.close() }
         let song = try await Self.sweep(rig.network, rate: 48000, seconds: 12, signal: "music")
@@ -376,7 +377,8 @@ struct StreamingTests {
         let app = option == "duckOthers"
         let announce = try rig.network.spawn(
             app ? ["env", "LYRE_LOCAL_OUTPUT=null", TestNetwork.binaries + "/lyre-example-player", chime, "--host", "127.0.0.1:\(rig.port)", "--options", option]
-                : ["lyre", "play", chime, "--to", "Speaker", option, "--name", "Doorbell", "--group-socket", "off"], name: "announcement")
+                : ["lyre", "play", chime, "--to", "Speaker"] + option.split(separator: " ").map(String.init) + ["--name", "Doorbell", "--group-socket", "off"],
+            name: "announcement")
         #expect(await eventually { rig.lyred.stderr.contains(" plays over 'Music'") }, "\(rig.lyred.stderr)")
         #expect(try await shown() == musicTitle, "the announcement's now playing replaced the music's")
         try await announce.waitForExit(timeout: 30)
@@ -385,7 +387,9 @@ struct StreamingTests {
         #expect(music.status == 0, "the music: \(music.stderr)")
         #expect(!rig.lyred.stderr.contains("takes over"), "\(rig.lyred.stderr)")
         let ducks = option != "--mix"
-        let how = ducks ? "ducking it 15.0 dB" : "mixed in"
+        // The announcement's own depth, else lyred's.
+        let depth = option.hasPrefix("--duck-db ") ? Double(option.dropFirst("--duck-db ".count))! : -15
+        let how = ducks ? "ducking it \(abs(depth)) dB" : "mixed in"
         let name = app ? "Example Player" : "Doorbell"
         #expect(rig.lyred.stderr.split(separator: "\n").contains { $0.contains("'\(name)'") && $0.contains(" plays over 'Music'") && $0.hasSuffix(how) },
                 "\(rig.lyred.stderr)")
@@ -394,9 +398,9 @@ struct StreamingTests {
         let parts = try #require(try? JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "audio.py: \(run.stdout) \(run.stderr)")
         print("\(option): the output separated: \(parts)")
         func figure(_ key: String) -> Double { parts[key] as? Double ?? .nan }
-        // The music at its level before and after, and 15 dB down (or not at all) under the announcement.
+        // The music at its level before and after, and `depth` down (or not at all) under the announcement.
         #expect(abs(figure("main_db_before")) < 0.5 && abs(figure("main_db_after")) < 0.5, "\(parts)")
-        #expect(abs(figure("main_db_during") - (ducks ? -15 : 0)) < 0.5, "\(parts)")
+        #expect(abs(figure("main_db_during") - (ducks ? depth : 0)) < 0.5, "\(parts)")
         // The announcement at its own full level.
         #expect(abs(figure("announce_gain_db")) < 0.5, "\(parts)")
         if ducks {
@@ -1092,6 +1096,13 @@ struct StreamingTests {
         // Over a session, four play at once and the fifth is refused (453) with a reason.
         #expect((1...4).allSatisfy { status("announce_overlay_\($0)") == 200 } && status("announce_overlay_5") == 453, "\(got)")
         #expect((got["announce_overlay_5_error"] as? String ?? "").contains("it plays 4 sessions over 'rtsp-abuse.py' already, the most it mixes"), "\(got)")
+        // `Lyre-Duck-DB` is -40…-3 with `Lyre-Mix: duck` only; anything else 400 with a reason.
+        #expect(status("announce_duck_db_ok") == 200, "\(got)")
+        for name in ["deep", "word"] {
+            #expect(status("announce_duck_db_\(name)") == 400, "\(got)")
+            #expect((got["announce_duck_db_\(name)_error"] as? String ?? "").contains("Lyre-Duck-DB must be a number of dB from -40 to -3"), "\(got)")
+        }
+        #expect(status("announce_duck_db_mix") == 400 && (got["announce_duck_db_mix_error"] as? String ?? "").contains("goes with Lyre-Mix: duck"), "\(got)")
         // The states: RECORD before SETUP is refused (455, Method Not Valid in This State).
         #expect(status("record_before_setup") == 455, "\(got)")
         // SETUP: `Session: S;timeout=60`, S 16 hex digits; the Transport answer repeats the request's ssrc.

@@ -355,6 +355,17 @@ def main():
         s = session(target)
         out[f"announce_mix_{mix}"] = announce(s, [("Lyre-Mix", mix)]).status
         s.close()
+    # §7 Lyre-Duck-DB: a number from -40 to -3, with Lyre-Mix: duck only; else 400 with a reason.
+    for name, headers in (("ok", [("Lyre-Mix", "duck"), ("Lyre-Duck-DB", "-24")]),
+                          ("deep", [("Lyre-Mix", "duck"), ("Lyre-Duck-DB", "-41")]),
+                          ("word", [("Lyre-Mix", "duck"), ("Lyre-Duck-DB", "quiet")]),
+                          ("mix", [("Lyre-Mix", "mix"), ("Lyre-Duck-DB", "-24")])):
+        s = session(target)
+        reply = announce(s, headers)
+        out[f"announce_duck_db_{name}"] = reply.status
+        if reply.status != 200:
+            out[f"announce_duck_db_{name}_error"] = reply.headers.get("lyre-error", "")
+        s.close()
     # §7 Lyre-Mix over a session: four play over it at once (each answered 200), the fifth is refused with 453
     # and a Lyre-Error that says why.
     main_session = session(target)
