@@ -649,6 +649,44 @@ struct MultiRoomTests {
         #expect(played > 1 && played < 5, "Bedroom held \(played) s of the 6 s song, removed after about 2: \(bedroom)")
     }
 
+    /// streaming.md §7, a group ducks alike: music plays to Kitchen and Bedroom, and an announcement from
+    /// another sender goes to both with `--duck`. In each room's output, separated into music and chime
+    /// (Tools/peers/audio.py separate), the music is 15 dB down under the chime, down by its first sample and
+    /// back over 300 ms after its last, the ramps placed alike against the chime (within two of the 10 ms
+    /// windows the levels are read in, whose grid falls differently in each room; DuckEnvelopeTests holds the
+    /// envelope to the sample); and the two outputs, chime and ducked music together, leave the rooms at the same instant.
+    @Test func aGroupDucksAlikeInEveryRoom() async throws {
+        let rooms = try await Rooms([("Kitchen", []), ("Bedroom", [])])
+        defer { rooms.network.close() }
+        let song = try await StreamingTests.sweep(rooms.network, rate: 48000, seconds: 12, signal: "music")
+        let chime = try await StreamingTests.sweep(rooms.network, rate: 48000, seconds: 2, signal: "full")
+        let music = try await rooms.playInKitchenAndBedroom(song)
+        try await Task.sleep(for: .seconds(2))
+        let announce = try await rooms.network.run(["lyre", "play", chime, "--to", "Kitchen", "--to", "Bedroom", "--duck", "--name", "Doorbell",
+                                                    "--group-socket", "off"], timeout: 30)
+        #expect(announce.status == 0, "the announcement: \(announce.stderr)")
+        try await music.waitForExit(timeout: 30)
+        #expect(music.status == 0, "the music: \(music.stderr)")
+        try await rooms.stop()
+        var parts: [String: [String: Any]] = [:]
+        for room in ["Kitchen", "Bedroom"] {
+            #expect(rooms.lyred[room]!.stderr.contains("'Doorbell'") && rooms.lyred[room]!.stderr.contains("ducking it 15.0 dB")
+                    && !rooms.lyred[room]!.stderr.contains("takes over"), "\(room): \(rooms.lyred[room]!.stderr)")
+            let separated = try await rooms.json(["separate", song, chime, rooms.path(room, "wav")])
+            print("\(room): the output separated: \(separated)")
+            parts[room] = separated
+            func figure(_ key: String) -> Double { separated[key] as? Double ?? .nan }
+            #expect(abs(figure("main_db_before")) < 0.5 && abs(figure("main_db_after")) < 0.5, "\(room): \(separated)")
+            #expect(abs(figure("main_db_during") + 15) < 0.5 && abs(figure("announce_gain_db")) < 0.5, "\(room): \(separated)")
+            #expect(figure("ramp_down_ms") <= 10 && figure("ramp_up_ms") > 200 && figure("ramp_up_ms") < 400, "\(room): \(separated)")
+        }
+        for key in ["ramp_down_ms", "ramp_up_ms"] {
+            let (kitchen, bedroom) = (parts["Kitchen"]?[key] as? Double ?? .nan, parts["Bedroom"]?[key] as? Double ?? -.infinity)
+            #expect(abs(kitchen - bedroom) <= 20, "\(key): Kitchen \(kitchen), Bedroom \(bedroom)")
+        }
+        Self.expectInSync(try await rooms.sync("Kitchen", "Bedroom"))
+    }
+
     /// A room's name is the user's text: one with a space, quotes and `=` joins, takes a volume and leaves a
     /// running playback through `lyre group` (each word crosses the group socket whole, streaming.md §9.4).
     @Test func roomNamesWithSpacesQuotesAndEqualsSignsWorkInAGroup() async throws {
