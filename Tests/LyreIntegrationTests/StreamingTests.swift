@@ -359,12 +359,27 @@ struct StreamingTests {
     /// at full level. Both are found in the output by
     /// separating the two known signals (Tools/peers/audio.py separate), each held to what Opus makes of it;
     /// the music comes back up over 300 ms, and its sender was never taken over.
+    ///
+    /// With `--duck-db`, the announcement (4 s) also sets its own volume through its group socket (-12 dB) as
+    /// it starts and sends a cover of its own: its samples come out 12 dB down while the music keeps its level
+    /// (the receiver's volume is the main session's), and the cover shown stays the music's.
     @Test(arguments: ["--duck", "--mix", "duckOthers", "--duck-db -24"]) func anAnnouncementPlaysOverTheMusic(option: String) async throws {
         let rig = try await Rig()
         defer { rig.network.close() }
+        let own = option.hasPrefix("--duck-db ")
         let song = try await Self.sweep(rig.network, rate: 48000, seconds: 12, signal: "music")
-        let chime = try await Self.sweep(rig.network, rate: 48000, seconds: 2, signal: "full")
-        let music = try rig.network.spawn(["lyre", "play", song, "--to", "Speaker", "--name", "Music", "--group-socket", "off"])
+        let chime = try await Self.sweep(rig.network, rate: 48000, seconds: own ? 4 : 2, signal: "full")
+        let (musicCover, doorbellCover) = (rig.network.scratch.path + "/music.png", rig.network.scratch.path + "/doorbell.png")
+        let doorbellSocket = rig.network.scratch.path + "/doorbell.sock"
+        if own {
+            let covers = try await rig.network.shell("""
+                ffmpeg -v error -y -f lavfi -i color=c=red:s=48x48 -frames:v 1 '\(musicCover)' && \
+                ffmpeg -v error -y -f lavfi -i color=c=blue:s=40x40 -frames:v 1 '\(doorbellCover)'
+                """)
+            #expect(covers.status == 0, "\(covers.stderr)")
+        }
+        let music = try rig.network.spawn(["lyre", "play", song, "--to", "Speaker", "--name", "Music", "--group-socket", "off"]
+                                          + (own ? ["--artwork", musicCover] : []))
         #expect(await eventually { rig.lyred.stderr.contains("now playing:") }, "\(rig.lyred.stderr)")
         try await Task.sleep(for: .seconds(2))
         // What the receiver shows: the music's now playing, before the announcement and while it plays.
@@ -372,23 +387,39 @@ struct StreamingTests {
             let run = try await rig.network.run(["lyre", "remote", "now-playing", "--json", "--socket", "/run/lyred/control.sock"])
             return (try? JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])?["title"] as? String
         }
+        func shownCover() async throws -> String? {
+            let run = try await rig.network.run(["lyre", "remote", "now-playing", "--json", "--socket", "/run/lyred/control.sock"])
+            return (try? JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])?["artwork"] as? String
+        }
         let musicTitle = try await shown()
         #expect(musicTitle != nil, "nothing shown")
         let app = option == "duckOthers"
         let announce = try rig.network.spawn(
             app ? ["env", "LYRE_LOCAL_OUTPUT=null", TestNetwork.binaries + "/lyre-example-player", chime, "--host", "127.0.0.1:\(rig.port)", "--options", option]
-                : ["lyre", "play", chime, "--to", "Speaker"] + option.split(separator: " ").map(String.init) + ["--name", "Doorbell", "--group-socket", "off"],
+                : ["lyre", "play", chime, "--to", "Speaker"] + option.split(separator: " ").map(String.init)
+                    + ["--name", "Doorbell", "--group-socket"] + (own ? [doorbellSocket, "--artwork", doorbellCover] : ["off"]),
             name: "announcement")
         #expect(await eventually { rig.lyred.stderr.contains(" plays over 'Music'") }, "\(rig.lyred.stderr)")
+        if own {
+            #expect(await eventually { FileManager.default.fileExists(atPath: doorbellSocket) }, "no group socket: \(announce.stderr)")
+            let volume = try await rig.network.run(["lyre", "group", "volume", "-12", "--socket", doorbellSocket])
+            #expect(volume.status == 0, "lyre group volume: \(volume.stderr)")
+        }
         #expect(try await shown() == musicTitle, "the announcement's now playing replaced the music's")
         try await announce.waitForExit(timeout: 30)
         #expect(announce.status == 0, "\(announce.stderr)")
+        if own {
+            // The cover still shown once the announcement sent its own and ended is the music's.
+            let cover = try await shownCover()
+            let same = try await rig.network.run(["cmp", musicCover, cover ?? "/nonexistent"])
+            #expect(same.status == 0, "the cover shown (\(cover ?? "none")) is not the music's")
+        }
         try await music.waitForExit(timeout: 30)
         #expect(music.status == 0, "the music: \(music.stderr)")
         #expect(!rig.lyred.stderr.contains("takes over"), "\(rig.lyred.stderr)")
         let ducks = option != "--mix"
         // The announcement's own depth, else lyred's.
-        let depth = option.hasPrefix("--duck-db ") ? Double(option.dropFirst("--duck-db ".count))! : -15
+        let depth = own ? Double(option.dropFirst("--duck-db ".count))! : -15
         let how = ducks ? "ducking it \(abs(depth)) dB" : "mixed in"
         let name = app ? "Example Player" : "Doorbell"
         #expect(rig.lyred.stderr.split(separator: "\n").contains { $0.contains("'\(name)'") && $0.contains(" plays over 'Music'") && $0.hasSuffix(how) },
@@ -401,8 +432,8 @@ struct StreamingTests {
         // The music at its level before and after, and `depth` down (or not at all) under the announcement.
         #expect(abs(figure("main_db_before")) < 0.5 && abs(figure("main_db_after")) < 0.5, "\(parts)")
         #expect(abs(figure("main_db_during") - (ducks ? depth : 0)) < 0.5, "\(parts)")
-        // The announcement at its own full level.
-        #expect(abs(figure("announce_gain_db")) < 0.5, "\(parts)")
+        // The announcement at its own level: full, or the -12 dB its sender set.
+        #expect(abs(figure("announce_gain_db") - (own ? -12 : 0)) < 0.5, "\(parts)")
         if ducks {
             // Down by the first sample (the first 10 ms window after it), back over the release (within
             // 1 dB of the music's level 280 ms into its 300 ms).
