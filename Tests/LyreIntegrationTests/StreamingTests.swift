@@ -462,6 +462,30 @@ struct StreamingTests {
         Self.expectWhole(comparison, lags: false)
     }
 
+    /// README: a receiver mixes up to 4 sessions over what it plays; a fifth announcement gets one line that says
+    /// why and what to do, exit 1, and what plays goes on: the music's sender and the four overlays end well.
+    @Test func aFifthAnnouncementGetsOneLine() async throws {
+        let rig = try await Rig()
+        defer { rig.network.close() }
+        let song = try await Self.sweep(rig.network, rate: 48000, seconds: 10, signal: "music")
+        let bell = try await Self.sweep(rig.network, rate: 48000, seconds: 5)
+        let music = try rig.network.spawn(["lyre", "play", song, "--to", "Speaker", "--name", "Music", "--group-socket", "off"])
+        #expect(await eventually { rig.lyred.stderr.contains("now playing:") }, "\(rig.lyred.stderr)")
+        let bells = try (1...4).map {
+            try rig.network.spawn(["lyre", "play", bell, "--to", "Speaker", "--mix", "--name", "Bell \($0)", "--group-socket", "off"], name: "bell-\($0)")
+        }
+        #expect(await eventually { rig.lyred.stderr.components(separatedBy: " plays over 'Music'").count == 5 }, "\(rig.lyred.stderr)")
+        let fifth = try await rig.network.run(["lyre", "play", bell, "--to", "Speaker", "--duck", "--name", "Bell 5", "--group-socket", "off"])
+        CommandLineTests.expectOneLineError((fifth.status, fifth.stdout, fifth.stderr),
+                                            mentioning: "it plays 4 sessions over 'Music' already, the most it mixes; try again when one ends; play without --duck to take it over")
+        #expect(fifth.status == 1, "\(fifth.stderr)")
+        for sender in bells + [music] {
+            try await sender.waitForExit(timeout: 30)
+            #expect(sender.status == 0, "\(sender.stderr)")
+        }
+        #expect(!rig.lyred.stderr.contains("takes over"), "\(rig.lyred.stderr)")
+    }
+
     /// README, access `open`: GStreamer's RTSP RECORD client (`rtspclientsink`, gst-rtsp-server) is heard as
     /// ffmpeg's is: the sweep it encodes with its own opusenc comes out whole, and the session ends when the
     /// publisher closes its connection, not by lyred's own timeout.
