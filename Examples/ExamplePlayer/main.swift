@@ -69,7 +69,7 @@ if let local = audioSession.output(for: audioSession.destination(receiverChosen:
 var configuration = StreamConfiguration()
 configuration.senderName = "Example Player"
 // A doorbell app sets duckOthers (or mixWithOthers): it asks to play over the music, not to take it over.
-configuration.mixing = StreamConfiguration.mixing(for: audioSession.categoryOptions)
+configuration.take(audioSession)
 let session: StreamSession
 do {
     session = try StreamSession(host: String(parts[0]), port: port, configuration: configuration)

@@ -50,6 +50,8 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     private var overlay: MixRequest?
     /// How far this overlay lowers the main session, dB, when it ducks.
     private var overlayDuckDB: Double?
+    /// Its sender said it plays spoken audio (`Lyre-Mode: spokenAudio`).
+    private(set) var isSpokenAudio = false
     /// An overlay's own volume (dB, RAOP scale), applied to its samples only.
     private var overlayVolume = 0.0
     private var channels = ChannelMap.stereo
@@ -300,6 +302,20 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             }
             duckDB = depth
         }
+        // Spoken audio (`Lyre-Mode`), which an overlay that asks `Lyre-Interrupt` pauses rather than mixes over.
+        let mode = request.headers["Lyre-Mode"].map { MixRequest.mode(parsing: $0) }
+        if case .some(nil) = mode {
+            registry.count(\.badRequests)
+            return refuse(400, cseq: cseq, "Lyre-Mode must be one of \(MixRequest.modes.joined(separator: ", "))")
+        }
+        var interrupts = false
+        if let text = request.headers["Lyre-Interrupt"] {
+            guard request.headers["Lyre-Mix"] != nil, MixRequest.interruptsSpokenAudio(text) else {
+                registry.count(\.badRequests)
+                return refuse(400, cseq: cseq, "Lyre-Interrupt must be \(MixRequest.spokenAudio), with Lyre-Mix")
+            }
+            interrupts = true
+        }
         if let text = request.headers["Lyre-Mix"] {
             guard let mix = MixRequest(parsing: text) else {
                 registry.count(\.badRequests)
@@ -331,7 +347,12 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         state = .announced
         overlay = over?.mix
         overlayDuckDB = over?.mix == .duck ? duckDB : nil
-        if let over { registry.addOverlay(self, over: over.playing, duckDB: overlayDuckDB) } else { registry.claim(self) }
+        isSpokenAudio = mode == .some(MixRequest.spokenAudio)
+        if let over {
+            registry.addOverlay(self, over: over.playing, duckDB: overlayDuckDB, interruptsSpokenAudio: interrupts)
+        } else {
+            registry.claim(self)
+        }
         logger.info("session from \(Printable.quoted(senderName)): \(format.encoding.rawValue), latency \(latency) ms, channels \(channels.rawValue)\(srtp != nil ? ", TLS and SRTP" : "")\(senderID.map { ", sender id \($0)" } ?? "")")
         // Echoed, so the sender knows this receiver applies the map (a version 1 receiver does not answer it).
         send(.response(200, cseq: cseq, headers: [("Lyre-Channels", channels.rawValue)]))
@@ -946,6 +967,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         sessionID = nil
         overlay = nil
         overlayDuckDB = nil
+        isSpokenAudio = false
         overlayVolume = 0
         registry.release(self)
         logger.info("session from \(Printable.quoted(senderName)) ended: \(reason)")

@@ -137,6 +137,9 @@ final class SessionRegistry: @unchecked Sendable {
     private(set) var active: RTSPConnectionHandler?
     /// Sessions mixed over the active one (`Lyre-Mix`, streaming.md §7), at most `maximumOverlays`.
     private(set) var overlays: [RTSPConnectionHandler] = []
+    /// The overlays that paused the active session, spoken audio (`Lyre-Interrupt`, streaming.md §7): it is
+    /// told to play on when the last of them ends.
+    private var interrupting: [RTSPConnectionHandler] = []
     static let maximumOverlays = 4
     private(set) var volume: Double = 0
     private(set) var counters = ReceiverCounters()
@@ -215,6 +218,8 @@ final class SessionRegistry: @unchecked Sendable {
         eventLoop.assertInEventLoop()
         overlays.removeAll { $0 === handler }
         if let previous = active, previous !== handler {
+            // The new session was never paused: the interruptions end with the one they paused.
+            interrupting.removeAll()
             logger.notice("\(handler.senderLabel) takes over from \(previous.senderLabel)")
             active = handler
             previous.end(.takenOver(by: handler.senderName))
@@ -228,17 +233,44 @@ final class SessionRegistry: @unchecked Sendable {
     }
 
     /// `handler`'s session plays over the active one, which goes on (streaming.md §7).
-    /// `duckDB`: how far it lowers the active one; nil when it only mixes.
-    func addOverlay(_ handler: RTSPConnectionHandler, over playing: RTSPConnectionHandler, duckDB: Double?) {
+    /// `duckDB`: how far it lowers the active one; nil when it only mixes. `interruptsSpokenAudio`: the active
+    /// one, if it is spoken audio, is paused through its sender until this (and any other that did so) ends.
+    func addOverlay(_ handler: RTSPConnectionHandler, over playing: RTSPConnectionHandler, duckDB: Double?, interruptsSpokenAudio: Bool) {
         eventLoop.assertInEventLoop()
         if !overlays.contains(where: { $0 === handler }) { overlays.append(handler) }
+        if interruptsSpokenAudio, playing.isSpokenAudio {
+            logger.notice("\(handler.senderLabel) plays over \(playing.senderLabel), pausing it (spoken audio)")
+            if interrupting.isEmpty { tell(playing, .pause) }
+            if !interrupting.contains(where: { $0 === handler }) { interrupting.append(handler) }
+            return
+        }
         let how = duckDB.map { "ducking it \(abs($0)) dB" } ?? "mixed in"
         logger.notice("\(handler.senderLabel) plays over \(playing.senderLabel), \(how)")
+    }
+
+    /// Sends `command` to `handler`'s sender on the receiver's own behalf (an interruption), logging what
+    /// came of it.
+    private func tell(_ handler: RTSPConnectionHandler, _ command: RemoteCommand) {
+        let promise = eventLoop.makePromise(of: RemoteCommandOutcome.self)
+        handler.relay(RemoteCommandEvent(command), promise: promise)
+        let (logger, label) = (logger, handler.senderLabel)
+        promise.futureResult.whenSuccess { outcome in
+            if outcome.kind == .success {
+                logger.notice("\(label) \(command == .pause ? "paused for an interruption" : "plays on after the interruption")")
+            } else {
+                logger.notice("\(label) was not told to \(command.rawValue): \(outcome.message)")
+            }
+        }
     }
 
     func release(_ handler: RTSPConnectionHandler) {
         eventLoop.assertInEventLoop()
         overlays.removeAll { $0 === handler }
+        if let index = interrupting.firstIndex(where: { $0 === handler }) {
+            interrupting.remove(at: index)
+            if interrupting.isEmpty, let active, active !== handler { tell(active, .play) }
+        }
+        if active === handler { interrupting.removeAll() }
         if active === handler {
             active = nil
             loggedInfo = nil

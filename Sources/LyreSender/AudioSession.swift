@@ -24,8 +24,8 @@ public final class AudioSession: @unchecked Sendable {
 
     public enum Mode: String, Sendable, CaseIterable {
         case `default`
-        /// Podcasts and audio books (what another app's `interruptSpokenAudioAndMixWithOthers` is to pause,
-        /// once receivers mix: stored, not yet acted on).
+        /// Podcasts and audio books: what another app's `interruptSpokenAudioAndMixWithOthers` pauses on a
+        /// receiver while it plays (`StreamConfiguration.take(_:)`, streaming.md §7).
         case spokenAudio
         /// A call: `playAndRecord` only.
         case voiceChat
@@ -36,12 +36,12 @@ public final class AudioSession: @unchecked Sendable {
         public let rawValue: UInt
         public init(rawValue: UInt) { self.rawValue = rawValue }
         /// Asks to play over what the receiver plays instead of taking it over (`StreamConfiguration.mixing(for:)`,
-        /// streaming.md §7). No receiver mixes yet: one that plays another session refuses.
+        /// streaming.md §7).
         public static let mixWithOthers = CategoryOptions(rawValue: 1 << 0)
         /// As `mixWithOthers`, and asks that what else plays be lowered while this plays (implies `mixWithOthers`).
         public static let duckOthers = CategoryOptions(rawValue: 1 << 1)
-        /// Is to pause spoken audio (a podcast) and mix with the rest (implies `mixWithOthers`); asks to mix,
-        /// the pause is not built.
+        /// Pauses spoken audio (a podcast) on the receiver while this plays and mixes with the rest (implies
+        /// `mixWithOthers`); the podcast plays on when this ends.
         public static let interruptSpokenAudioAndMixWithOthers = CategoryOptions(rawValue: 1 << 2)
         /// A `playAndRecord` app may play on a receiver (iOS's allow-AirPlay and allow-Bluetooth-A2DP).
         public static let allowLyre = CategoryOptions(rawValue: 1 << 3)

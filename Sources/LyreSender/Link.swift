@@ -156,6 +156,8 @@ final class Link: Sendable {
             if let id = configuration.senderID { announce.append(("Lyre-Sender-ID", id)) }
             if let mixing = configuration.mixing { announce.append(("Lyre-Mix", mixing.rawValue)) }
             if configuration.mixing == .duck, let depth = configuration.duckDB { announce.append(("Lyre-Duck-DB", "\(depth)")) }
+            if configuration.mixing != nil, configuration.interruptsSpokenAudio { announce.append(("Lyre-Interrupt", MixRequest.spokenAudio)) }
+            if configuration.mode != .default { announce.append(("Lyre-Mode", configuration.mode.rawValue)) }
             let announced = try Self.check(client.request("ANNOUNCE", headers: announce, body: Array(sdp.serialized().utf8)), "ANNOUNCE")
             // A version 1 receiver does not echo the map: it would play both channels.
             if route.channels != .stereo, announced.headers["Lyre-Channels"].flatMap(ChannelMap.init(parsing:)) != route.channels {

@@ -36,8 +36,23 @@ public struct StreamConfiguration: Sendable {
     /// With `.duck`: how far to lower what plays, dB (`MixRequest.duckDepthRange`); nil leaves it to the
     /// receiver's own depth (`lyred --duck-db`).
     public var duckDB: Double?
+    /// What the playback is (`Lyre-Mode`): `.spokenAudio` (a podcast, an audio book) is paused, not played over,
+    /// by an announcement that interrupts spoken audio, and plays on when it ends (streaming.md §7).
+    public var mode: AudioSession.Mode = .default
+    /// With `mixing`: a receiver playing spoken audio pauses it for as long as this plays (`Lyre-Interrupt`,
+    /// an app's `interruptSpokenAudioAndMixWithOthers`), and mixes or ducks anything else as `mixing` says.
+    public var interruptsSpokenAudio = false
 
     public init() {}
+
+    /// What an app's audio session asks of the receivers: its mode, how it meets what plays (`mixing(for:)`),
+    /// and whether it interrupts spoken audio.
+    public mutating func take(_ session: AudioSession) {
+        let options = session.categoryOptions
+        mode = session.mode
+        mixing = Self.mixing(for: options)
+        interruptsSpokenAudio = options.contains(.interruptSpokenAudioAndMixWithOthers)
+    }
 
     /// What an app's category options ask of a receiver: `duckOthers` ducks, `mixWithOthers` mixes.
     public static func mixing(for options: AudioSession.CategoryOptions) -> MixRequest? {

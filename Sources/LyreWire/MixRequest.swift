@@ -18,6 +18,23 @@ public enum MixRequest: String, Sendable, CaseIterable {
     /// default may be set: from a dip (−3 dB) to almost silence (−40 dB).
     public static let duckDepthRange = -40.0 ... -3.0
 
+    /// The `Lyre-Mode` a session says it plays spoken audio with (a podcast, an audio book), and the
+    /// `Lyre-Interrupt` value that asks to pause such a session rather than play over it (streaming.md §7).
+    public static let spokenAudio = "spokenAudio"
+    /// The modes a `Lyre-Mode` may name (an app's `AudioSession.Mode`).
+    public static let modes = ["default", "spokenAudio", "voiceChat"]
+
+    /// Parses a `Lyre-Mode` value: one of `modes`, else nil.
+    public static func mode(parsing text: some StringProtocol) -> String? {
+        let mode = String(text).trimmingSpaces
+        return modes.contains(mode) ? mode : nil
+    }
+
+    /// Whether a `Lyre-Interrupt` value is the one defined, `spokenAudio`.
+    public static func interruptsSpokenAudio(_ text: some StringProtocol) -> Bool {
+        String(text).trimmingSpaces == spokenAudio
+    }
+
     /// Parses a `Lyre-Duck-DB` value: a number of dB within `duckDepthRange`, else nil.
     public static func duckDepth(parsing text: some StringProtocol) -> Double? {
         guard let value = Double(String(text).trimmingSpaces), duckDepthRange.contains(value) else { return nil }

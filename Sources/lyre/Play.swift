@@ -68,6 +68,12 @@ struct Play: AsyncParsableCommand {
     @Flag(help: "As --mix, and lower what plays while this plays, by the receiver's duck depth (lyred --duck-db, 15 dB by default).")
     var duck = false
 
+    @Flag(help: "As --mix, and pause what plays for as long as this plays if it is spoken audio (lyre play --spoken-audio, an app in spokenAudio mode); it plays on after.")
+    var interruptSpokenAudio = false
+
+    @Flag(help: "What this plays is spoken (a podcast, an audio book): an announcement that interrupts spoken audio pauses it rather than play over it, and it plays on after.")
+    var spokenAudio = false
+
     // (.unconditional: the word after the option is its value, so that -24 is not read as an option.)
     @Option(parsing: .unconditional, help: ArgumentHelp("As --duck, lowering what plays by this many dB (-40 to -3) rather than by the receiver's own depth.", valueName: "DB"))
     var duckDb: Double?
@@ -139,7 +145,9 @@ struct Play: AsyncParsableCommand {
         configuration.fec = fecMode!
         configuration.resend = resend
         configuration.waitsForLostRooms = true
-        configuration.mixing = duck || duckDb != nil ? .duck : mix ? .mix : nil
+        configuration.mixing = duck || duckDb != nil ? .duck : mix || interruptSpokenAudio ? .mix : nil
+        configuration.interruptsSpokenAudio = interruptSpokenAudio
+        configuration.mode = spokenAudio ? .spokenAudio : .default
         configuration.duckDB = duckDb
         configuration.senderName = name ?? Self.defaultSenderName()
         configuration.security = try SenderState.security(name: configuration.senderName)

@@ -464,6 +464,7 @@ struct StreamingTests {
 
     /// README: a receiver mixes up to 4 sessions over what it plays; a fifth announcement gets one line that says
     /// why and what to do, exit 1, and what plays goes on: the music's sender and the four overlays end well.
+    /// The first overlay asks to interrupt spoken audio: over music, which is not, it is mixed in.
     @Test func aFifthAnnouncementGetsOneLine() async throws {
         let rig = try await Rig()
         defer { rig.network.close() }
@@ -472,7 +473,8 @@ struct StreamingTests {
         let music = try rig.network.spawn(["lyre", "play", song, "--to", "Speaker", "--name", "Music", "--group-socket", "off"])
         #expect(await eventually { rig.lyred.stderr.contains("now playing:") }, "\(rig.lyred.stderr)")
         let bells = try (1...4).map {
-            try rig.network.spawn(["lyre", "play", bell, "--to", "Speaker", "--mix", "--name", "Bell \($0)", "--group-socket", "off"], name: "bell-\($0)")
+            try rig.network.spawn(["lyre", "play", bell, "--to", "Speaker", $0 == 1 ? "--interrupt-spoken-audio" : "--mix", "--name", "Bell \($0)",
+                                   "--group-socket", "off"], name: "bell-\($0)")
         }
         #expect(await eventually { rig.lyred.stderr.components(separatedBy: " plays over 'Music'").count == 5 }, "\(rig.lyred.stderr)")
         let fifth = try await rig.network.run(["lyre", "play", bell, "--to", "Speaker", "--duck", "--name", "Bell 5", "--group-socket", "off"])
@@ -483,7 +485,47 @@ struct StreamingTests {
             try await sender.waitForExit(timeout: 30)
             #expect(sender.status == 0, "\(sender.stderr)")
         }
+        #expect(!rig.lyred.stderr.contains("takes over") && !rig.lyred.stderr.contains("pausing it"), "\(rig.lyred.stderr)")
+        #expect(rig.lyred.stderr.split(separator: "\n").contains { $0.contains("'Bell 1'") && $0.contains("plays over 'Music'") && $0.hasSuffix(", mixed in") }, "\(rig.lyred.stderr)")
+    }
+
+    /// streaming.md §7, `Lyre-Interrupt`: a podcast (`lyre play --spoken-audio`) is paused, not played over, by
+    /// an announcement that interrupts spoken audio (`--interrupt-spoken-audio`, an app's
+    /// `interruptSpokenAudioAndMixWithOthers`), and plays on when it ends. The receiver's output is the podcast up
+    /// to a sample, the chime alone at its own level (the podcast not under it), and the podcast again from that
+    /// very sample to its last (Tools/peers/audio.py splice, the chime measured and blanked).
+    @Test func anAnnouncementPausesSpokenAudioWhichPlaysOnAfter() async throws {
+        let rig = try await Rig()
+        defer { rig.network.close() }
+        let podcast = try await Self.sweep(rig.network, rate: 48000, seconds: 6, hardEnds: true)
+        let chime = try await Self.sweep(rig.network, rate: 48000, seconds: 2, signal: "full")
+        let play = try rig.network.spawn(["lyre", "play", podcast, "--to", "Speaker", "--name", "Podcast", "--spoken-audio", "--group-socket", "off"])
+        #expect(await eventually { rig.lyred.stderr.contains("now playing:") }, "\(rig.lyred.stderr)")
+        try await Task.sleep(for: .seconds(1.5))
+        let announce = try await rig.network.run(["lyre", "play", chime, "--to", "Speaker", "--interrupt-spoken-audio", "--name", "Doorbell",
+                                                  "--group-socket", "off"])
+        #expect(announce.status == 0, "the announcement: \(announce.stderr)")
+        try await play.waitForExit(timeout: 30)
+        #expect(play.status == 0, "the podcast: \(play.stderr)")
+        let log = rig.lyred.stderr.split(separator: "\n")
+        for (said, words) in [("the interruption", ["'Doorbell'", "plays over 'Podcast'", "pausing it (spoken audio)"]),
+                              ("the pause", ["'Podcast'", "paused for an interruption"]), ("the resume", ["'Podcast'", "plays on after the interruption"])] {
+            #expect(log.contains { line in words.allSatisfy(line.contains) }, "lyred did not log \(said): \(rig.lyred.stderr)")
+        }
         #expect(!rig.lyred.stderr.contains("takes over"), "\(rig.lyred.stderr)")
+        try await rig.stop()
+        let result = try await rig.network.run(["python3", Self.audioTool, "splice", podcast, rig.output, "--blank", chime])
+        let splice = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any], "\(result.stderr)")
+        print("the podcast around the announcement: \(splice)")
+        func figure(_ key: String) -> Double { splice[key] as? Double ?? .nan }
+        // Not a sample of the podcast lost or played twice (as a pause and play at the receiver), the pause as
+        // long as the chime at least, and the podcast clean at once after it.
+        #expect(abs(splice["edges_lost"] as? Int ?? .max) <= 1, "\(splice)")
+        #expect(figure("pause_seconds") > 2 && figure("resume_snr_db") >= 20, "\(splice)")
+        // The chime alone in the pause, at its full level, as clean as Opus leaves it: within 3 dB of ffmpeg's
+        // libopus on it (27.2 dB; 25.9 dB read here over its whole span at one gain).
+        let (chimeFloor, _) = try await Self.libopusFloors(rig.network, input: chime)
+        #expect(abs(figure("blank_gain_db")) < 0.5 && figure("blank_snr_db") >= chimeFloor - 1, "\(splice)")
     }
 
     /// README, access `open`: GStreamer's RTSP RECORD client (`rtspclientsink`, gst-rtsp-server) is heard as
@@ -1157,6 +1199,9 @@ struct StreamingTests {
             #expect(status("announce_duck_db_\(name)") == 400, "\(got)")
             #expect((got["announce_duck_db_\(name)_error"] as? String ?? "").contains("Lyre-Duck-DB must be a number of dB from -40 to -3"), "\(got)")
         }
+        // `Lyre-Mode` is one of an app's modes; `Lyre-Interrupt` is spokenAudio, with `Lyre-Mix`.
+        #expect(status("announce_mode_podcast") == 400 && (got["announce_mode_podcast_error"] as? String ?? "").contains("Lyre-Mode must be one of"), "\(got)")
+        #expect(status("announce_interrupt_alone") == 400 && status("announce_interrupt_mix") == 200 && status("announce_mode_spokenAudio") == 200, "\(got)")
         #expect(status("announce_duck_db_mix") == 400 && (got["announce_duck_db_mix_error"] as? String ?? "").contains("goes with Lyre-Mix: duck"), "\(got)")
         // The states: RECORD before SETUP is refused (455, Method Not Valid in This State).
         #expect(status("record_before_setup") == 455, "\(got)")

@@ -137,3 +137,23 @@ struct AudioRoutingTests {
     let interrupting = try AudioRouting.validate(category: .playback, mode: .default, options: .interruptSpokenAudioAndMixWithOthers)
     #expect(StreamConfiguration.mixing(for: interrupting) == .mix)
 }
+
+/// An app's whole session in its playback's words (streaming.md §7): its mode (`Lyre-Mode`: spoken audio is
+/// paused by an interruption), how it meets what plays (`Lyre-Mix`), and whether it interrupts spoken audio
+/// (`Lyre-Interrupt`), with or without ducking the rest.
+@Test func anAppsSessionIsItsPlaybacksRequest() throws {
+    let session = AudioSession()
+    var configuration = StreamConfiguration()
+    try session.setCategory(.playback, mode: .spokenAudio)
+    configuration.take(session)
+    #expect(configuration.mode == .spokenAudio && configuration.mixing == nil && !configuration.interruptsSpokenAudio)
+    try session.setCategory(.playback, options: .interruptSpokenAudioAndMixWithOthers)
+    configuration.take(session)
+    #expect(configuration.mode == .default && configuration.mixing == .mix && configuration.interruptsSpokenAudio)
+    try session.setCategory(.playback, options: [.interruptSpokenAudioAndMixWithOthers, .duckOthers])
+    configuration.take(session)
+    #expect(configuration.mixing == .duck && configuration.interruptsSpokenAudio)
+    try session.setCategory(.playback, options: .duckOthers)
+    configuration.take(session)
+    #expect(configuration.mixing == .duck && !configuration.interruptsSpokenAudio)
+}

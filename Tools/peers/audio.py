@@ -445,6 +445,22 @@ def cmd_splice(a):
     ref, ref_rate = read_wav(a.ref)
     out, rate = read_wav(a.out)
     ref = resample(ref, ref_rate, rate)
+    blanked = {}
+    if a.blank:
+        # Another sound that played in the pause (an announcement that paused REF): found in OUT, measured
+        # against OUT where it lies (gain and SNR: REF is not under it if the pause was real), and blanked,
+        # with 20 ms either side for its codec's tails, so that the pause is silence again.
+        ann, ann_rate = read_wav(a.blank)
+        ann = resample(ann, ann_rate, rate)
+        lag_b = find_lag(ann, out, len(out))
+        lo, hi = max(0, lag_b), min(len(out), lag_b + len(ann))
+        seg, want = out[lo:hi], ann[lo - lag_b:hi - lag_b]
+        g = float(np.dot(seg, want) / (np.dot(want, want) or 1.0))
+        blanked = {"blank_start_s": round(lag_b / rate, 4), "blank_gain_db": round(20 * np.log10(max(abs(g), 1e-6)), 2),
+                   "blank_snr_db": round(ratio_db(float(np.dot(g * want, g * want)), float(np.sum((seg - g * want) ** 2))), 3)}
+        pad = int(0.02 * rate)
+        out = out.copy()
+        out[max(0, lo - pad):min(len(out), hi + pad)] = 0
     # The pause: the longest run of digital silence (|x| < 2^-15) in OUT past its first audio.
     quiet = np.abs(out) < 1.0 / 32768
     first = int(np.argmax(~quiet))
@@ -501,7 +517,7 @@ def cmd_splice(a):
     edge1, edge2 = local_lag(lag1, max(0, g0 - w), g0), local_lag(lag2, g1, min(len(out), g1 + w))
     print(json.dumps({"heard_before": heard, "resumed_at": m, "lost": m - heard, "resume_snr_db": round(resume_snr, 3),
                       "pause_seconds": round((g1 - g0) / rate, 3), "lag_before": lag1, "lag_after": lag2,
-                      "edges_lost": (g1 - edge2) - (g0 - edge1), "edge_lags": [edge1, edge2]}))
+                      "edges_lost": (g1 - edge2) - (g0 - edge1), "edge_lags": [edge1, edge2], **blanked}))
     return 0
 
 
@@ -737,6 +753,7 @@ def main():
     sp = sub.add_parser("splice", help="where a paused play of REF stopped and went on in OUT")
     sp.add_argument("ref", metavar="REF")
     sp.add_argument("out", metavar="OUT")
+    sp.add_argument("--blank", metavar="WAV", help="another sound that played in the pause: measured where it lies in OUT, then blanked")
     p = sub.add_parser("presentation", help="summarise a receiver presentation log")
     p.add_argument("log", metavar="LOG.csv")
     h = sub.add_parser("heard", help="when audio frame F of the session was presented")

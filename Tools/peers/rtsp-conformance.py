@@ -366,6 +366,16 @@ def main():
         if reply.status != 200:
             out[f"announce_duck_db_{name}_error"] = reply.headers.get("lyre-error", "")
         s.close()
+    # §7 Lyre-Mode: one of an app's modes; Lyre-Interrupt: spokenAudio, with Lyre-Mix only; else 400.
+    for name, headers in (("mode_podcast", [("Lyre-Mode", "podcast")]), ("mode_spokenAudio", [("Lyre-Mode", "spokenAudio")]),
+                          ("interrupt_alone", [("Lyre-Interrupt", "spokenAudio")]),
+                          ("interrupt_mix", [("Lyre-Mix", "mix"), ("Lyre-Interrupt", "spokenAudio")])):
+        s = session(target)
+        reply = announce(s, headers)
+        out[f"announce_{name}"] = reply.status
+        if reply.status != 200:
+            out[f"announce_{name}_error"] = reply.headers.get("lyre-error", "")
+        s.close()
     # §7 Lyre-Mix over a session: four play over it at once (each answered 200), the fifth is refused with 453
     # and a Lyre-Error that says why.
     main_session = session(target)
