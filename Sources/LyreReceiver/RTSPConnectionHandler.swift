@@ -47,9 +47,9 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     private var format: AudioFormat?
     private var latencyMilliseconds = 250
     /// Set when this session plays over another (`Lyre-Mix`, streaming.md §7) rather than as the main one.
-    private var overlay: MixRequest?
+    private(set) var overlay: MixRequest?
     /// How far this overlay lowers the main session, dB, when it ducks.
-    private var overlayDuckDB: Double?
+    private(set) var overlayDuckDB: Double?
     /// Its sender said it plays spoken audio (`Lyre-Mode: spokenAudio`).
     private(set) var isSpokenAudio = false
     /// An overlay's own volume (dB, RAOP scale), applied to its samples only.

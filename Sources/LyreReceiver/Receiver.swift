@@ -242,10 +242,22 @@ final class SessionRegistry: @unchecked Sendable {
             logger.notice("\(handler.senderLabel) plays over \(playing.senderLabel), pausing it (spoken audio)")
             if interrupting.isEmpty { tell(playing, .pause) }
             if !interrupting.contains(where: { $0 === handler }) { interrupting.append(handler) }
-            return
+        } else {
+            let how = duckDB.map { "ducking it \(abs($0)) dB" } ?? "mixed in"
+            logger.notice("\(handler.senderLabel) plays over \(playing.senderLabel), \(how)")
         }
-        let how = duckDB.map { "ducking it \(abs($0)) dB" } ?? "mixed in"
-        logger.notice("\(handler.senderLabel) plays over \(playing.senderLabel), \(how)")
+        changed(.receiver)
+    }
+
+    /// What plays over the active session, as the web API shows it (control-api.md §2): each overlay's sender,
+    /// and how it meets the active one: `duck` (with its dB), `mix`, or `pause` (the active one, spoken audio,
+    /// paused for it).
+    var overlayStates: [(sender: String, how: String, duckDB: Double?)] {
+        eventLoop.assertInEventLoop()
+        return overlays.map { overlay in
+            let pauses = interrupting.contains { $0 === overlay }
+            return (overlay.senderName, pauses ? "pause" : overlay.overlayDuckDB == nil ? "mix" : "duck", pauses ? nil : overlay.overlayDuckDB)
+        }
     }
 
     /// Sends `command` to `handler`'s sender on the receiver's own behalf (an interruption), logging what
@@ -265,7 +277,9 @@ final class SessionRegistry: @unchecked Sendable {
 
     func release(_ handler: RTSPConnectionHandler) {
         eventLoop.assertInEventLoop()
+        let wasOverlay = overlays.contains { $0 === handler }
         overlays.removeAll { $0 === handler }
+        defer { if wasOverlay { changed(.receiver) } }
         if let index = interrupting.firstIndex(where: { $0 === handler }) {
             interrupting.remove(at: index)
             if interrupting.isEmpty, let active, active !== handler { tell(active, .play) }

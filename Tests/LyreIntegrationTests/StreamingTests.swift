@@ -35,6 +35,17 @@ struct StreamingTests {
         }
     }
 
+    /// What the receiver's web API (port 7780, control-api.md §2) shows playing over the session: each overlay
+    /// as "SENDER HOW" or "SENDER duck DB".
+    static func overlaysShown(_ network: TestNetwork) async throws -> [String]? {
+        let state = try await network.run(["curl", "-s", "--max-time", "5", "http://127.0.0.1:7780/api/state"])
+        let snapshot = try? JSONSerialization.jsonObject(with: Data(state.stdout.utf8)) as? [String: Any]
+        let overlays = (snapshot?["receiver"] as? [String: Any])?["overlays"] as? [[String: Any]]
+        return overlays?.map { overlay in
+            ["\(overlay["sender"] ?? "")", "\(overlay["how"] ?? "")"].joined(separator: " ") + ((overlay["duckDB"] as? Double).map { " \($0)" } ?? "")
+        }
+    }
+
     /// `audio.py sweep` into the scratch directory: a 100 Hz–8 kHz sweep, or `signal` "full" (20 Hz–20 kHz)
     /// or "music" (music-like material).
     /// `hardEnds`: the signal starts and ends at full level (no fade), as a chime that ends loud.
@@ -400,6 +411,12 @@ struct StreamingTests {
                     + ["--name", "Doorbell", "--group-socket"] + (own ? [doorbellSocket, "--artwork", doorbellCover] : ["off"]),
             name: "announcement")
         #expect(await eventually { rig.lyred.stderr.contains(" plays over 'Music'") }, "\(rig.lyred.stderr)")
+        // The web page shows the announcement as such, with how it meets the music.
+        let name = app ? "Example Player" : "Doorbell"
+        let ducks = option != "--mix"
+        let depth = own ? Double(option.dropFirst("--duck-db ".count))! : -15
+        let shownOverlays = try await Self.overlaysShown(rig.network)
+        #expect(shownOverlays == [ducks ? "\(name) duck \(depth)" : "\(name) mix"], "web API: \(String(describing: shownOverlays))")
         if own {
             #expect(await eventually { FileManager.default.fileExists(atPath: doorbellSocket) }, "no group socket: \(announce.stderr)")
             let volume = try await rig.network.run(["lyre", "group", "volume", "-12", "--socket", doorbellSocket])
@@ -408,6 +425,9 @@ struct StreamingTests {
         #expect(try await shown() == musicTitle, "the announcement's now playing replaced the music's")
         try await announce.waitForExit(timeout: 30)
         #expect(announce.status == 0, "\(announce.stderr)")
+        // Gone from the page once it ended, while the music plays on.
+        #expect(try await eventually { try await Self.overlaysShown(rig.network) == [] }, "the announcement ended and is still shown")
+        #expect(music.isRunning, "the music ended before the announcement was seen gone")
         if own {
             // The cover still shown once the announcement sent its own and ended is the music's.
             let cover = try await shownCover()
@@ -417,11 +437,8 @@ struct StreamingTests {
         try await music.waitForExit(timeout: 30)
         #expect(music.status == 0, "the music: \(music.stderr)")
         #expect(!rig.lyred.stderr.contains("takes over"), "\(rig.lyred.stderr)")
-        let ducks = option != "--mix"
         // The announcement's own depth, else lyred's.
-        let depth = own ? Double(option.dropFirst("--duck-db ".count))! : -15
         let how = ducks ? "ducking it \(abs(depth)) dB" : "mixed in"
-        let name = app ? "Example Player" : "Doorbell"
         #expect(rig.lyred.stderr.split(separator: "\n").contains { $0.contains("'\(name)'") && $0.contains(" plays over 'Music'") && $0.hasSuffix(how) },
                 "\(rig.lyred.stderr)")
         try await rig.stop()
@@ -502,8 +519,12 @@ struct StreamingTests {
         let play = try rig.network.spawn(["lyre", "play", podcast, "--to", "Speaker", "--name", "Podcast", "--spoken-audio", "--group-socket", "off"])
         #expect(await eventually { rig.lyred.stderr.contains("now playing:") }, "\(rig.lyred.stderr)")
         try await Task.sleep(for: .seconds(1.5))
-        let announce = try await rig.network.run(["lyre", "play", chime, "--to", "Speaker", "--interrupt-spoken-audio", "--name", "Doorbell",
-                                                  "--group-socket", "off"])
+        let announce = try rig.network.spawn(["lyre", "play", chime, "--to", "Speaker", "--interrupt-spoken-audio", "--name", "Doorbell",
+                                              "--group-socket", "off"], name: "announcement")
+        #expect(await eventually { rig.lyred.stderr.contains("paused for an interruption") }, "\(rig.lyred.stderr)")
+        let shownOverlays = try await Self.overlaysShown(rig.network)
+        #expect(shownOverlays == ["Doorbell pause"], "web API: \(String(describing: shownOverlays))")
+        try await announce.waitForExit(timeout: 30)
         #expect(announce.status == 0, "the announcement: \(announce.stderr)")
         try await play.waitForExit(timeout: 30)
         #expect(play.status == 0, "the podcast: \(play.stderr)")
