@@ -55,10 +55,18 @@ public struct DuckEnvelope: Sendable, Equatable {
 
     /// Lowers `gains` (one per frame, the first at `position`) to this envelope where it is lower: with two
     /// announcements at once the music is as low as the lower of the two asks.
-    public func lower(_ gains: inout [Float], from position: Int64, end: Int64?) {
+    ///
+    /// `level`: the dB this envelope gave the frame before, carried from block to block (nil before the first).
+    /// The music never goes down faster than the ramp down: an announcement whose audio ran out and came again
+    /// (its packets were late) takes the music back down from where it had come up to, over the ramp, rather
+    /// than in one step. Every room that ran out at the same position does the same.
+    public func lower(_ gains: inout [Float], from position: Int64, end: Int64?, level: inout Double?) {
+        let steepest = -depthDB / Double(attackFrames) * (1 + 1e-9)
         var lastDB = Double.nan, gain: Float = 1
         for frame in gains.indices {
-            let db = decibels(at: position + Int64(frame), end: end)
+            var db = decibels(at: position + Int64(frame), end: end)
+            if let before = level, db < before - steepest { db = before - steepest }
+            level = db
             if db != lastDB {
                 lastDB = db
                 gain = Float(pow(10, db / 20))

@@ -57,6 +57,8 @@ final class OutputEngine: @unchecked Sendable {
         var position: Int64?
         /// Frames from its first sample to just after its last, once it ends.
         var end: Int64?
+        /// The dB its duck gave the last frame rendered (`DuckEnvelope.lower`).
+        var level: Double?
         /// It is ending: it plays out what it holds (at most until this time), and the music comes back.
         var ending: UInt64?
         var heardAudio = false
@@ -318,7 +320,7 @@ final class OutputEngine: @unchecked Sendable {
                 overlay.end = overlay.position ?? 0
             }
             if let duck = overlay.duck, let position = overlay.position {
-                duck.lower(&mainGains, from: position, end: overlay.end)
+                duck.lower(&mainGains, from: position, end: overlay.end, level: &overlay.level)
             }
             rendered.append((samples, overlay.gain))
             if let position = overlay.position { overlay.position = position + Int64(frames) }

@@ -48,7 +48,8 @@ struct DuckEnvelopeTests {
             var position = Int64(-3000 - phase)
             while position < 20000 {
                 var gains = [Float](repeating: 1, count: block)
-                envelope.lower(&gains, from: position, end: 9000)
+                var level: Double?
+                envelope.lower(&gains, from: position, end: 9000, level: &level)
                 all += gains
                 position += Int64(block)
             }
@@ -57,12 +58,37 @@ struct DuckEnvelopeTests {
         #expect(gains(block: 480, phase: 0) == gains(block: 2400, phase: 317))
     }
 
+    /// An announcement whose audio ran out (the music coming back up) and came again 100 ms later: the music
+    /// goes back down over the ramp from where it had got to, never faster, and is at the depth again after
+    /// it; rendered in blocks, as a room does, with its level carried between them.
+    @Test func anAnnouncementThatComesAgainTakesTheMusicDownWithoutAStep() {
+        let steepest = 15.0 / 2400 + 1e-9
+        var level: Double?, all: [Float] = []
+        var position: Int64 = -3000
+        while position < 30000 {
+            // Its audio ran out at 9960 (where a block starts, as a room finds it) and came again at 14760.
+            let end: Int64? = (9960..<14760).contains(position) ? 9960 : nil
+            var gains = [Float](repeating: 1, count: 480)
+            envelope.lower(&gains, from: position, end: end, level: &level)
+            all += gains
+            position += 480
+        }
+        let decibels = all.map { 20 * log10(Double($0)) }
+        let steps = zip(decibels, decibels.dropFirst()).filter { abs($1 - $0) > steepest + 1e-4 }.count
+        #expect(steps == 0, "\(steps) steps")
+        // Up to -10 dB by 14760 (4800 of the 14400 frames up), down again 2400 frames later at most.
+        let back = decibels[14760 + 3000]
+        #expect(back > -10.1 && back < -9.9, "\(back)")
+        #expect(abs(decibels[14760 + 3000 + 2400] + 15) < 1e-3)
+    }
+
     /// Two announcements at once: the music is as low as the lower asks.
     @Test func theLowerOfTwoHolds() {
         let shallow = DuckEnvelope(depthDB: -6)
         var gains = [Float](repeating: 1, count: 4)
-        shallow.lower(&gains, from: 100, end: nil)
-        envelope.lower(&gains, from: 100, end: nil)
+        var (shallowLevel, level): (Double?, Double?) = (nil, nil)
+        shallow.lower(&gains, from: 100, end: nil, level: &shallowLevel)
+        envelope.lower(&gains, from: 100, end: nil, level: &level)
         #expect(gains.allSatisfy { abs($0 - Float(pow(10, -15.0 / 20))) < 1e-6 })
     }
 
