@@ -1,7 +1,7 @@
 // An app that embeds LyreSender, as an iOS app uses AVAudioSession: its music goes to a Lyre receiver
 // (category .playback), while its interface sounds (SystemSound) stay on this machine's own output.
 //
-//   lyre-example-player SONG --host HOST:PORT [--alert SOUND --alert-at SECONDS]
+//   lyre-example-player SONG --host HOST:PORT [--name NAME] [--alert SOUND --alert-at SECONDS]
 //                            [--category CATEGORY [--mode MODE] [--options OPTION,...]]
 //                            [--category-at SECONDS CATEGORY]
 //
@@ -29,6 +29,7 @@ func option(_ name: String, from arguments: inout [String]) -> String? {
 }
 var arguments = Array(CommandLine.arguments.dropFirst())
 guard let host = option("--host", from: &arguments) else { fail("usage: lyre-example-player SONG --host HOST:PORT [--alert SOUND --alert-at SECONDS]") }
+let senderName = option("--name", from: &arguments) ?? "Example Player"
 let alert = option("--alert", from: &arguments)
 let alertAt = option("--alert-at", from: &arguments).flatMap(Double.init) ?? 1
 let parts = host.split(separator: ":")
@@ -67,7 +68,7 @@ if let local = audioSession.output(for: audioSession.destination(receiverChosen:
 }
 
 var configuration = StreamConfiguration()
-configuration.senderName = "Example Player"
+configuration.senderName = senderName
 // A doorbell app sets duckOthers (or mixWithOthers): it asks to play over the music, not to take it over.
 configuration.take(audioSession)
 let session: StreamSession

@@ -19,16 +19,18 @@ struct DemoTests {
             let network = try TestNetwork()
             defer { network.close() }
             let wav = network.scratch.appendingPathComponent("demo.wav").path
+            let music = network.scratch.appendingPathComponent("music.wav").path
             let demo = try await network.run(["env", "HOME=\(home.path)", "XDG_STATE_HOME=\(home.path)/.local/state",
                                               "XDG_CONFIG_HOME=\(home.path)/.config", "LYRE_BIN=\(TestNetwork.binaries)",
-                                              "LYRE_SAMPLES=\(TestNetwork.tools)/samples", "LYRE_DEMO_WAV=\(wav)",
+                                              "LYRE_SAMPLES=\(TestNetwork.tools)/samples", "LYRE_DEMO_WAV=\(wav)", "LYRE_DEMO_MUSIC=\(music)",
                                               "bash", TestNetwork.tools + "/lib/demo-inside.sh"], timeout: 150)
             let out = demo.stdout
             #expect(demo.status == 0, "run \(run): the demo failed: \(demo.stderr)\n\(out)")
             for words in [
                 "advertised as 'Living Room'", "deviceAvailable  Kitchen (2)", "deviceUnavailable  Kitchen (2)", "_lyre._tcp",
                 "is refused", "paired with 'Living Room'", "TLS and SRTP", "relaying nextTrack",
-                "does not accept changePlaybackRate", "session from 'Lavf", "== Done",
+                "does not accept changePlaybackRate", "session from 'Lavf", "'Doorbell app'", "plays over 'Music app'", "ducking it 15.0 dB",
+                "== Done",
             ] {
                 #expect(out.contains(words), "run \(run): the demo did not show '\(words)':\n\(out)")
             }
@@ -43,6 +45,14 @@ struct DemoTests {
             let level = try await network.run(["python3", StreamingTests.audioTool, "level", wav])
             let rms = (try? JSONSerialization.jsonObject(with: Data(level.stdout.utf8)) as? [String: Any])?["rms_dbfs"] as? Double
             #expect((rms ?? -200) > -40, "Living Room's output: \(level.stdout) \(level.stderr)")
+            // Den's: the music app's audio, 15 dB down under the doorbell's chime and at its level around it,
+            // and the chime at its own.
+            let den = String(wav.dropLast(4)) + "-den.wav"
+            let separated = try await network.run(["python3", StreamingTests.audioTool, "separate", music, reference, den])
+            let parts = (try? JSONSerialization.jsonObject(with: Data(separated.stdout.utf8)) as? [String: Any]) ?? [:]
+            func figure(_ key: String) -> Double { parts[key] as? Double ?? .nan }
+            #expect(abs(figure("main_db_during") + 15) < 0.5 && abs(figure("main_db_before")) < 0.5 && abs(figure("main_db_after")) < 0.5
+                    && abs(figure("announce_gain_db")) < 0.5, "run \(run): Den's output separated: \(parts) \(separated.stderr)")
         }
     }
 

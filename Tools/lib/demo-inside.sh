@@ -9,6 +9,8 @@ wait_for() {  # wait_for FILE TEXT: until the receiver's log says TEXT (bounded)
   for _ in $(seq 100); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
   echo "demo: gave up waiting for '$2' in $1" >&2; cat "$1" >&2; return 1
 }
+# The RTSP port from lyred's start line ("lyred ID (key …, access open) on port N via …"), not the web page's.
+rtsp_port() { sed -n 's/.*, access [a-z]*) on port \([0-9]*\) .*/\1/p' "$1" | head -1; }
 mkdir -p /run/demo/home
 # The sender's pairings and preferred output go to a home of the demo's own (on this namespace's /run, a tmpfs):
 # a run leaves the user's own untouched, and the next run starts as fresh as the receivers it makes.
@@ -94,11 +96,30 @@ kill -TERM "$living"; wait "$living" || true
 lyred --name "Porch" --access open --port 0 --state-dir /run/demo/porch --output "$porch_output" --control-socket off --mpris off 2>/run/demo/porch.log &
 porch=$!
 wait_for /run/demo/porch.log "advertised as"
-# The RTSP port from lyred's start line ("lyred ID (key …, access open) on port N via …"), not the web page's.
-port=$(sed -n 's/.*, access [a-z]*) on port \([0-9]*\) .*/\1/p' /run/demo/porch.log | head -1)
+port=$(rtsp_port /run/demo/porch.log)
 ffmpeg -loglevel error -re -i "$LYRE_SAMPLES/chime.flac" -c:a libopus -f rtsp "rtsp://127.0.0.1:$port/"
 grep -E "Lavf" /run/demo/porch.log | tail -2 | sed 's/^.*\[LyreReceiver\] /   /'
 
 kill -TERM "$porch"; wait "$porch" || true
+
+step "Two apps side by side: a music app, and a doorbell app whose category options say duckOthers"
+if [[ $output == wav:* ]]; then den_output="wav:${wav%.wav}-den.wav"; else den_output=default; fi
+lyred --name "Den" --access open --port 0 --state-dir /run/demo/den --output "$den_output" --control-socket off --mpris off --web off 2>/run/demo/den.log &
+den=$!
+wait_for /run/demo/den.log "advertised as"
+port=$(rtsp_port /run/demo/den.log)
+music=${LYRE_DEMO_MUSIC:-/run/demo/music.wav}
+ffmpeg -loglevel error -y -f lavfi -i "aevalsrc=0.25*sin(2*PI*220*t)*(1+0.5*sin(2*PI*3*t))+0.12*sin(2*PI*331*t)+0.08*sin(2*PI*1250*t):d=7:s=48000" -ac 2 "$music"
+echo "   the music app plays to Den:  lyre-example-player music.wav --host 127.0.0.1:$port --name 'Music app'"
+LYRE_LOCAL_OUTPUT=null lyre-example-player "$music" --host "127.0.0.1:$port" --name "Music app" 2>&1 | sed 's/^/   /' &
+app=$!
+wait_for /run/demo/den.log "now playing:"
+pause 2
+echo "   the doorbell rings:  lyre-example-player chime.flac --host 127.0.0.1:$port --name 'Doorbell app' --options duckOthers"
+LYRE_LOCAL_OUTPUT=null lyre-example-player "$LYRE_SAMPLES/chime.flac" --host "127.0.0.1:$port" --name "Doorbell app" --options duckOthers 2>&1 | sed 's/^/   /'
+wait "$app"
+echo "   the music dipped under the chime and came back, its app never taken over:"
+grep -E "plays over" /run/demo/den.log | sed 's/^.*\[LyreReceiver\] /   /'
+kill -TERM "$den"; wait "$den" || true
 step "Done"
-if [[ $output == wav:* ]]; then echo "No sound card here: what Living Room played is in ${output#wav:}, and Porch's in ${porch_output#wav:}"; else echo "You heard it on the default ALSA device."; fi
+if [[ $output == wav:* ]]; then echo "No sound card here: what Living Room played is in ${output#wav:}, Porch's in ${porch_output#wav:}, and Den's in ${den_output#wav:}"; else echo "You heard it on the default ALSA device."; fi
