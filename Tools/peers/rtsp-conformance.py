@@ -355,19 +355,13 @@ def main():
         s = session(target)
         out[f"announce_mix_{mix}"] = announce(s, [("Lyre-Mix", mix)]).status
         s.close()
-    # §7 Lyre-Duck-DB: a number from -40 to -3, with Lyre-Mix: duck only; else 400 with a reason.
-    for name, headers in (("ok", [("Lyre-Mix", "duck"), ("Lyre-Duck-DB", "-24")]),
-                          ("deep", [("Lyre-Mix", "duck"), ("Lyre-Duck-DB", "-41")]),
-                          ("word", [("Lyre-Mix", "duck"), ("Lyre-Duck-DB", "quiet")]),
-                          ("mix", [("Lyre-Mix", "mix"), ("Lyre-Duck-DB", "-24")])):
-        s = session(target)
-        reply = announce(s, headers)
-        out[f"announce_duck_db_{name}"] = reply.status
-        if reply.status != 200:
-            out[f"announce_duck_db_{name}_error"] = reply.headers.get("lyre-error", "")
-        s.close()
-    # §7 Lyre-Mode: one of an app's modes; Lyre-Interrupt: spokenAudio, with Lyre-Mix only; else 400.
-    for name, headers in (("mode_podcast", [("Lyre-Mode", "podcast")]), ("mode_spokenAudio", [("Lyre-Mode", "spokenAudio")]),
+    # §7 Lyre-Duck-DB: a number from -40 to -3, with Lyre-Mix: duck only. Lyre-Mode: one of an app's modes.
+    # Lyre-Interrupt: spokenAudio, with Lyre-Mix only. Else 400 with a reason. Each on a connection of its own.
+    for name, headers in (("duck_db_ok", [("Lyre-Mix", "duck"), ("Lyre-Duck-DB", "-24")]),
+                          ("duck_db_deep", [("Lyre-Mix", "duck"), ("Lyre-Duck-DB", "-41")]),
+                          ("duck_db_word", [("Lyre-Mix", "duck"), ("Lyre-Duck-DB", "quiet")]),
+                          ("duck_db_mix", [("Lyre-Mix", "mix"), ("Lyre-Duck-DB", "-24")]),
+                          ("mode_podcast", [("Lyre-Mode", "podcast")]), ("mode_spokenAudio", [("Lyre-Mode", "spokenAudio")]),
                           ("interrupt_alone", [("Lyre-Interrupt", "spokenAudio")]),
                           ("interrupt_mix", [("Lyre-Mix", "mix"), ("Lyre-Interrupt", "spokenAudio")])):
         s = session(target)
