@@ -282,10 +282,11 @@ final class SessionRegistry: @unchecked Sendable {
         defer { if wasOverlay { changed(.receiver) } }
         if let index = interrupting.firstIndex(where: { $0 === handler }) {
             interrupting.remove(at: index)
-            if interrupting.isEmpty, let active, active !== handler { tell(active, .play) }
+            if interrupting.isEmpty, let active { tell(active, .play) }
         }
-        if active === handler { interrupting.removeAll() }
         if active === handler {
+            // What paused it pauses nothing now.
+            interrupting.removeAll()
             active = nil
             loggedInfo = nil
             artwork?.remove()

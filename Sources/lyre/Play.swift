@@ -156,7 +156,10 @@ struct Play: AsyncParsableCommand {
         func cannotPlay(_ error: Error) -> CommandFailure {
             // A receiver that mixes no more (streaming.md §7): what the user can do instead.
             var hint = ""
-            if let mixing = configuration.mixing, case .refused(_, 453, _)? = error as? LyreSenderError { hint = "; play without --\(mixing.rawValue) to take it over" }
+            if configuration.mixing != nil, case .refused(_, 453, _)? = error as? LyreSenderError {
+                let asked = duckDb != nil ? "--duck-db" : duck ? "--duck" : interruptSpokenAudio ? "--interrupt-spoken-audio" : "--mix"
+                hint = "; play without \(asked) to take it over"
+            }
             return CommandFailure("cannot play on \(routes.map(\.description).joined(separator: ", ")): \(error)\(hint)")
         }
         let session: StreamSession
