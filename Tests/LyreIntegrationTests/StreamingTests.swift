@@ -1122,9 +1122,11 @@ struct StreamingTests {
         for lyred in receivers { #expect(await eventually { lyred.stderr.contains("advertised as") }, "\(lyred.stderr)") }
         #expect(await eventually { receivers[1].stderr.contains("volume not applied (volume-control none)") }, "\(receivers[1].stderr)")
         // `--control-socket off` (now-playing.md §5): no socket, not even at root's default path.
-        // Where a control socket goes (root's /run/lyred, a user's /run/user/UID/lyred) or could be put: the
-        // whole file system took more than 30 s to search on a machine with build trees in /var/tmp.
-        let sockets = try await network.shell("ls /run/lyred 2>&1; find /run /tmp /root -xdev -type s -path '*lyred*' 2>/dev/null")
+        // Where a control socket goes by default (ControlSocketPath: $XDG_RUNTIME_DIR/lyred under /run/user,
+        // root's /run/lyred, else /tmp/lyred-UID), searched there only: the whole file system took more than
+        // 30 s on a machine with build trees in /var/tmp, and /root (5.6 GB of caches, never a default) did
+        // too in one fresh-clone run.
+        let sockets = try await network.shell("ls /run/lyred 2>&1; find /run /tmp -xdev -type s -path '*lyred*' 2>/dev/null")
         #expect(!sockets.stdout.contains("control"), "\(sockets.stdout)")
         #expect(receivers.allSatisfy { !$0.stderr.contains("control socket") }, "\(receivers.map(\.stderr))")
         let listing = try await network.run(["lyre", "devices", "--json"])
