@@ -288,11 +288,18 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         // Asked to mix or duck over a session that plays (another connection, even from the same device: a
         // doorbell on the laptop that plays the music), it plays over it, up to `maximumOverlays` at once
         // (§7). With nothing playing there is nothing to mix with, and it plays as the main session.
-        var over: (playing: RTSPConnectionHandler, mix: MixRequest)?
+        var mix: MixRequest?
+        if let text = request.headers["Lyre-Mix"] {
+            guard let asked = MixRequest(parsing: text) else {
+                registry.count(\.badRequests)
+                return refuse(400, cseq: cseq, "Lyre-Mix must be one of \(MixRequest.choices)")
+            }
+            mix = asked
+        }
         // The depth an announcement asks (`Lyre-Duck-DB`), else the receiver's own.
         var duckDB = registry.configuration.duckDB
         if let text = request.headers["Lyre-Duck-DB"] {
-            guard request.headers["Lyre-Mix"].flatMap({ MixRequest(parsing: $0) }) == .duck else {
+            guard mix == .duck else {
                 registry.count(\.badRequests)
                 return refuse(400, cseq: cseq, "Lyre-Duck-DB goes with Lyre-Mix: duck")
             }
@@ -310,25 +317,20 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         }
         var interrupts = false
         if let text = request.headers["Lyre-Interrupt"] {
-            guard request.headers["Lyre-Mix"] != nil, MixRequest.interruptsSpokenAudio(text) else {
+            guard mix != nil, MixRequest.interruptsSpokenAudio(text) else {
                 registry.count(\.badRequests)
                 return refuse(400, cseq: cseq, "Lyre-Interrupt must be \(MixRequest.spokenAudio), with Lyre-Mix")
             }
             interrupts = true
         }
-        if let text = request.headers["Lyre-Mix"] {
-            guard let mix = MixRequest(parsing: text) else {
-                registry.count(\.badRequests)
-                return refuse(400, cseq: cseq, "Lyre-Mix must be one of \(MixRequest.choices)")
+        var over: (playing: RTSPConnectionHandler, mix: MixRequest)?
+        if let mix, let playing = registry.active, playing !== self {
+            let others = registry.overlays.filter { $0 !== self }.count
+            guard others < SessionRegistry.maximumOverlays else {
+                logger.notice("refused '\(request.headers["Lyre-Sender-Name"] ?? "a sender")': \(others) sessions play over \(playing.senderLabel) already")
+                return refuse(453, cseq: cseq, "it plays \(others) sessions over \(Printable.quoted(playing.senderName)) already, the most it mixes; try again when one ends")
             }
-            if let playing = registry.active, playing !== self {
-                let others = registry.overlays.filter { $0 !== self }.count
-                guard others < SessionRegistry.maximumOverlays else {
-                    logger.notice("refused '\(request.headers["Lyre-Sender-Name"] ?? "a sender")': \(others) sessions play over \(playing.senderLabel) already")
-                    return refuse(453, cseq: cseq, "it plays \(others) sessions over \(Printable.quoted(playing.senderName)) already, the most it mixes; try again when one ends")
-                }
-                over = (playing, mix)
-            }
+            over = (playing, mix)
         }
         guard registry.output.isAvailable else {
             send(.response(503, cseq: cseq, headers: [("Retry-After", "5")]))
