@@ -1,4 +1,5 @@
 @testable import LyreSender
+import LyreWire
 import NIOConcurrencyHelpers
 import Testing
 
@@ -156,4 +157,11 @@ struct AudioRoutingTests {
     try session.setCategory(.playback, options: .duckOthers)
     configuration.take(session)
     #expect(configuration.mixing == .duck && !configuration.interruptsSpokenAudio)
+}
+
+/// The modes an app's session has are the modes a receiver takes in `Lyre-Mode` (streaming.md §3): a mode a
+/// sender sends is never one its receiver refuses.
+@Test func everyModeIsOneTheWireTakes() {
+    #expect(AudioSession.Mode.allCases.map(\.rawValue) == MixRequest.modes)
+    #expect(AudioSession.Mode.spokenAudio.rawValue == MixRequest.spokenAudio)
 }

@@ -362,6 +362,7 @@ def main():
                           ("duck_db_word", [("Lyre-Mix", "duck"), ("Lyre-Duck-DB", "quiet")]),
                           ("duck_db_mix", [("Lyre-Mix", "mix"), ("Lyre-Duck-DB", "-24")]),
                           ("mode_podcast", [("Lyre-Mode", "podcast")]), ("mode_spokenAudio", [("Lyre-Mode", "spokenAudio")]),
+                          ("mode_default", [("Lyre-Mode", "default")]), ("mode_voiceChat", [("Lyre-Mode", "voiceChat")]),
                           ("interrupt_alone", [("Lyre-Interrupt", "spokenAudio")]),
                           ("interrupt_mix", [("Lyre-Mix", "mix"), ("Lyre-Interrupt", "spokenAudio")])):
         s = session(target)
@@ -384,6 +385,19 @@ def main():
         overlays.append(o)
     for o in overlays + [main_session]:
         o.close()
+    # §7 Lyre-Interrupt over spoken audio whose sender accepts no commands (it sent none): the receiver cannot
+    # pause it, plays over it and logs why. A session that then takes over was never paused: when the
+    # interrupting overlay ends, the new one is not told to play (the test reads lyred's log).
+    podcast = session(target)
+    out["interrupt_podcast"] = announce(podcast, [("Lyre-Mode", "spokenAudio")]).status
+    bell = session(target)
+    out["interrupt_bell"] = announce(bell, [("Lyre-Mix", "mix"), ("Lyre-Interrupt", "spokenAudio")]).status
+    taker = session(target)
+    out["interrupt_takeover"] = announce(taker).status
+    bell.close()
+    time.sleep(0.5)  # the receiver sees the overlay's connection close before this script ends
+    for s in (taker, podcast):
+        s.close()
     # §3 ANNOUNCE: Lyre-Latency 20…2000, out of range 400 (each on a connection of its own).
     for latency in (19, 20, 2000, 2001):
         s = session(target)
