@@ -98,4 +98,9 @@ public final class PulseClient: @unchecked Sendable {
         try check(lyre_pulse_local_sink(handle, SinkRouter.sinkPrefix, &name, name.count), "no local output to move stream \(input) to")
         try check(lyre_pulse_move_input(handle, input, name), "cannot move stream \(input)")
     }
+
+    /// Moves stream `input` to the sink called `name`.
+    public func move(input: UInt32, toSink name: String) throws(PulseError) {
+        try check(lyre_pulse_move_input(handle, input, name), "cannot move stream \(input) to \(name)")
+    }
 }

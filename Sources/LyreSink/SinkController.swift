@@ -10,16 +10,16 @@ import Synchronization
 /// (StreamSession), one event at a time on its own queue.
 public final class SinkController: @unchecked Sendable {
     private let queue = DispatchQueue(label: "lyre.sink")
-    private var router = SinkRouter()
+    private var router: SinkRouter
     private var pulse: PulseClient?
     private var routes: [String: OutputRoute] = [:]
-    private var captures: [String: MonitorCapture] = [:]
-    /// The sessions streaming now, and the volume each receiver was last given (dB).
-    private var sessions: [String: StreamSession] = [:]
-    private var volumes: [String: Double] = [:]
-    /// Which start of each receiver's stream is the current one (a connection that finishes after a stop
+    private var captures: [SinkRouter.OutputID: MonitorCapture] = [:]
+    /// The sessions streaming now, and the volume each was last given (dB).
+    private var sessions: [SinkRouter.OutputID: StreamSession] = [:]
+    private var volumes: [SinkRouter.OutputID: Double] = [:]
+    /// Which start of each output's stream is the current one (a connection that finishes after a stop
     /// or a newer start is closed).
-    private var generations: [String: Int] = [:]
+    private var generations: [SinkRouter.OutputID: Int] = [:]
     private var applications: [UInt32: String] = [:]
     /// Each stream's process, for finding the app's MPRIS player.
     private var processes: [UInt32: UInt32] = [:]
@@ -44,8 +44,10 @@ public final class SinkController: @unchecked Sendable {
     /// Streams playing out what they hold before their TEARDOWN.
     private let finishing = DispatchGroup()
 
-    public init(configuration: StreamConfiguration, logger: Logger) {
+    /// `announcements`: each receiver gets an announcements output too, whose stream ducks what it plays.
+    public init(configuration: StreamConfiguration, announcements: Bool = false, logger: Logger) {
         self.configuration = configuration
+        router = SinkRouter(announcements: announcements)
         self.logger = logger
         lost.enter()
     }
@@ -141,30 +143,39 @@ public final class SinkController: @unchecked Sendable {
 
     /// An output's slider moved: its receiver's volume follows while it streams.
     private func volumeChanged(sink: UInt32, decibels: Double, muted: Bool) {
-        guard let receiver = router.receiver(ofSink: sink), let session = sessions[receiver] else { return }
+        guard let output = router.output(ofSink: sink), let session = sessions[output] else { return }
         let volume = SinkRouter.receiverVolume(outputDecibels: decibels, muted: muted)
-        guard abs(volume - (volumes[receiver] ?? .infinity)) >= 0.05 else { return }
-        volumes[receiver] = volume
+        guard abs(volume - (volumes[output] ?? .infinity)) >= 0.05 else { return }
+        volumes[output] = volume
         do {
             try session.setVolume(volume)
-            logger.info("volume of \(routes[receiver]?.description ?? receiver): \(volume) dB, from its output")
+            logger.info("volume of \(label(output)): \(volume) dB, from its output")
         } catch {
-            logger.warning("cannot set the volume of \(routes[receiver]?.description ?? receiver): \(error)")
+            logger.warning("cannot set the volume of \(label(output)): \(error)")
         }
     }
 
-    /// A stream started: the output's slider shows the receiver's volume, now and whenever the receiver's
-    /// controls change it; the receiver's controls go to the app's player.
-    private func started(_ session: StreamSession, receiver: String) {
-        sessions[receiver] = session
-        showVolume(session.volume, receiver: receiver)
+    /// The receiver an output plays to, as the log names it.
+    private func label(_ output: SinkRouter.OutputID) -> String {
+        let receiver = routes[output.receiver]?.description ?? output.receiver
+        return output.kind == .main ? receiver : "\(receiver)'s announcements"
+    }
+
+    /// A stream started: the output's slider shows the session's volume, now and whenever the receiver's
+    /// controls change it; on the main output, the receiver's controls go to the app's player.
+    private func started(_ session: StreamSession, output: SinkRouter.OutputID) {
+        sessions[output] = session
+        showVolume(session.volume, output: output)
         session.observeVolume { [weak self] volume in
             guard let self else { return }
             self.queue.async {
-                guard self.sessions[receiver] === session else { return }
-                self.showVolume(volume, receiver: receiver)
+                guard self.sessions[output] === session else { return }
+                self.showVolume(volume, output: output)
             }
         }
+        // An announcement shows nothing and takes no controls: the receiver shows and controls what it plays over.
+        guard output.kind == .main else { return }
+        let receiver = output.receiver
         // Disabled first, so that adding the handlers sends nothing; refresh enables what the player can do.
         session.remoteCommands.setEnabled(PlayerBridge.enabled(nil))
         for command in PlayerBridge.bridgedCommands {
@@ -176,22 +187,22 @@ public final class SinkController: @unchecked Sendable {
         refresh(receiver)
     }
 
-    private func showVolume(_ volume: Double, receiver: String) {
-        volumes[receiver] = volume
-        guard let sink = router.sink(ofReceiver: receiver) else { return }
+    private func showVolume(_ volume: Double, output: SinkRouter.OutputID) {
+        volumes[output] = volume
+        guard let sink = router.sink(of: output) else { return }
         do { try pulse?.setVolume(sink: sink, decibels: volume) } catch { logger.warning("\(error)") }
     }
 
     // MARK: the app's now playing and controls
 
     private func refreshAll() {
-        for receiver in sessions.keys { refresh(receiver) }
+        for output in sessions.keys where output.kind == .main { refresh(output.receiver) }
     }
 
     /// Tells the receiver what the app playing there shows on MPRIS, when that changed, and which of its
     /// controls the app takes.
     private func refresh(_ receiver: String) {
-        guard let session = sessions[receiver], var bridge = bridges[receiver] else { return }
+        guard let session = sessions[SinkRouter.OutputID(receiver)], var bridge = bridges[receiver] else { return }
         let input = router.nowPlayingInput(receiver: receiver)
         let player = input.flatMap { input in
             PlayerBridge.player(processIDs: ProcessAncestry.chain(of: processes[input]), application: applications[input],
@@ -288,24 +299,25 @@ public final class SinkController: @unchecked Sendable {
         guard let pulse else { return }
         for action in actions {
             switch action {
-            case .loadSink(let receiver, let sinkName, let description):
+            case .loadSink(let output, let description):
+                let sinkName = output.sinkName
                 do {
                     let (module, sink) = try pulse.loadNullSink(name: sinkName, description: description)
                     logger.info("output '\(description)' (\(sinkName)) added")
                     do {
-                        captures[receiver] = try MonitorCapture(monitor: sinkName + ".monitor", logger: logger)
+                        captures[output] = try MonitorCapture(monitor: sinkName + ".monitor", logger: logger)
                     } catch {
                         logger.error("\(error)")
                     }
-                    perform(router.sinkLoaded(receiver: receiver, module: module, sink: sink))
+                    perform(router.sinkLoaded(output, module: module, sink: sink))
                 } catch {
                     logger.error("\(error)")
                 }
-            case .unloadSink(let receiver, let module):
-                captures.removeValue(forKey: receiver)?.stop()
+            case .unloadSink(let output, let module):
+                captures.removeValue(forKey: output)?.stop()
                 do {
                     try pulse.unloadModule(module)
-                    logger.info("output \(SinkRouter.sinkName(receiver: receiver)) removed: the receiver is gone")
+                    logger.info("output \(output.sinkName) removed: the receiver is gone")
                 } catch {
                     logger.warning("\(error)")
                 }
@@ -316,48 +328,58 @@ public final class SinkController: @unchecked Sendable {
                 } catch {
                     logger.warning("\(error)")
                 }
-            case .startStream(let receiver):
-                guard let route = routes[receiver], let capture = captures[receiver] else { continue }
+            case .moveToOutput(let input, let output):
+                do {
+                    try pulse.move(input: input, toSink: output.sinkName)
+                    logger.info("stream \(input) of '\(applications[input] ?? "an app")' moved to \(output.sinkName): an announcement")
+                } catch {
+                    logger.warning("\(error)")
+                }
+            case .startStream(let output):
+                guard let route = routes[output.receiver], let capture = captures[output] else { continue }
                 capture.beginSession()
-                let generation = (generations[receiver] ?? 0) + 1
-                generations[receiver] = generation
-                let configuration = configuration
+                let generation = (generations[output] ?? 0) + 1
+                generations[output] = generation
+                var configuration = configuration
+                // An announcement plays over what the receiver plays, which dips by the receiver's own depth.
+                if output.kind == .announcements { configuration.mixing = .duck }
+                let label = label(output)
                 // Connecting takes a round trip or more: off the queue, while the capture keeps what it records.
-                DispatchQueue.global().async { [self] in
+                DispatchQueue.global().async { [self, configuration] in
                     let result = Result { try StreamSession(routes: [route], configuration: configuration) }
                     queue.async { [self] in
                         switch result {
-                        case .success(let session) where generations[receiver] == generation:
-                            logger.info("streaming to \(route)")
-                            started(session, receiver: receiver)
+                        case .success(let session) where generations[output] == generation:
+                            logger.info("streaming to \(label)")
+                            started(session, output: output)
                             capture.attach(session, configuration: configuration) { [weak self] why in
                                 guard let self else { return }
                                 self.queue.async {
-                                    guard self.generations[receiver] == generation else { return }
-                                    self.logger.notice("stream to \(route) ended: \(why)")
-                                    self.sessions[receiver] = nil
-                                    self.bridges[receiver] = nil
-                                    self.perform(self.router.streamEnded(receiver: receiver))
+                                    guard self.generations[output] == generation else { return }
+                                    self.logger.notice("stream to \(label) ended: \(why)")
+                                    self.sessions[output] = nil
+                                    if output.kind == .main { self.bridges[output.receiver] = nil }
+                                    self.perform(self.router.streamEnded(output))
                                 }
                             }
                         case .success(let session):
                             session.close()
-                        case .failure(let error) where generations[receiver] == generation:
-                            logger.warning("cannot stream to \(route): \(error)")
+                        case .failure(let error) where generations[output] == generation:
+                            logger.warning("cannot stream to \(label): \(error)")
                             _ = capture.detach()
-                            perform(router.streamEnded(receiver: receiver))
+                            perform(router.streamEnded(output))
                         case .failure:
                             break
                         }
                     }
                 }
-            case .stopStream(let receiver):
-                generations[receiver, default: 0] += 1
-                sessions[receiver] = nil
-                bridges[receiver] = nil
+            case .stopStream(let output):
+                generations[output, default: 0] += 1
+                sessions[output] = nil
+                if output.kind == .main { bridges[output.receiver] = nil }
                 // The last of the app's audio still in the monitor is sent, what is queued plays out, then
                 // TEARDOWN; off the queue.
-                if let capture = captures[receiver] {
+                if let capture = captures[output] {
                     finishing.enter()
                     capture.finish { [finishing] session in
                         DispatchQueue.global().async {
@@ -366,7 +388,7 @@ public final class SinkController: @unchecked Sendable {
                         }
                     }
                 }
-                logger.info("stream to \(routes[receiver]?.description ?? receiver) ends: no app plays there")
+                logger.info("stream to \(label(output)) ends: no app plays there")
             }
         }
     }

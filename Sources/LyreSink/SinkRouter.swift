@@ -1,19 +1,44 @@
 /// What `lyre sink` decides, without the sound server or the network (sans I/O): one output (a sink named
 /// `lyre_<receiver id>`) per receiver on the network; a stream to a receiver while an app plays into its
-/// output; system sounds sent there moved to the local output. Events go in, actions come out; the caller
-/// (`lyre sink`) carries the actions out on PulseAudio and LyreSender and reports back what they did.
+/// output; system sounds sent there moved to the local output. With announcements on, each receiver has a
+/// second output (`lyre_<receiver id>_announcements`) whose stream plays over what the receiver plays,
+/// ducking it (streaming.md §7), and announcements sent to the first output are moved there. Events go in,
+/// actions come out; the caller (`lyre sink`) carries the actions out on PulseAudio and LyreSender and
+/// reports back what they did.
 public struct SinkRouter: Sendable {
+    /// One of a receiver's outputs: the one apps play to, or the one whose stream ducks what plays.
+    public struct OutputID: Hashable, Comparable, Sendable, CustomStringConvertible {
+        public enum Kind: Int, Sendable { case main, announcements }
+        public var receiver: String
+        public var kind: Kind
+
+        public init(_ receiver: String, _ kind: Kind = .main) {
+            self.receiver = receiver
+            self.kind = kind
+        }
+
+        /// The sink's name on the sound server.
+        public var sinkName: String { SinkRouter.sinkPrefix + receiver + (kind == .announcements ? "_announcements" : "") }
+
+        public var description: String { sinkName }
+
+        public static func < (a: Self, b: Self) -> Bool { (a.receiver, a.kind.rawValue) < (b.receiver, b.kind.rawValue) }
+    }
+
     public enum Action: Sendable, Equatable {
-        /// Make the receiver's output: a sink called `sinkName`, shown as `description`.
-        case loadSink(receiver: String, sinkName: String, description: String)
-        /// Remove the receiver's output (its module).
-        case unloadSink(receiver: String, module: UInt32)
+        /// Make an output: a sink called `output.sinkName`, shown as `description`.
+        case loadSink(OutputID, description: String)
+        /// Remove an output (its module).
+        case unloadSink(OutputID, module: UInt32)
         /// Move a stream to the machine's own output.
         case moveToLocal(input: UInt32)
-        /// Start streaming the output's monitor to the receiver.
-        case startStream(receiver: String)
+        /// Move a stream to another of Lyre's outputs (an announcement to its receiver's announcements output).
+        case moveToOutput(input: UInt32, OutputID)
+        /// Start streaming the output's monitor to its receiver; an announcements output's stream asks to duck
+        /// (`Lyre-Mix: duck`).
+        case startStream(OutputID)
         /// End that stream (TEARDOWN).
-        case stopStream(receiver: String)
+        case stopStream(OutputID)
     }
 
     /// An output's prefix; the rest is the receiver's id.
@@ -23,9 +48,12 @@ public struct SinkRouter: Sendable {
     /// notification roles PipeWire and desktop sessions use.
     public static let localRoles: Set<String> = ["event", "notification", "alert", "alarm"]
 
-    public static func isSystemSound(role: String?) -> Bool {
-        role.map { localRoles.contains($0.lowercased()) } ?? false
-    }
+    /// Roles that, with announcements on, play over what the receiver plays instead of staying local or
+    /// taking it over (PipeWire's and PulseAudio's names, compared without case).
+    public static let announcementRoles: Set<String> = ["announcement", "alert"]
+
+    /// Whether receivers get an announcements output.
+    public let announcements: Bool
 
     struct Output {
         var name: String
@@ -39,38 +67,57 @@ public struct SinkRouter: Sendable {
         var role: String?
     }
 
-    private var outputs: [String: Output] = [:]
+    private var outputs: [OutputID: Output] = [:]
     private var inputs: [UInt32: Input] = [:]
 
-    public init() {}
+    public init(announcements: Bool = false) {
+        self.announcements = announcements
+    }
 
-    public static func sinkName(receiver: String) -> String { sinkPrefix + receiver }
+    /// A sound that stays on this machine: a system sound, unless it is an announcement and those go to
+    /// the receivers.
+    public func isSystemSound(role: String?) -> Bool {
+        guard let role = role?.lowercased(), Self.localRoles.contains(role) else { return false }
+        return !isAnnouncement(role: role)
+    }
 
-    /// A receiver was found: it gets an output.
+    public func isAnnouncement(role: String?) -> Bool {
+        announcements && role.map { Self.announcementRoles.contains($0.lowercased()) } == true
+    }
+
+    /// A receiver was found: it gets its output, and its announcements output when those are on.
     public mutating func receiverAppeared(id: String, name: String) -> [Action] {
-        guard outputs[id] == nil else { return [] }
-        outputs[id] = Output(name: name)
-        return [.loadSink(receiver: id, sinkName: Self.sinkName(receiver: id), description: "\(name) (Lyre)")]
-    }
-
-    /// Its output exists now, as module `module` and sink `sink`.
-    public mutating func sinkLoaded(receiver: String, module: UInt32, sink: UInt32) -> [Action] {
-        guard outputs[receiver] != nil else { return [.unloadSink(receiver: receiver, module: module)] }
-        outputs[receiver]?.module = module
-        outputs[receiver]?.sink = sink
-        // Streams may have been reported before the sink's index was known.
-        return inputs.keys.sorted().flatMap { settle(input: $0) } + update(receiver)
-    }
-
-    /// The receiver left the network: its stream ends, its streams move to the local output (as from a
-    /// headset unplugged), and its output goes.
-    public mutating func receiverGone(id: String) -> [Action] {
-        guard let output = outputs.removeValue(forKey: id) else { return [] }
-        var actions: [Action] = output.streaming ? [.stopStream(receiver: id)] : []
-        if let sink = output.sink {
-            actions += inputs.filter { $0.value.sink == sink }.keys.sorted().map { .moveToLocal(input: $0) }
+        guard outputs[OutputID(id)] == nil else { return [] }
+        var actions: [Action] = []
+        for kind in announcements ? [OutputID.Kind.main, .announcements] : [.main] {
+            let output = OutputID(id, kind)
+            outputs[output] = Output(name: name)
+            actions.append(.loadSink(output, description: kind == .main ? "\(name) (Lyre)" : "\(name) announcements (Lyre)"))
         }
-        if let module = output.module { actions.append(.unloadSink(receiver: id, module: module)) }
+        return actions
+    }
+
+    /// The output exists now, as module `module` and sink `sink`.
+    public mutating func sinkLoaded(_ output: OutputID, module: UInt32, sink: UInt32) -> [Action] {
+        guard outputs[output] != nil else { return [.unloadSink(output, module: module)] }
+        outputs[output]?.module = module
+        outputs[output]?.sink = sink
+        // Streams may have been reported before the sink's index was known.
+        return inputs.keys.sorted().flatMap { settle(input: $0) } + update(output)
+    }
+
+    /// The receiver left the network: its streams end, the apps playing to its outputs move to the local
+    /// output (as from a headset unplugged), and its outputs go.
+    public mutating func receiverGone(id: String) -> [Action] {
+        var actions: [Action] = []
+        for output in [OutputID(id), OutputID(id, .announcements)] {
+            guard let state = outputs.removeValue(forKey: output) else { continue }
+            if state.streaming { actions.append(.stopStream(output)) }
+            if let sink = state.sink {
+                actions += inputs.filter { $0.value.sink == sink }.keys.sorted().map { .moveToLocal(input: $0) }
+            }
+            if let module = state.module { actions.append(.unloadSink(output, module: module)) }
+        }
         return actions
     }
 
@@ -89,35 +136,35 @@ public struct SinkRouter: Sendable {
         return updateSink(input.sink)
     }
 
-    /// The receiver's stream ended on its own (the receiver went away or another sender took it over): the
-    /// apps playing into its output move to the local output rather than play to nothing.
-    public mutating func streamEnded(receiver: String) -> [Action] {
-        guard let output = outputs[receiver], output.streaming else { return [] }
-        outputs[receiver]?.streaming = false
-        guard let sink = output.sink else { return [] }
+    /// The output's stream ended on its own (the receiver went away, another sender took it over, or it
+    /// refused one more announcement): the apps playing into it move to the local output rather than play to
+    /// nothing.
+    public mutating func streamEnded(_ output: OutputID) -> [Action] {
+        guard let state = outputs[output], state.streaming else { return [] }
+        outputs[output]?.streaming = false
+        guard let sink = state.sink else { return [] }
         return inputs.filter { $0.value.sink == sink }.keys.sorted().map { .moveToLocal(input: $0) }
     }
 
-    /// The streams playing into a receiver's output, system sounds aside.
-    public func appStreams(receiver: String) -> Int {
-        guard let sink = outputs[receiver]?.sink else { return 0 }
-        return inputs.values.filter { $0.sink == sink && !Self.isSystemSound(role: $0.role) }.count
+    /// The streams that play into an output: system sounds aside, and on the main output announcements
+    /// aside, which are on their way to the announcements output.
+    public func appStreams(_ output: OutputID) -> Int {
+        streams(output).count
     }
 
     /// The stream that speaks for a receiver's output (now playing, and where its controls go): the app stream
     /// that started last there. The sound server numbers streams in the order they start.
     public func nowPlayingInput(receiver: String) -> UInt32? {
-        guard let sink = outputs[receiver]?.sink else { return nil }
-        return inputs.filter { $0.value.sink == sink && !Self.isSystemSound(role: $0.value.role) }.keys.max()
+        streams(OutputID(receiver)).max()
     }
 
-    public var receivers: [String] { outputs.keys.sorted() }
+    public var receivers: [String] { Set(outputs.keys.map(\.receiver)).sorted() }
 
-    /// The sink of a receiver's output, once it exists.
-    public func sink(ofReceiver receiver: String) -> UInt32? { outputs[receiver]?.sink }
+    /// The sink of an output, once it exists.
+    public func sink(of output: OutputID) -> UInt32? { outputs[output]?.sink }
 
-    /// The receiver whose output is sink `sink`.
-    public func receiver(ofSink sink: UInt32) -> String? {
+    /// The output that is sink `sink`.
+    public func output(ofSink sink: UInt32) -> OutputID? {
         outputs.first { $0.value.sink == sink }?.key
     }
 
@@ -128,28 +175,40 @@ public struct SinkRouter: Sendable {
         return min(decibels, 0)
     }
 
+    private func streams(_ output: OutputID) -> [UInt32] {
+        guard let sink = outputs[output]?.sink else { return [] }
+        return inputs.filter { index, input in
+            input.sink == sink && !isSystemSound(role: input.role) && !(output.kind == .main && isAnnouncement(role: input.role))
+        }.map(\.key)
+    }
+
+    /// Where a stream on one of Lyre's outputs belongs, if not there: a system sound on the local output, an
+    /// announcement on its receiver's announcements output (once that exists).
     private func settle(input index: UInt32) -> [Action] {
-        guard let input = inputs[index], Self.isSystemSound(role: input.role),
-            outputs.values.contains(where: { $0.sink == input.sink })
-        else { return [] }
-        return [.moveToLocal(input: index)]
+        guard let input = inputs[index], let output = output(ofSink: input.sink) else { return [] }
+        if isSystemSound(role: input.role) { return [.moveToLocal(input: index)] }
+        let announcements = OutputID(output.receiver, .announcements)
+        if output.kind == .main, isAnnouncement(role: input.role), sink(of: announcements) != nil {
+            return [.moveToOutput(input: index, announcements)]
+        }
+        return []
     }
 
     private mutating func updateSink(_ sink: UInt32) -> [Action] {
-        guard let receiver = outputs.first(where: { $0.value.sink == sink })?.key else { return [] }
-        return update(receiver)
+        guard let output = output(ofSink: sink) else { return [] }
+        return update(output)
     }
 
-    private mutating func update(_ receiver: String) -> [Action] {
-        guard let output = outputs[receiver] else { return [] }
-        let playing = appStreams(receiver: receiver) > 0
-        if playing, !output.streaming {
-            outputs[receiver]?.streaming = true
-            return [.startStream(receiver: receiver)]
+    private mutating func update(_ output: OutputID) -> [Action] {
+        guard let state = outputs[output] else { return [] }
+        let playing = appStreams(output) > 0
+        if playing, !state.streaming {
+            outputs[output]?.streaming = true
+            return [.startStream(output)]
         }
-        if !playing, output.streaming {
-            outputs[receiver]?.streaming = false
-            return [.stopStream(receiver: receiver)]
+        if !playing, state.streaming {
+            outputs[output]?.streaming = false
+            return [.stopStream(output)]
         }
         return []
     }

@@ -19,7 +19,10 @@ struct Sink: AsyncParsableCommand {
             lyre_<receiver id>), which comes and goes with the receiver. Move an app's stream there \
             (pavucontrol, GNOME Settings, pactl move-sink-input) and it plays on the receiver; when the last \
             stream leaves, the session ends. System sounds (media.role event or notification) sent to a Lyre \
-            output are moved to the local output: they never play in the living room. What the app plays \
+            output are moved to the local output: they never play in the living room. With --announcements, \
+            each receiver also gets 'Kitchen announcements (Lyre)': what plays there plays over what the receiver \
+            plays, which dips while it does (the receiver's duck depth), and streams whose media.role is \
+            announcement or alert sent to a Lyre output go there instead of the local output. What the app plays \
             (its MPRIS player on the session bus: title, artist, cover, position) is shown at the receiver, and \
             the receiver's controls (media keys, lyre remote, its MPRIS) reach the app. Runs until interrupted; \
             the lyre package installs it as the systemd user unit lyre-sink.service.
@@ -33,6 +36,9 @@ struct Sink: AsyncParsableCommand {
 
     @Option(help: "The sender name the receivers show (default: user@host).")
     var name: String?
+
+    @Flag(help: "Offer each receiver an announcements output too, and send announcements and alerts there: they play over what the receiver plays, ducking it.")
+    var announcements = false
 
     @OptionGroup var mdns: MDNSOptions
 
@@ -56,7 +62,7 @@ struct Sink: AsyncParsableCommand {
         // audio is heard little more than the session latency after it plays.
         configuration.frameMilliseconds = 10
         configuration.liveLeadMilliseconds = 0
-        let controller = SinkController(configuration: configuration, logger: Logger(label: "lyre.sink"))
+        let controller = SinkController(configuration: configuration, announcements: announcements, logger: Logger(label: "lyre.sink"))
         do {
             try controller.connect()
         } catch {

@@ -53,7 +53,8 @@ struct SinkTests {
         let output: String
         let node: String
 
-        init(_ network: TestNetwork, server kind: SoundServer = .pulseAudio, mpris: Bool = false, tools: [String] = []) async throws {
+        init(_ network: TestNetwork, server kind: SoundServer = .pulseAudio, mpris: Bool = false, tools: [String] = [],
+             sinkArguments: [String] = []) async throws {
             for tool in kind.tools + tools where TestNetwork.which(tool) == nil {
                 throw TestNetworkError("\(tool) is missing: run Tools/test, which installs everything the tests need")
             }
@@ -69,7 +70,7 @@ struct SinkTests {
                  "--log-level", "info", "--control-socket", "/run/lyred.sock"] + (mpris ? [] : ["--mpris", "off"]), name: "lyred")
             let lyred = lyred
             #expect(await eventually { lyred.stderr.contains("advertised as") }, "\(lyred.stderr)")
-            sink = try network.spawn(pulseEnvironment + [TestNetwork.binaries + "/lyre", "sink"], name: "lyre-sink")
+            sink = try network.spawn(pulseEnvironment + [TestNetwork.binaries + "/lyre", "sink"] + sinkArguments, name: "lyre-sink")
             // The receiver's output, by its id.
             let devices = try await network.run(["lyre", "devices", "--json"])
             let listed = try JSONSerialization.jsonObject(with: Data(devices.stdout.utf8)) as? [[String: Any]]
@@ -164,6 +165,60 @@ struct SinkTests {
             StreamingTests.expectSameAudio(comparison, floor: floor)
             StreamingTests.expectWhole(comparison, floor: edgeFloor)
         } when: { oneBlockUnderrun }
+        sink.signal(SIGINT)
+        try await sink.waitForExit(timeout: 10)
+        #expect(sink.status == 0, "lyre sink: \(sink.stderr)")
+    }
+
+    /// README: `lyre sink --announcements` gives each receiver an announcements output too. A music app plays
+    /// to the receiver's output; an app's announcement (paplay with media.role announcement) sent there is
+    /// moved to the announcements output and plays over the music, which dips by the receiver's depth (−15 dB)
+    /// and comes back, in one receiver, from one sender with two sessions. Read from the receiver's output,
+    /// with the two known signals separated. With PulseAudio and with PipeWire.
+    @Test(arguments: [SoundServer.pulseAudio, .pipeWire])
+    func anAppsAnnouncementPlaysOverTheMusicWithAnnouncementsOn(server: SoundServer) async throws {
+        let network = try TestNetwork()
+        defer { network.close() }
+        let rig = try await Rig(network, server: server, tools: ["paplay", "ffmpeg"], sinkArguments: ["--announcements"])
+        let (env, lyred, sink, node, output) = (server.environment, rig.lyred, rig.sink, rig.node, rig.output)
+        let announcements = node + "_announcements"
+        #expect(try await eventually { try await network.run(env + ["pactl", "list", "short", "sinks"]).stdout.contains(announcements) },
+                "no output \(announcements): \(sink.stderr)")
+        let described = try await network.run(env + ["pactl", "list", "sinks"]).stdout
+        #expect(described.contains("Description: Speaker announcements (Lyre)"), "\(described)")
+        let song = try await StreamingTests.sweep(network, rate: 48000, seconds: 12, signal: "music")
+        let chime = try await StreamingTests.sweep(network, rate: 48000, seconds: 2, signal: "full")
+        let music = try network.spawn(env + ["paplay", "--device=\(node)", "--property=media.role=music", song], name: "paplay-music")
+        #expect(await eventually { lyred.stderr.contains("': opus, latency") }, "\(lyred.stderr)\n\(sink.stderr)")
+        try await Task.sleep(for: .seconds(3))
+        let announcement = try await network.run(env + ["paplay", "--device=\(node)", "--property=media.role=announcement", chime], timeout: 30)
+        #expect(announcement.status == 0, "paplay: \(announcement.stderr)")
+        #expect(sink.stderr.contains("moved to \(announcements): an announcement"), "\(sink.stderr)")
+        try await music.waitForExit(timeout: 30)
+        #expect(music.status == 0, "paplay: \(music.stderr)")
+        #expect(await eventually { lyred.stderr.components(separatedBy: "ended: teardown").count == 3 }, "\(lyred.stderr)\n\(sink.stderr)")
+        #expect(lyred.stderr.split(separator: "\n").contains { $0.contains(" plays over '") && $0.hasSuffix("ducking it 15.0 dB") },
+                "\(lyred.stderr)")
+        #expect(!lyred.stderr.contains("takes over"), "\(lyred.stderr)")
+        lyred.signal(SIGTERM)
+        try await lyred.waitForExit(timeout: 10)
+        let run = try await network.run(["python3", Self.audioTool, "separate", song, chime, output])
+        let parts = try #require(try? JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "audio.py: \(run.stdout) \(run.stderr)")
+        print("lyre sink --announcements through \(server), the output separated: \(parts)")
+        func figure(_ key: String) -> Double { parts[key] as? Double ?? .nan }
+        // The music at its level before and after, 15 dB down under the announcement, down by the first 10 ms
+        // window (lyre sink's announcement stream starts, and the music dips, as the app's stream opens: a few
+        // tens of ms before its first sound) and back over the 300 ms release; the announcement at its own level.
+        #expect(abs(figure("main_db_before")) < 0.5 && abs(figure("main_db_after")) < 0.5, "\(parts)")
+        #expect(abs(figure("main_db_during") + 15) < 0.5, "\(parts)")
+        #expect(abs(figure("announce_gain_db")) < 0.5, "\(parts)")
+        #expect(figure("ramp_down_ms") <= 10, "\(parts)")
+        #expect(figure("ramp_up_ms") > 200 && figure("ramp_up_ms") < 400, "\(parts)")
+        // Each as clean as Opus leaves it, against ffmpeg's libopus on the same file, as in
+        // StreamingTests.anAnnouncementPlaysOverTheMusic.
+        let (musicFloor, _) = try await StreamingTests.libopusFloors(network, input: song)
+        let (sweepFloor, _) = try await StreamingTests.libopusFloors(network, input: chime)
+        #expect(figure("main_snr_db") >= musicFloor && figure("announce_snr_db") >= sweepFloor - 1, "\(parts)")
         sink.signal(SIGINT)
         try await sink.waitForExit(timeout: 10)
         #expect(sink.status == 0, "lyre sink: \(sink.stderr)")
