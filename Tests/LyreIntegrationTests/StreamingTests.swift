@@ -511,12 +511,20 @@ struct StreamingTests {
     /// `interruptSpokenAudioAndMixWithOthers`), and plays on when it ends. The receiver's output is the podcast up
     /// to a sample, the chime alone at its own level (the podcast not under it), and the podcast again from that
     /// very sample to its last (Tools/peers/audio.py splice, the chime measured and blanked).
-    @Test func anAnnouncementPausesSpokenAudioWhichPlaysOnAfter() async throws {
+    ///
+    /// The podcast is `lyre play --spoken-audio`, or an app whose `AudioSession` is in the `spokenAudio` mode
+    /// (the example player, whose `QueuePlayer` takes the receiver's pause and play as any remote command).
+    @Test(arguments: ["lyre play", "app"]) func anAnnouncementPausesSpokenAudioWhichPlaysOnAfter(podcastFrom sender: String) async throws {
         let rig = try await Rig()
         defer { rig.network.close() }
         let podcast = try await Self.sweep(rig.network, rate: 48000, seconds: 6, hardEnds: true)
         let chime = try await Self.sweep(rig.network, rate: 48000, seconds: 2, signal: "full")
-        let play = try rig.network.spawn(["lyre", "play", podcast, "--to", "Speaker", "--name", "Podcast", "--spoken-audio", "--group-socket", "off"])
+        let play = try rig.network.spawn(
+            sender == "app"
+                ? ["env", "LYRE_LOCAL_OUTPUT=null", TestNetwork.binaries + "/lyre-example-player", podcast, "--host", "127.0.0.1:\(rig.port)",
+                   "--mode", "spokenAudio", "--name", "Podcast"]
+                : ["lyre", "play", podcast, "--to", "Speaker", "--name", "Podcast", "--spoken-audio", "--group-socket", "off"],
+            name: "podcast")
         #expect(await eventually { rig.lyred.stderr.contains("now playing:") }, "\(rig.lyred.stderr)")
         try await Task.sleep(for: .seconds(1.5))
         let announce = try rig.network.spawn(["lyre", "play", chime, "--to", "Speaker", "--interrupt-spoken-audio", "--name", "Doorbell",
