@@ -369,13 +369,16 @@ struct StreamingTests {
     /// announcement's first sample to its last when it ducks and untouched when it mixes, plus the announcement,
     /// at full level. Both are found in the output by
     /// separating the two known signals (Tools/peers/audio.py separate), each held to what Opus makes of it;
-    /// the music comes back up over 300 ms, and its sender was never taken over.
+    /// the music comes back up over 300 ms, and its sender was never taken over. While the announcement plays,
+    /// the receiver's control socket and its MPRIS player (playerctl) show the music, playing.
     ///
     /// With `--duck-db`, the announcement (4 s) also sets its own volume through its group socket (-12 dB) as
     /// it starts and sends a cover of its own: its samples come out 12 dB down while the music keeps its level
     /// (the receiver's volume is the main session's), and the cover shown stays the music's.
     @Test(arguments: ["--duck", "--mix", "duckOthers", "--duck-db -24"]) func anAnnouncementPlaysOverTheMusic(option: String) async throws {
-        let rig = try await Rig()
+        guard TestNetwork.which("playerctl") != nil else { throw TestNetworkError("playerctl is missing: run Tools/test, which installs it") }
+        // lyred's MPRIS player on the test network's session bus, read with playerctl.
+        let rig = try await Rig(arguments: ["--mpris", "session"])
         defer { rig.network.close() }
         let own = option.hasPrefix("--duck-db ")
         let song = try await Self.sweep(rig.network, rate: 48000, seconds: 12, signal: "music")
@@ -423,6 +426,9 @@ struct StreamingTests {
             #expect(volume.status == 0, "lyre group volume: \(volume.stderr)")
         }
         #expect(try await shown() == musicTitle, "the announcement's now playing replaced the music's")
+        // MPRIS (media keys, desktop widgets) shows the music too, playing.
+        let mpris = try await rig.network.run(["playerctl", "-p", "lyred", "metadata", "--format", "{{status}} {{xesam:title}}"], timeout: 15)
+        #expect(mpris.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "Playing \(musicTitle ?? "")", "MPRIS: \(mpris.stdout) \(mpris.stderr)")
         try await announce.waitForExit(timeout: 30)
         #expect(announce.status == 0, "\(announce.stderr)")
         // Gone from the page once it ended, while the music plays on.
