@@ -141,9 +141,11 @@ public final class SinkController: @unchecked Sendable {
         refreshAll()
     }
 
-    /// An output's slider moved: its receiver's volume follows while it streams.
+    /// An output's slider moved: its receiver's volume follows while it streams. An announcements output's
+    /// slider is not the receiver's volume: PulseAudio applies it to what the sink renders, so it sets the
+    /// announcements' level there (PipeWire's monitor is taken before the volume: there it sets nothing).
     private func volumeChanged(sink: UInt32, decibels: Double, muted: Bool) {
-        guard let output = router.output(ofSink: sink), let session = sessions[output] else { return }
+        guard let output = router.output(ofSink: sink), output.kind == .main, let session = sessions[output] else { return }
         let volume = SinkRouter.receiverVolume(outputDecibels: decibels, muted: muted)
         guard abs(volume - (volumes[output] ?? .infinity)) >= 0.05 else { return }
         volumes[output] = volume
@@ -161,10 +163,14 @@ public final class SinkController: @unchecked Sendable {
         return output.kind == .main ? receiver : "\(receiver)'s announcements"
     }
 
-    /// A stream started: the output's slider shows the session's volume, now and whenever the receiver's
-    /// controls change it; on the main output, the receiver's controls go to the app's player.
+    /// A stream started. On the main output, the slider shows the receiver's volume, now and whenever the
+    /// receiver's controls change it, and the receiver's controls go to the app's player.
     private func started(_ session: StreamSession, output: SinkRouter.OutputID) {
         sessions[output] = session
+        // An announcement's volume at the receiver is its own gain (streaming.md §7), not the receiver's volume
+        // that the session reports: its output's slider does not follow the receiver, nor does it set the receiver's.
+        // Nor does it show anything or take controls: the receiver shows and controls what it plays over.
+        guard output.kind == .main else { return }
         showVolume(session.volume, output: output)
         session.observeVolume { [weak self] volume in
             guard let self else { return }
@@ -173,8 +179,6 @@ public final class SinkController: @unchecked Sendable {
                 self.showVolume(volume, output: output)
             }
         }
-        // An announcement shows nothing and takes no controls: the receiver shows and controls what it plays over.
-        guard output.kind == .main else { return }
         let receiver = output.receiver
         // Disabled first, so that adding the handlers sends nothing; refresh enables what the player can do.
         session.remoteCommands.setEnabled(PlayerBridge.enabled(nil))
@@ -312,6 +316,7 @@ public final class SinkController: @unchecked Sendable {
                     perform(router.sinkLoaded(output, module: module, sink: sink))
                 } catch {
                     logger.error("\(error)")
+                    perform(router.sinkFailed(output))
                 }
             case .unloadSink(let output, let module):
                 captures.removeValue(forKey: output)?.stop()
@@ -333,7 +338,9 @@ public final class SinkController: @unchecked Sendable {
                     try pulse.move(input: input, toSink: output.sinkName)
                     logger.info("stream \(input) of '\(applications[input] ?? "an app")' moved to \(output.sinkName): an announcement")
                 } catch {
-                    logger.warning("\(error)")
+                    // It would otherwise play into the music's output unheard: it plays here instead.
+                    logger.warning("\(error); the announcement goes to the local output")
+                    perform([.moveToLocal(input: input)])
                 }
             case .startStream(let output):
                 guard let route = routes[output.receiver], let capture = captures[output] else { continue }

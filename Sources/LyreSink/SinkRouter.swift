@@ -85,12 +85,13 @@ public struct SinkRouter: Sendable {
         announcements && role.map { Self.announcementRoles.contains($0.lowercased()) } == true
     }
 
-    /// A receiver was found: it gets its output, and its announcements output when those are on.
+    /// A receiver was found: it gets its output, and its announcements output when those are on (again, if
+    /// making it failed).
     public mutating func receiverAppeared(id: String, name: String) -> [Action] {
-        guard outputs[OutputID(id)] == nil else { return [] }
         var actions: [Action] = []
         for kind in announcements ? [OutputID.Kind.main, .announcements] : [.main] {
             let output = OutputID(id, kind)
+            guard outputs[output] == nil else { continue }
             outputs[output] = Output(name: name)
             actions.append(.loadSink(output, description: kind == .main ? "\(name) (Lyre)" : "\(name) announcements (Lyre)"))
         }
@@ -104,6 +105,13 @@ public struct SinkRouter: Sendable {
         outputs[output]?.sink = sink
         // Streams may have been reported before the sink's index was known.
         return inputs.keys.sorted().flatMap { settle(input: $0) } + update(output)
+    }
+
+    /// The output could not be made: it is forgotten (the receiver's next change tries again), and the
+    /// announcements waiting for it go to the local output.
+    public mutating func sinkFailed(_ output: OutputID) -> [Action] {
+        outputs.removeValue(forKey: output)
+        return inputs.keys.sorted().flatMap { settle(input: $0) }
     }
 
     /// The receiver left the network: its streams end, the apps playing to its outputs move to the local
@@ -183,15 +191,15 @@ public struct SinkRouter: Sendable {
     }
 
     /// Where a stream on one of Lyre's outputs belongs, if not there: a system sound on the local output, an
-    /// announcement on its receiver's announcements output (once that exists).
+    /// announcement on its receiver's announcements output once that exists, or on the local output if it
+    /// could not be made.
     private func settle(input index: UInt32) -> [Action] {
         guard let input = inputs[index], let output = output(ofSink: input.sink) else { return [] }
         if isSystemSound(role: input.role) { return [.moveToLocal(input: index)] }
+        guard output.kind == .main, isAnnouncement(role: input.role) else { return [] }
         let announcements = OutputID(output.receiver, .announcements)
-        if output.kind == .main, isAnnouncement(role: input.role), sink(of: announcements) != nil {
-            return [.moveToOutput(input: index, announcements)]
-        }
-        return []
+        if sink(of: announcements) != nil { return [.moveToOutput(input: index, announcements)] }
+        return outputs[announcements] == nil ? [.moveToLocal(input: index)] : []
     }
 
     private mutating func updateSink(_ sink: UInt32) -> [Action] {

@@ -121,7 +121,8 @@ extension SinkRouterTests {
         #expect(router.inputChanged(index: 5, sink: 41, role: "music") == [], "whatever an app plays to the announcements output plays there")
         #expect(router.appStreams(Self.k1Announcements) == 3 && router.nowPlayingInput(receiver: "k1") == 1)
         #expect(router.output(ofSink: 41) == Self.k1Announcements)
-        #expect(router.inputRemoved(index: 2) == [] && router.inputRemoved(index: 3) == [])
+        #expect(router.inputRemoved(index: 2) == [])
+        #expect(router.inputRemoved(index: 3) == [])
         #expect(router.inputRemoved(index: 5) == [.stopStream(Self.k1Announcements)], "the last announcement ended")
         #expect(router.appStreams(Self.k1) == 1, "the music plays on")
         _ = router.inputChanged(index: 6, sink: 41, role: "announcement")
@@ -138,5 +139,18 @@ extension SinkRouterTests {
         #expect(router.inputChanged(index: 1, sink: 40, role: "alert") == [.moveToLocal(input: 1)])
         #expect(router.inputChanged(index: 2, sink: 40, role: "announcement") == [.startStream(Self.k1)])
         #expect(!router.isAnnouncement(role: "announcement") && router.isSystemSound(role: "alert"))
+    }
+
+    /// An announcements output that could not be made: what waits for it goes to the local output rather than
+    /// play into the music's output unheard, and the receiver's next change tries to make it again.
+    @Test func anAnnouncementWhoseOutputFailedGoesLocal() {
+        var router = SinkRouter(announcements: true)
+        _ = router.receiverAppeared(id: "k1", name: "Kitchen")
+        #expect(router.sinkLoaded(Self.k1, module: 7, sink: 40) == [])
+        #expect(router.inputChanged(index: 1, sink: 40, role: "announcement") == [], "it waits for its output")
+        #expect(router.sinkFailed(Self.k1Announcements) == [.moveToLocal(input: 1)])
+        #expect(router.inputChanged(index: 2, sink: 40, role: "alert") == [.moveToLocal(input: 2)])
+        #expect(router.receiverAppeared(id: "k1", name: "Kitchen") == [.loadSink(Self.k1Announcements, description: "Kitchen announcements (Lyre)")],
+                "only the missing output is made again")
     }
 }
