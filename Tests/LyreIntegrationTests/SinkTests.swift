@@ -153,6 +153,7 @@ struct SinkTests {
         // What the sound server said (xruns, say), shown when the song is not whole.
         if (comparison["gaps"] as? Int ?? 1) != 0 || (comparison["snr_db"] as? Double ?? 0) < floor {
             print("\(server)'s log: \(rig.server.stderr.suffix(4000))")
+            print("lyre sink's log: \(sink.stderr.suffix(4000))\nlyred's log: \(lyred.stderr.suffix(4000))")
         }
         // A known defect, tolerated in this one form only: lyre sink sends each packet when it is due (no lead),
         // so a capture thread late by more than what is queued at the start leaves a 10 ms hole, and the stream
