@@ -110,7 +110,7 @@ let package = Package(
         .target(
             name: "LyreSink",
             dependencies: [
-                "CPulse", "CPulseShim", "LyreDiscovery", "LyreSender", "LyreWire", "LyreMPRIS",
+                "CPulse", "CPulseShim", "LyreAudio", "LyreDiscovery", "LyreSender", "LyreWire", "LyreMPRIS",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]),

@@ -215,6 +215,24 @@ int lyre_pulse_local_sink(LyrePulse *p, const char *avoid_prefix, char *name, si
     return status == 0 && !name[0] ? PA_ERR_NOENTITY : status;
 }
 
+static void server_name_answer(pa_context *c, const pa_server_info *info, void *user) {
+    (void)c;
+    Answer *a = user;
+    if (info && info->server_name) snprintf(a->name, a->name_size, "%s", info->server_name);
+    a->success = 1;
+    a->done = 1;
+    signal_loop(a->pulse);
+}
+
+int lyre_pulse_server_name(LyrePulse *p, char *name, size_t size) {
+    name[0] = 0;
+    Answer a = {.pulse = p, .name = name, .name_size = size};
+    pa_threaded_mainloop_lock(p->loop);
+    int status = wait_for(p, pa_context_get_server_info(p->context, server_name_answer, &a), &a);
+    pa_threaded_mainloop_unlock(p->loop);
+    return status;
+}
+
 int lyre_pulse_set_sink_volume(LyrePulse *p, uint32_t sink, double volume_db) {
     pa_cvolume volume;
     pa_cvolume_set(&volume, 2, pa_sw_volume_from_dB(volume_db));

@@ -36,6 +36,15 @@ public final class MonitorCapture: @unchecked Sendable {
     }
 
     private let state = NIOLockedValueBox(State())
+    private let gainBox = NIOLockedValueBox<Float>(1)
+
+    /// What each block recorded is multiplied by before a session gets it (`SinkRouter.captureGain`: the
+    /// slider undone where the server applied it and it is the receiver's to apply). It takes effect from the
+    /// next block read, so a slider move is a step, tens of ms from when the server applied it.
+    public var gain: Float {
+        get { gainBox.withLockedValue { $0 } }
+        set { gainBox.withLockedValue { $0 = newValue } }
+    }
     private let capture: OpaquePointer
     private let logger: Logger
     public let monitor: String
@@ -159,6 +168,8 @@ public final class MonitorCapture: @unchecked Sendable {
                 ended?("the sound server stopped")
                 return
             }
+            let gain = self.gain
+            if gain != 1 { for i in block.indices { block[i] *= gain } }
             var drained: (then: @Sendable (StreamSession?) -> Void, session: StreamSession)?
             let (session, pending, start, startFrames) = state.withLockedValue { s -> (StreamSession?, [Float], Bool, Int) in
                 // Stopped while this block was read: it is no one's.

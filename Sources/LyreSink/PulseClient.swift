@@ -59,7 +59,13 @@ public final class PulseClient: @unchecked Sendable {
         }
         self.handle = handle
         self.handlers = handlers
+        var server = [CChar](repeating: 0, count: 256)
+        let status = lyre_pulse_server_name(handle, &server, server.count)
+        serverName = status == 0 ? String(nulTerminated: server) : "unknown"
     }
+
+    /// The server's name, as it says it: "pulseaudio", or "PulseAudio (on PipeWire 1.2.7)" from pipewire-pulse.
+    public let serverName: String
 
     deinit {
         lyre_pulse_close(handle)
@@ -75,7 +81,9 @@ public final class PulseClient: @unchecked Sendable {
         // The module's arguments quote the property list in single quotes and the property list quotes the
         // description in double quotes; a name with quotes or backslashes loses them here.
         let plain = String(description.unicodeScalars.filter { !"'\"\\".unicodeScalars.contains($0) })
-        let arguments = "sink_name=\(name) rate=48000 channels=2 norewinds=1 sink_properties='device.description=\"\(plain)\"'"
+        // Float samples: the slider's volume, which the server applies before the monitor and lyre sink undoes
+        // (MonitorCapture.gain), loses no precision on the way.
+        let arguments = "sink_name=\(name) format=float32le rate=48000 channels=2 norewinds=1 sink_properties='device.description=\"\(plain)\"'"
         var module: UInt32 = 0
         try check(lyre_pulse_load_module(handle, "module-null-sink", arguments, &module), "cannot make the output \(name)")
         var sink: UInt32 = 0

@@ -68,6 +68,7 @@ public final class SinkController: @unchecked Sendable {
                 self.logger.error("the sound server went away")
                 self.lost.leave()
             })
+        logger.info("sound server: \(client.serverName)")
         queue.sync { pulse = client }
     }
 
@@ -142,10 +143,12 @@ public final class SinkController: @unchecked Sendable {
     }
 
     /// An output's slider moved: its receiver's volume follows while it streams. An announcements output's
-    /// slider is not the receiver's volume: PulseAudio applies it to what the sink renders, so it sets the
-    /// announcements' level there (PipeWire's monitor is taken before the volume: there it sets nothing).
+    /// slider is not the receiver's volume but the announcements' own level. Either acts once: what a main
+    /// output records is brought back up by what the server applied of its slider (`SinkRouter.captureGain`).
     private func volumeChanged(sink: UInt32, decibels: Double, muted: Bool) {
-        guard let output = router.output(ofSink: sink), output.kind == .main, let session = sessions[output] else { return }
+        guard let output = router.output(ofSink: sink) else { return }
+        captures[output]?.gain = SinkRouter.captureGain(output.kind, outputDecibels: decibels, muted: muted)
+        guard output.kind == .main, let session = sessions[output] else { return }
         let volume = SinkRouter.receiverVolume(outputDecibels: decibels, muted: muted)
         guard abs(volume - (volumes[output] ?? .infinity)) >= 0.05 else { return }
         volumes[output] = volume

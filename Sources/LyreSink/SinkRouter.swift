@@ -1,3 +1,5 @@
+import LyreAudio
+
 /// What `lyre sink` decides, without the sound server or the network (sans I/O): one output (a sink named
 /// `lyre_<receiver id>`) per receiver on the network; a stream to a receiver while an app plays into its
 /// output; system sounds sent there moved to the local output. With announcements on, each receiver has a
@@ -174,6 +176,17 @@ public struct SinkRouter: Sendable {
     /// The output that is sink `sink`.
     public func output(ofSink sink: UInt32) -> OutputID? {
         outputs.first { $0.value.sink == sink }?.key
+    }
+
+    /// What lyre sink multiplies a main output's recording by, so that its slider lowers what plays once, at
+    /// the receiver. The sound server applies a sink's volume before its monitor, which lyre sink records:
+    /// PulseAudio and PipeWire both did so here (SinkTests.anOutputsSliderLowersWhatPlaysOnce), and a song at
+    /// 50 % came out at −36.1 dB where −18.06 was asked. So the recording is brought back up by the slider's
+    /// gain. Under −30 dB or muted the receiver is muted, and the recording is left as it is. An announcements
+    /// output's slider is the announcements' own level, which the server's volume already is: 1.
+    public static func captureGain(_ kind: OutputID.Kind, outputDecibels decibels: Double, muted: Bool) -> Float {
+        guard kind == .main, !muted, decibels >= -30, decibels.isFinite else { return 1 }
+        return Float(1 / VolumePolicy.gain(decibels))
     }
 
     /// The receiver's volume (streaming.md: −30…0 dB, −144 for mute) for an output's slider at `decibels`

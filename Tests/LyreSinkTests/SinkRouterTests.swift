@@ -1,3 +1,4 @@
+import Foundation
 import LyreSink
 import Testing
 
@@ -78,6 +79,26 @@ struct SinkRouterTests {
         #expect(router.output(ofSink: 40) == Self.k1 && router.sink(of: Self.k1) == 40 && router.output(ofSink: 3) == nil)
         _ = router.receiverGone(id: "k1")
         #expect(router.output(ofSink: 40) == nil)
+    }
+
+    /// The slider acts once (SinkRouter.captureGain): on a main output the server has lowered what the
+    /// monitor carries, and the receiver lowers it again, so the recording is brought back up; on an
+    /// announcements output the slider is the announcements' level, which the server's volume already is.
+    @Test(arguments: [
+        // (kind, slider dB, muted, gain in dB)
+        (SinkRouter.OutputID.Kind.main, -18.06, false, 18.06),
+        (.main, 0, false, 0),
+        (.main, 3.5, false, -3.5),  // over 100 %: the receiver stays at 0 dB, so the boost is undone
+        (.main, -30, false, 30),
+        (.main, -31, false, 0),  // the receiver is muted: nothing to undo
+        (.main, -.infinity, false, 0),
+        (.main, -12, true, 0),
+        (.announcements, -18.06, false, 0),
+        (.announcements, -12, true, 0),
+    ])
+    func anOutputsSliderActsOnce(kind: SinkRouter.OutputID.Kind, slider: Double, muted: Bool, gainDecibels: Double) {
+        let gain = SinkRouter.captureGain(kind, outputDecibels: slider, muted: muted)
+        #expect(abs(20 * log10(Double(gain)) - gainDecibels) < 0.001, "\(gain)")
     }
 }
 

@@ -28,6 +28,8 @@ typedef void (*LyrePulseSinkCallback)(void *user, uint32_t sink, double volume_d
 LyrePulse *lyre_pulse_connect(const char *client_name, LyrePulseInputCallback callback, LyrePulseSinkCallback sink_callback,
                               void *user, char *error, size_t error_size);
 
+/// The server's name: "pulseaudio", or "PulseAudio (on PipeWire 1.2.7)" from pipewire-pulse.
+int lyre_pulse_server_name(LyrePulse *pulse, char *name, size_t size);
 /// Sets every channel of sink `sink` to `volume_db`.
 int lyre_pulse_set_sink_volume(LyrePulse *pulse, uint32_t sink, double volume_db);
 
