@@ -97,11 +97,29 @@ final class OutputEngine: @unchecked Sendable {
     /// Mixes `controller` over what plays (streaming.md §7); with `duckDB`, what plays is lowered while it
     /// plays, as `duck` says but by that depth.
     func mix(_ controller: PlayoutController, duckDB: Double?) {
-        var envelope = duck
-        if let duckDB { envelope.depthDB = duckDB }
-        let overlay = Overlay(controller: controller, duck: duckDB == nil ? nil : envelope)
+        let overlay = overlay(controller, duckDB: duckDB)
         lock.withLock { overlays.append(overlay) }
         wake.signal()
+    }
+
+    /// `controller`, which plays as the main session, goes on as an overlay, first of them (a session that
+    /// asked to mix and played alone, under a plain session that came after it: streaming.md §7). Nothing
+    /// is the main session until `play` gives it one. In one step, so that not a block of it is skipped.
+    func demote(_ controller: PlayoutController, duckDB: Double?) {
+        var overlay = overlay(controller, duckDB: duckDB)
+        lock.withLock {
+            guard current === controller else { return }
+            overlay.ending = drainDeadline
+            current = nil
+            drainDeadline = nil
+            overlays.insert(overlay, at: 0)
+        }
+    }
+
+    private func overlay(_ controller: PlayoutController, duckDB: Double?) -> Overlay {
+        var envelope = duck
+        if let duckDB { envelope.depthDB = duckDB }
+        return Overlay(controller: controller, duck: duckDB == nil ? nil : envelope)
     }
 
     /// An overlay's own volume (dB, RAOP scale; −144 mutes it).

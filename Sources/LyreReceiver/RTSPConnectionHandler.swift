@@ -54,6 +54,9 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     private(set) var isSpokenAudio = false
     /// An overlay's own volume (dB, RAOP scale), applied to its samples only.
     private var overlayVolume = 0.0
+    /// What its ANNOUNCE asked (`Lyre-Mix`, and the depth it ducks by), kept while it plays as the main
+    /// session for want of one to play over: a plain session that comes then plays under it (`playOver`).
+    private var askedMix: (mix: MixRequest, duckDB: Double?)?
     private var channels = ChannelMap.stereo
     private(set) var senderName = "RTSP sender"
     /// The sender's stable id from `Lyre-Sender-ID` (32 hex digits), for the log; nil when it sent none or
@@ -349,6 +352,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         state = .announced
         overlay = over?.mix
         overlayDuckDB = over?.mix == .duck ? duckDB : nil
+        askedMix = mix.map { ($0, $0 == .duck ? duckDB : nil) }
         isSpokenAudio = mode == .some(MixRequest.spokenAudio)
         if let over {
             registry.addOverlay(self, over: over.playing, duckDB: overlayDuckDB, interruptsSpokenAudio: interrupts)
@@ -958,6 +962,18 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         for promise in abandoned.values { promise.succeed(RemoteCommandOutcome(.noSession, "the session ended")) }
     }
 
+    /// A plain session comes while this one, which asked to mix or duck, plays as the main session (there
+    /// was nothing to play over when it came): it goes on over the new one, as if it had come after it, at its
+    /// own volume; it is not taken over (streaming.md §7). Returns how, or nil when it did not ask to mix.
+    func playOver() -> MixRequest? {
+        guard let askedMix, overlay == nil else { return nil }
+        overlay = askedMix.mix
+        overlayDuckDB = askedMix.duckDB
+        overlayVolume = 0
+        if let controller { registry.output.demote(controller, duckDB: overlayDuckDB) }
+        return askedMix.mix
+    }
+
     /// Ends the session, if any; tells the sender why when it should know, and closes the connection then.
     func end(_ reason: SessionEnd) {
         guard state != .initial || controller != nil else { return }
@@ -969,6 +985,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         sessionID = nil
         overlay = nil
         overlayDuckDB = nil
+        askedMix = nil
         isSpokenAudio = false
         overlayVolume = 0
         registry.release(self)

@@ -220,9 +220,17 @@ final class SessionRegistry: @unchecked Sendable {
         if let previous = active, previous !== handler {
             // The new session was never paused: the interruptions end with the one they paused.
             interrupting.removeAll()
-            logger.notice("\(handler.senderLabel) takes over from \(previous.senderLabel)")
             active = handler
-            previous.end(.takenOver(by: handler.senderName))
+            if let mix = previous.playOver() {
+                // It asked to play over others, and had none: it goes on over this one.
+                overlays.insert(previous, at: 0)
+                let how = mix == .duck ? "ducking it \(abs(previous.overlayDuckDB ?? 0)) dB" : "mixed in"
+                logger.notice("\(handler.senderLabel) plays under \(previous.senderLabel), which asked to play over others and goes on, \(how)")
+                changed(.receiver)
+            } else {
+                logger.notice("\(handler.senderLabel) takes over from \(previous.senderLabel)")
+                previous.end(.takenOver(by: handler.senderName))
+            }
         }
         let statusBefore = lastStatus
         active = handler

@@ -485,6 +485,52 @@ struct StreamingTests {
         Self.expectWhole(comparison, lags: false)
     }
 
+    /// streaming.md §7: an announcement that plays alone (nothing was playing when it came) still asked to play
+    /// over others. Music started during it (a plain session, which takes over any other) does not end it: the
+    /// music becomes the main session and starts ducked under the announcement, which goes on where it was, not
+    /// a sample lost; the music comes back up when the announcement's audio ends, and its now playing is shown.
+    /// Before, the music took the receiver over and cut the doorbell off mid-chime. Read from the output, the two
+    /// known signals separated.
+    @Test func musicStartedDuringAnAnnouncementPlaysUnderIt() async throws {
+        let rig = try await Rig()
+        defer { rig.network.close() }
+        let chime = try await Self.sweep(rig.network, rate: 48000, seconds: 5, signal: "full")
+        let song = try await Self.sweep(rig.network, rate: 48000, seconds: 8, signal: "music")
+        let announce = try rig.network.spawn(["lyre", "play", chime, "--to", "Speaker", "--duck", "--name", "Doorbell", "--group-socket", "off"],
+                                             name: "announcement")
+        #expect(await eventually { rig.lyred.stderr.contains("session from 'Doorbell'") }, "\(rig.lyred.stderr)")
+        try await Task.sleep(for: .seconds(1))
+        let music = try rig.network.spawn(["lyre", "play", song, "--to", "Speaker", "--name", "Music", "--group-socket", "off"], name: "music")
+        #expect(await eventually { rig.lyred.stderr.split(separator: "\n").contains { $0.contains("'Music'") && $0.contains(" plays under 'Doorbell'") && $0.hasSuffix("goes on, ducking it 15.0 dB") } },
+                "\(rig.lyred.stderr)")
+        // What the receiver shows is the music, with the announcement over it.
+        let shownOverlays = try await Self.overlaysShown(rig.network)
+        #expect(shownOverlays == ["Doorbell duck -15.0"], "web API: \(String(describing: shownOverlays))")
+        let shown = try await rig.network.run(["lyre", "remote", "now-playing", "--json", "--socket", "/run/lyred/control.sock"])
+        let sender = (try? JSONSerialization.jsonObject(with: Data(shown.stdout.utf8)) as? [String: Any])?["sender"] as? String
+        #expect(sender == "Music", "the receiver shows \(shown.stdout)")
+        try await announce.waitForExit(timeout: 30)
+        #expect(announce.status == 0, "the announcement: \(announce.stderr)")
+        try await music.waitForExit(timeout: 30)
+        #expect(music.status == 0, "the music: \(music.stderr)")
+        #expect(!rig.lyred.stderr.contains("takes over"), "\(rig.lyred.stderr)")
+        try await rig.stop()
+        let run = try await rig.network.run(["python3", Self.audioTool, "separate", song, chime, rig.output])
+        let parts = try #require(try? JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "audio.py: \(run.stdout) \(run.stderr)")
+        print("music started under an announcement, the output separated: \(parts)")
+        func figure(_ key: String) -> Double { parts[key] as? Double ?? .nan }
+        // The music starts after the announcement, down 15 dB under it, and at its level after it.
+        #expect(figure("main_lag_samples") > figure("announce_lag_samples") + 48000 / 2, "the music did not start after the announcement: \(parts)")
+        #expect(abs(figure("main_db_during") + 15) < 0.5 && abs(figure("main_db_after")) < 0.5, "\(parts)")
+        #expect(figure("ramp_up_ms") > 200 && figure("ramp_up_ms") < 400, "\(parts)")
+        // The announcement at full level and whole across the change (a lost block would cost it its SNR),
+        // each held to what ffmpeg's libopus makes of it, as in anAnnouncementPlaysOverTheMusic.
+        #expect(abs(figure("announce_gain_db")) < 0.5, "\(parts)")
+        let (musicFloor, _) = try await Self.libopusFloors(rig.network, input: song)
+        let (sweepFloor, _) = try await Self.libopusFloors(rig.network, input: chime)
+        #expect(figure("main_snr_db") >= musicFloor && figure("announce_snr_db") >= sweepFloor - 1, "\(parts)")
+    }
+
     /// README: a receiver mixes up to 4 sessions over what it plays; a fifth announcement gets one line that says
     /// why and what to do, exit 1, and what plays goes on: the music's sender and the four overlays end well.
     /// The first overlay asks to interrupt spoken audio: over music, which is not, it is mixed in.

@@ -389,10 +389,13 @@ def cmd_separate(a):
     det = aa * bbw - ab * ab
     both = det > 1e-12 * (aa * bbw + 1e-30)
     only_a = ~both & (aa > 0)
+    # The announcement alone: before a main that starts under it.
+    only_b = ~both & (aa == 0) & (bbw > 0)
     ga, gb = np.zeros(nw), np.zeros(nw)
     ga[both] = (ao[both] * bbw[both] - bo[both] * ab[both]) / det[both]
     gb[both] = (bo[both] * aa[both] - ao[both] * ab[both]) / det[both]
     ga[only_a] = ao[only_a] / aa[only_a]
+    gb[only_b] = bo[only_b] / bbw[only_b]
     db = lambda g: 20 * np.log10(np.maximum(np.abs(g), 1e-6))
     start, end = lag_b, lag_b + len(ann)           # where the announcement's first and last samples are in OUT
     centre = (np.arange(nw) + 0.5) * win
@@ -405,13 +408,15 @@ def cmd_separate(a):
     during = median_db((centre > start + margin) & (centre < end - margin))
     after = median_db(centre > end + back)
     # The ramps: where the main first sits within 1 dB of its level under the announcement, from the
-    # announcement's first sample, and where it is first back within 1 dB of its level before, from its last.
+    # announcement's first sample, and where it is first back within 1 dB of its level before (or after, for
+    # a main that started under the announcement), from its last.
     down_ms = up_ms = None
     if during is not None:
         near = np.flatnonzero(loud_a & (np.abs(db(ga) - during) < 1) & (centre > start - 0.5 * rate) & (centre < end))
         down_ms = round(float((near[0] * win - start) / rate * 1000), 1) if len(near) else None
-    if before is not None:
-        up = np.flatnonzero(loud_a & (np.abs(db(ga) - before) < 1) & (centre > end))
+    level = before if before is not None else after
+    if level is not None:
+        up = np.flatnonzero(loud_a & (np.abs(db(ga) - level) < 1) & (centre > end))
         up_ms = round(float((up[0] * win + win - end) / rate * 1000), 1) if len(up) else None
     fit = (ga[:, None] * A + gb[:, None] * B)
     resid = O - fit
