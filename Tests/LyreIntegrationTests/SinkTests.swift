@@ -186,10 +186,10 @@ struct SinkTests {
     }
 
     /// README: the output's slider is the receiver's volume, and it lowers what plays once, with either
-    /// server. PulseAudio applies a sink's volume before its monitor, which lyre sink records, so until lyre
-    /// sink undid it (SinkRouter.captureGain) a song played at 50 % (libpulse's −18.06 dB) came out of the
-    /// receiver at −36.1 dB, lowered by the sound server and again by the receiver; PipeWire's monitor is
-    /// taken before the volume. Here the session is held open by an app playing silence, the slider set to
+    /// server. Both apply a sink's volume before its monitor, which lyre sink records, so until lyre sink
+    /// undid it (SinkRouter.captureGain) a song played at 50 % (libpulse's −18.06 dB) came out of the
+    /// receiver at −36.1 dB (−36.20 measured through PipeWire), lowered by the sound server and again by the
+    /// receiver. Here the session is held open by an app playing silence, the slider set to
     /// 50 %, and a song played: the receiver's output, against the file, reads −18.06 dB. (The bound is 1 dB:
     /// a gain fitted over a song that lost a stretch, as PipeWire's case sometimes does, reads a little low.)
     @Test(arguments: [SoundServer.pulseAudio, .pipeWire])
