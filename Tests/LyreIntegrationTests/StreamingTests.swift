@@ -891,6 +891,40 @@ struct StreamingTests {
         }
     }
 
+    /// streaming.md §3, RECORD: a room that joins while a resumed playback runs gets the same `Lyre-Start-At`,
+    /// with the same anchor, as the rooms that resumed. One room (rtsp-sink.py) asks pause, then play; once its
+    /// resume's RECORD is in, a second room is added with `lyre group add`: its one RECORD names the anchor and
+    /// the start the first room's resume named.
+    @Test func aRoomThatJoinsAResumedPlaybackGetsItsStart() async throws {
+        let network = try TestNetwork(avahi: false)
+        defer { network.close() }
+        let song = try await Self.sweep(network, rate: 48000, seconds: 6, signal: "music")
+        func sink(_ port: Int, media: Int, _ options: [String]) async throws -> Spawned {
+            let out = network.scratch.appendingPathComponent("sink-\(port).wav").path
+            let sink = try network.spawn(["python3", TestNetwork.tools + "/peers/rtsp-sink.py", String(port), out, "--decode", "--latency", "250",
+                                          "--media-port", String(media)] + options, name: "rtsp-sink-\(port)")
+            #expect(await eventually { sink.stdout.contains("listening") }, "rtsp-sink: \(sink.stderr)")
+            return sink
+        }
+        let first = try await sink(7750, media: 5004, ["--pause"])
+        let joiner = try await sink(7760, media: 5010, [])
+        let socket = network.scratch.appendingPathComponent("group.sock").path
+        let play = try network.spawn(["lyre", "play", song, "--host", "127.0.0.1:7750", "--latency", "250", "--group-socket", socket], name: "lyre-play")
+        #expect(await eventually { first.stdout.contains("resumed") }, "no resume: \(first.stderr)\n\(play.stderr)")
+        let added = try await network.run(["lyre", "group", "add", "127.0.0.1:7760", "--socket", socket])
+        #expect(added.status == 0, "lyre group add: \(added.stderr)")
+        try await play.waitForExit(timeout: 30)
+        #expect(play.status == 0, "lyre play: \(play.stderr)")
+        try await first.waitForExit(timeout: 20)
+        try await joiner.waitForExit(timeout: 20)
+        func records(_ sink: Spawned) -> [[String?]] {
+            (sink.jsonLines.last?["flow"] as? [[Any]] ?? []).filter { $0.first as? String == "RECORD" }.map { $0.dropFirst(2).map { $0 as? String } }
+        }
+        let resumed = records(first).last, joined = records(joiner)
+        #expect(records(first).count == 2 && resumed?[1] != nil, "the first room's RECORDs, [anchor, start]: \(records(first))")
+        #expect(joined.count == 1 && joined.first == resumed, "the first room resumed with \(String(describing: resumed)); the room that joined got \(joined)")
+    }
+
     /// now-playing.md §4.2 from the sender's side: `lyre play` answers a receiver's commands with the handler's
     /// result in `Lyre-Command-Status` and the status code, takes them only with its session's id (454), and
     /// refuses a malformed or unknown one (451). A plain receiver (Tools/peers/rtsp-sink.py) sends them, as the

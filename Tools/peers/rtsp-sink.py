@@ -10,7 +10,7 @@ No timing exchange is done, so the sender is played as a plain publisher would b
 With --commands, once the sender has said which remote commands it accepts (now-playing.md §4.1), sends it
 the commands of COMMANDS below over the session's connection, as a receiver relays them (§4.2), one at a time,
 and records each answer's status and `Lyre-Command-Status`. Every RECORD and FLUSH is recorded too, with its
-`RTP-Info` and `Lyre-Anchor`, and the TEARDOWN; every SET_PARAMETER's Content-Type and size, in order.
+`RTP-Info`, `Lyre-Anchor` and `Lyre-Start-At`, and the TEARDOWN; every SET_PARAMETER's Content-Type and size, in order.
 
 With --decode, it takes the RTP itself instead of ffmpeg and decodes it with libopus (ctypes), to see where a
 resume's audio begins (streaming.md §3, FLUSH): --pause sends `pause`, then `play` a second later; FLUSH is
@@ -24,7 +24,9 @@ header, so the sender primes with silence).
 
 Usage: rtsp-sink.py PORT OUT.wav [--media-port 5004] [--commands] [--decode [--pause] [--stopped-back MS] [--latency MS]]
 Prints one JSON line at the end: the SDP it used, ffmpeg's exit status, the commands' answers, and the RECORDs and
-FLUSHes ("flow": [method, RTP-Info, Lyre-Anchor]), and the SET_PARAMETERs ("parameters": [Content-Type, bytes]).
+FLUSHes ("flow": [method, RTP-Info, Lyre-Anchor, Lyre-Start-At]), and the SET_PARAMETERs ("parameters": [Content-Type,
+bytes]). A RECORD that carries `Lyre-Start-At` (a resume, or a room joining a resumed playback) prints "resumed" as
+it arrives.
 """
 import argparse
 import ctypes
@@ -198,7 +200,9 @@ def main():
         if method == "SET_PARAMETER":
             parameters.append([headers.get("content-type"), len(body)])
         if method in ("RECORD", "FLUSH", "TEARDOWN"):
-            flow.append([method, headers.get("rtp-info"), headers.get("lyre-anchor")])
+            flow.append([method, headers.get("rtp-info"), headers.get("lyre-anchor"), headers.get("lyre-start-at")])
+            if method == "RECORD" and headers.get("lyre-start-at"):
+                print("resumed", flush=True)
         if (a.commands or a.pause) and commander is None and b"remote-commands:" in body:
             commander = threading.Thread(target=send_commands)
             commander.start()
