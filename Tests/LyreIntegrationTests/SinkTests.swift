@@ -52,6 +52,7 @@ struct SinkTests {
         let server: Spawned
         let output: String
         let node: String
+        let kind: SoundServer
 
         init(_ network: TestNetwork, server kind: SoundServer = .pulseAudio, mpris: Bool = false, tools: [String] = [],
              sinkArguments: [String] = [], lyredArguments: [String] = []) async throws {
@@ -59,6 +60,7 @@ struct SinkTests {
                 throw TestNetworkError("\(tool) is missing: run Tools/test, which installs everything the tests need")
             }
             self.network = network
+            self.kind = kind
             let pulseEnvironment = kind.environment
             server = try network.spawn(kind.command, name: "\(kind)")
             let server = server
@@ -79,6 +81,19 @@ struct SinkTests {
             let (node, sink) = (node, sink)
             #expect(try await eventually { try await network.run(pulseEnvironment + ["pactl", "list", "short", "sinks"]).stdout.contains(node) },
                     "no output \(node): \(sink.stderr)")
+        }
+
+        /// Sets the output's slider to 50 % (libpulse's cubic scale: −18.06 dB) while a session streams, and
+        /// expects the receiver's volume, read from its control socket, to follow.
+        func setSliderToHalf(sourceLocation: SourceLocation = #_sourceLocation) async throws {
+            #expect(try await network.run(kind.environment + ["pactl", "set-sink-volume", node, "50%"]).status == 0, sourceLocation: sourceLocation)
+            func receiverVolume() async throws -> Double? {
+                let shown = try await network.run(["lyre", "remote", "now-playing", "--json", "--socket", "/run/lyred.sock"])
+                return (try? JSONSerialization.jsonObject(with: Data(shown.stdout.utf8)) as? [String: Any])?["volume"] as? Double
+            }
+            let followed = try await eventually { abs((try await receiverVolume() ?? 0) + 18.06) < 0.1 }
+            let shownVolume = try await receiverVolume()
+            #expect(followed, "receiver volume \(String(describing: shownVolume)): \(sink.stderr)", sourceLocation: sourceLocation)
         }
     }
 
@@ -123,14 +138,7 @@ struct SinkTests {
         defer { endless.signal(SIGKILL) }
         #expect(await eventually { lyred.stderr.components(separatedBy: "': opus, latency").count == 3 }, "\(lyred.stderr)\n\(sink.stderr)")
         // The output's slider is the receiver's volume: at 50 % (libpulse's cubic scale: -18.06 dB).
-        #expect(try await network.run(env + ["pactl", "set-sink-volume", node, "50%"]).status == 0)
-        func receiverVolume() async throws -> Double? {
-            let shown = try await network.run(["lyre", "remote", "now-playing", "--json", "--socket", "/run/lyred.sock"])
-            return (try? JSONSerialization.jsonObject(with: Data(shown.stdout.utf8)) as? [String: Any])?["volume"] as? Double
-        }
-        let followed = try await eventually { abs((try await receiverVolume() ?? 0) + 18.06) < 0.1 }
-        let shownVolume = try await receiverVolume()
-        #expect(followed, "receiver volume \(String(describing: shownVolume)): \(sink.stderr)")
+        try await rig.setSliderToHalf()
         lyred.signal(SIGTERM)
         try await lyred.waitForExit(timeout: 10)
         let outputGone = try await eventually { try await !sinks().contains(node) }
@@ -202,14 +210,7 @@ struct SinkTests {
                                         name: "paplay-silence")
         defer { silence.signal(SIGKILL) }
         #expect(await eventually { lyred.stderr.contains("': opus, latency") }, "no session: \(lyred.stderr)\n\(sink.stderr)")
-        #expect(try await network.run(env + ["pactl", "set-sink-volume", node, "50%"]).status == 0)
-        func receiverVolume() async throws -> Double? {
-            let shown = try await network.run(["lyre", "remote", "now-playing", "--json", "--socket", "/run/lyred.sock"])
-            return (try? JSONSerialization.jsonObject(with: Data(shown.stdout.utf8)) as? [String: Any])?["volume"] as? Double
-        }
-        let followed = try await eventually { abs((try await receiverVolume() ?? 0) + 18.06) < 0.1 }
-        let shownVolume = try await receiverVolume()
-        #expect(followed, "receiver volume \(String(describing: shownVolume)): \(sink.stderr)")
+        try await rig.setSliderToHalf()
 
         let song = try await StreamingTests.sweep(network, rate: 48000, seconds: 3, signal: "music")
         let music = try await network.run(env + ["paplay", "--device=\(node)", "--property=media.role=music", song], timeout: 30)

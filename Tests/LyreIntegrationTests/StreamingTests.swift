@@ -840,6 +840,16 @@ struct StreamingTests {
         try await sink.waitForExit(timeout: 20)
     }
 
+    /// A plain receiver (Tools/peers/rtsp-sink.py) on `port` that decodes the RTP itself (`--decode`, media on
+    /// `media`, latency 250 ms), listening.
+    static func decodingSink(_ network: TestNetwork, port: Int, media: Int, _ options: [String]) async throws -> Spawned {
+        let out = network.scratch.appendingPathComponent("sink-\(port).wav").path
+        let sink = try network.spawn(["python3", TestNetwork.tools + "/peers/rtsp-sink.py", String(port), out, "--decode", "--latency", "250",
+                                      "--media-port", String(media)] + options, name: "rtsp-sink-\(port)")
+        #expect(await eventually { sink.stdout.contains("listening") }, "rtsp-sink: \(sink.stderr)")
+        return sink
+    }
+
     /// streaming.md §3, FLUSH: a pause resumes from where the outputs stopped. With several rooms, from the
     /// earliest room's `Lyre-Stopped-At`; with a receiver that does not answer it (version 1), from the frame due
     /// when the FLUSH was sent. Plain receivers (Tools/peers/rtsp-sink.py --decode) send the pause and the play,
@@ -854,11 +864,7 @@ struct StreamingTests {
         let made = try await network.run(["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", "anoisesrc=d=5:c=pink:r=48000:a=0.3", "-ac", "2", noise])
         #expect(made.status == 0, "\(made.stderr)")
         func sink(_ port: Int, media: Int, _ options: [String]) async throws -> Spawned {
-            let out = network.scratch.appendingPathComponent("sink-\(port).wav").path
-            let sink = try network.spawn(["python3", TestNetwork.tools + "/peers/rtsp-sink.py", String(port), out, "--decode", "--latency", "250",
-                                          "--media-port", String(media)] + options, name: "rtsp-sink-\(port)")
-            #expect(await eventually { sink.stdout.contains("listening") }, "rtsp-sink: \(sink.stderr)")
-            return sink
+            try await Self.decodingSink(network, port: port, media: media, options)
         }
         func resume(_ sink: Spawned) async throws -> [String: Double] {
             try await sink.waitForExit(timeout: 20)
@@ -899,15 +905,8 @@ struct StreamingTests {
         let network = try TestNetwork(avahi: false)
         defer { network.close() }
         let song = try await Self.sweep(network, rate: 48000, seconds: 6, signal: "music")
-        func sink(_ port: Int, media: Int, _ options: [String]) async throws -> Spawned {
-            let out = network.scratch.appendingPathComponent("sink-\(port).wav").path
-            let sink = try network.spawn(["python3", TestNetwork.tools + "/peers/rtsp-sink.py", String(port), out, "--decode", "--latency", "250",
-                                          "--media-port", String(media)] + options, name: "rtsp-sink-\(port)")
-            #expect(await eventually { sink.stdout.contains("listening") }, "rtsp-sink: \(sink.stderr)")
-            return sink
-        }
-        let first = try await sink(7750, media: 5004, ["--pause"])
-        let joiner = try await sink(7760, media: 5010, [])
+        let first = try await Self.decodingSink(network, port: 7750, media: 5004, ["--pause"])
+        let joiner = try await Self.decodingSink(network, port: 7760, media: 5010, [])
         let socket = network.scratch.appendingPathComponent("group.sock").path
         let play = try network.spawn(["lyre", "play", song, "--host", "127.0.0.1:7750", "--latency", "250", "--group-socket", socket], name: "lyre-play")
         #expect(await eventually { first.stdout.contains("resumed") }, "no resume: \(first.stderr)\n\(play.stderr)")
