@@ -19,6 +19,9 @@ final class OutputEngine: @unchecked Sendable {
     private var current: PlayoutController?
     /// When set, `current` is draining: it stops when empty or at this time.
     private var drainDeadline: UInt64?
+    /// `current` has put audio out (the audio thread sets it): an overlay it becomes (`demote`) whose audio then
+    /// runs out brings the main session back up there.
+    private var currentHeardAudio = false
     /// Sessions mixed over `current` (streaming.md §7), in the order they came.
     private var overlays: [Overlay] = []
     /// How a ducking overlay lowers `current`, unless it asks its own depth.
@@ -90,7 +93,7 @@ final class OutputEngine: @unchecked Sendable {
     }
 
     func play(_ controller: PlayoutController?) {
-        lock.withLock { current = controller; drainDeadline = nil }
+        lock.withLock { current = controller; drainDeadline = nil; currentHeardAudio = false }
         wake.signal()
     }
 
@@ -110,6 +113,7 @@ final class OutputEngine: @unchecked Sendable {
         lock.withLock {
             guard current === controller else { return }
             overlay.ending = drainDeadline
+            overlay.heardAudio = currentHeardAudio
             current = nil
             drainDeadline = nil
             overlays.insert(overlay, at: 0)
@@ -209,6 +213,8 @@ final class OutputEngine: @unchecked Sendable {
         var wasPlaying = false
         var lastFailure: String?
         var gain = 1.0
+        /// The main session last seen putting audio out, so that `currentHeardAudio` is set once per session.
+        var heardMain: PlayoutController?
         while lock.withLock({ running }) {
             if sink == nil {
                 do {
@@ -277,7 +283,14 @@ final class OutputEngine: @unchecked Sendable {
                 var (samples, record) = controller?.withPlayout {
                     $0.render(frames: frames, presentation: presentation, outputDelay: outputDelay)
                 } ?? ([Int16](repeating: 0, count: frames * 2), nil)
-                if mixing { samples = renderOverlays(over: controller == nil ? nil : samples, frames: frames, presentation: presentation, outputDelay: outputDelay) }
+                if let controller, (record?.audioFrames ?? 0) > 0, heardMain !== controller {
+                    heardMain = controller
+                    lock.withLock { if current === controller { currentHeardAudio = true } }
+                }
+                if mixing {
+                    samples = renderOverlays(over: controller == nil ? nil : samples, rendered: controller, frames: frames, presentation: presentation,
+                                             outputDelay: outputDelay)
+                }
                 if gain != 1 {
                     for i in samples.indices { samples[i] = Int16(clamping: Int((Double(samples[i]) * gain).rounded())) }
                 }
@@ -305,9 +318,11 @@ final class OutputEngine: @unchecked Sendable {
     }
 
     /// Renders every overlay for the block at `presentation`, ducks `main` as the ducking ones ask, and sums
-    /// them (on the audio thread). Overlays whose release is over leave the list.
-    private func renderOverlays(over main: [Int16]?, frames: Int, presentation: UInt64, outputDelay: Int64) -> [Int16] {
-        var playing = lock.withLock { overlays }
+    /// them (on the audio thread). Overlays whose release is over leave the list. `rendered`: the main session
+    /// this block was rendered from, which, demoted to an overlay since (`demote`), is not rendered twice.
+    private func renderOverlays(over main: [Int16]?, rendered mainController: PlayoutController?, frames: Int, presentation: UInt64,
+                                outputDelay: Int64) -> [Int16] {
+        var playing = lock.withLock { overlays.filter { $0.controller !== mainController } }
         var mainGains = [Float](repeating: 1, count: frames)
         var rendered: [(samples: [Int16], gain: Float)] = []
         var done: [ObjectIdentifier] = []

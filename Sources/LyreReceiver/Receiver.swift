@@ -219,10 +219,12 @@ final class SessionRegistry: @unchecked Sendable {
         overlays.removeAll { $0 === handler }
         if let previous = active, previous !== handler {
             // The new session was never paused: the interruptions end with the one they paused.
+            let paused = !interrupting.isEmpty
             interrupting.removeAll()
             active = handler
-            if let mix = previous.playOver() {
-                // It asked to play over others, and had none: it goes on over this one.
+            // It asked to play over others, and had none: it goes on over this one, unless it was paused for an
+            // interruption (nothing would tell it to play) or the overlays are full.
+            if !paused, overlays.count < Self.maximumOverlays, let mix = previous.playOver() {
                 overlays.insert(previous, at: 0)
                 let how = mix == .duck ? "ducking it \(abs(previous.overlayDuckDB ?? 0)) dB" : "mixed in"
                 logger.notice("\(handler.senderLabel) plays under \(previous.senderLabel), which asked to play over others and goes on, \(how)")
