@@ -558,6 +558,57 @@ struct StreamingTests {
         #expect(rig.lyred.stderr.split(separator: "\n").contains { $0.contains("'Bell 1'") && $0.contains("plays over 'Music'") && $0.hasSuffix(", mixed in") }, "\(rig.lyred.stderr)")
     }
 
+    /// streaming.md §7: while an announcement plays over the music, the receiver's remote commands go to the
+    /// music's sender (the main session's), and the main session's end does not end the announcement. `lyre
+    /// remote pause` pauses the music, whose now playing then says so, while the announcement plays on; `lyre
+    /// remote stop` ends the music's `lyre play` (exit 0) while the announcement still plays; the announcement
+    /// then ends well, and its sweep is whole in the output, at its own level, across both (separated from the
+    /// music as in anAnnouncementPlaysOverTheMusic, held to what ffmpeg's libopus makes of it).
+    @Test func remoteCommandsDuringAnAnnouncementGoToTheMusic() async throws {
+        let rig = try await Rig()
+        defer { rig.network.close() }
+        let song = try await Self.sweep(rig.network, rate: 48000, seconds: 30, signal: "music")
+        let chime = try await Self.sweep(rig.network, rate: 48000, seconds: 8, signal: "full")
+        let music = try rig.network.spawn(["lyre", "play", song, "--to", "Speaker", "--name", "Music", "--group-socket", "off"], name: "music")
+        #expect(await eventually { rig.lyred.stderr.contains("now playing:") }, "\(rig.lyred.stderr)")
+        try await Task.sleep(for: .seconds(1))
+        let announce = try rig.network.spawn(["lyre", "play", chime, "--to", "Speaker", "--duck", "--name", "Doorbell", "--group-socket", "off"],
+                                             name: "announcement")
+        #expect(await eventually { rig.lyred.stderr.contains(" plays over 'Music'") }, "\(rig.lyred.stderr)")
+        try await Task.sleep(for: .seconds(1))
+        func remote(_ command: String) async throws {
+            let run = try await rig.network.run(["lyre", "remote", command, "--socket", "/run/lyred/control.sock"], timeout: 15)
+            #expect(run.status == 0, "lyre remote \(command): \(run.stderr)")
+        }
+        func shown() async throws -> [String: Any] {
+            let run = try await rig.network.run(["lyre", "remote", "now-playing", "--json", "--socket", "/run/lyred/control.sock"])
+            return (try? JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any]) ?? [:]
+        }
+        try await remote("pause")
+        let paused = try await eventually { let now = try await shown(); return now["state"] as? String == "paused" && now["sender"] as? String == "Music" }
+        let pausedShown = try await shown()
+        #expect(paused, "the music was not paused: \(pausedShown) \(music.stderr)")
+        #expect(announce.isRunning, "the announcement ended on pause: \(announce.stderr)")
+        let overlays = try await Self.overlaysShown(rig.network)
+        #expect(overlays == ["Doorbell duck -15.0"], "the announcement is not shown playing over the paused music: \(String(describing: overlays))")
+        try await remote("stop")
+        try await music.waitForExit(timeout: 10)
+        #expect(music.status == 0, "the music after stop: \(music.stderr)")
+        #expect(announce.isRunning, "the announcement ended with the music: \(announce.stderr) \(rig.lyred.stderr)")
+        try await announce.waitForExit(timeout: 30)
+        #expect(announce.status == 0, "the announcement: \(announce.stderr)")
+        #expect(!rig.lyred.stderr.contains("takes over"), "\(rig.lyred.stderr)")
+        try await rig.stop()
+        let run = try await rig.network.run(["python3", Self.audioTool, "separate", song, chime, rig.output])
+        let parts = try #require(try? JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "audio.py: \(run.stdout) \(run.stderr)")
+        print("remote commands during an announcement, the output separated: \(parts)")
+        func figure(_ key: String) -> Double { parts[key] as? Double ?? .nan }
+        #expect(abs(figure("main_db_before")) < 0.5, "\(parts)")
+        #expect(abs(figure("announce_gain_db")) < 0.5, "\(parts)")
+        let (sweepFloor, _) = try await Self.libopusFloors(rig.network, input: chime)
+        #expect(figure("announce_snr_db") >= sweepFloor - 1, "the announcement is not whole: \(parts), libopus \(sweepFloor) dB")
+    }
+
     /// streaming.md §7, `Lyre-Interrupt`: a podcast (`lyre play --spoken-audio`) is paused, not played over, by
     /// an announcement that interrupts spoken audio (`--interrupt-spoken-audio`, an app's
     /// `interruptSpokenAudioAndMixWithOthers`), and plays on when it ends. The receiver's output is the podcast up
