@@ -5,6 +5,23 @@ import sys
 import time
 
 TOOLS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid):
+    """A process's CPU time so far, user and system (fields 14 and 15 of /proc/PID/stat), in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def peak_rss_kib(pid):
+    """A process's peak RSS so far (VmHWM), KiB; None when /proc does not say."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return None
 
 
 def wait_for(path, text, timeout=10):

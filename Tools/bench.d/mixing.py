@@ -33,30 +33,17 @@ import sys
 import tempfile
 import time
 
-from benchlib import wait_for
+from benchlib import cpu_seconds, peak_rss_kib, wait_for
 
 BIN = os.environ.get("LYRE_BIN", ".build/release")
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOOLS = os.path.dirname(HERE)
 AUDIO = os.path.join(TOOLS, "peers", "audio.py")
-TICK = os.sysconf("SC_CLK_TCK")
 RATE = 48000
 PORT = "7790"
 
 if os.environ.get("LYRE_NETNS") != "1":
     sys.exit("bench: run through Tools/bench, which makes the isolated test network")
-
-
-def cpu_seconds(pid):
-    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
-
-
-def peak_rss_kib(pid):
-    for line in open(f"/proc/{pid}/status"):
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1])
-    return 0
 
 
 def signal_file(work, name, seconds, kind):

@@ -23,25 +23,12 @@ import threading
 import time
 import wave
 
+from benchlib import cpu_seconds, peak_rss_kib
+
 PEER = "snapcast 0.26.0 (Debian)"
 RATE, CHANNELS, WIDTH = 48000, 2, 2
 FRAME_BYTES = CHANNELS * WIDTH
 CHUNK_MS = 20
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK  # utime, stime (fields 14 and 15 of stat)
-
-
-def vm_hwm_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    return None
 
 
 def read_pcm(path):
@@ -191,7 +178,7 @@ filter = *:info
         wall = time.monotonic() - t0
         result.update(server_cpu_percent=round((s1 - s0) / wall * 100, 2),
                       client_cpu_percent=round((c1 - c0) / wall * 100, 2),
-                      server_rss_kib=vm_hwm_kib(server.pid), client_rss_kib=vm_hwm_kib(client.pid))
+                      server_rss_kib=peak_rss_kib(server.pid), client_rss_kib=peak_rss_kib(client.pid))
         alive = server.poll() is None and client.poll() is None
     finally:
         stop.set()

@@ -41,22 +41,15 @@ import sys
 import tempfile
 import time
 
-from benchlib import host, wait_for
+from benchlib import cpu_seconds, host, wait_for
 
 BIN = os.environ.get("LYRE_BIN", ".build/release")
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOOLS = os.path.dirname(HERE)
 AUDIO = os.path.join(TOOLS, "peers", "audio.py")
-TICK = os.sysconf("SC_CLK_TCK")
 
 if os.environ.get("LYRE_NETNS") != "1":
     sys.exit("bench: run through Tools/bench, which makes the isolated test network")
-
-
-def cpu_seconds(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
 
 
 def audio(*arguments):
@@ -64,8 +57,6 @@ def audio(*arguments):
     if done.returncode != 0:
         sys.exit(f"bench: audio.py {arguments[0]}: {done.stderr.strip()}")
     return json.loads(done.stdout)
-
-
 
 
 def delivery_share(profile):
