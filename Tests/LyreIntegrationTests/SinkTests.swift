@@ -271,10 +271,8 @@ struct SinkTests {
         #expect(!lyred.stderr.contains("takes over"), "\(lyred.stderr)")
         lyred.signal(SIGTERM)
         try await lyred.waitForExit(timeout: 10)
-        let run = try await network.run(["python3", Self.audioTool, "separate", song, chime, output])
-        let parts = try #require(try? JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "audio.py: \(run.stdout) \(run.stderr)")
-        print("lyre sink --announcements through \(server), the output separated: \(parts)")
-        func figure(_ key: String) -> Double { parts[key] as? Double ?? .nan }
+        let parts = try await StreamingTests.separate(network, main: song, announce: chime, output: output, label: "lyre sink --announcements through \(server)")
+        func figure(_ key: String) -> Double { parts[key] }
         // The music at its level before and after, 20 dB down under the announcement, down by the first 10 ms
         // window (lyre sink's announcement stream starts, and the music dips, as the app's stream opens: a few
         // tens of ms before its first sound) and back over the 300 ms release; the announcement at its slider's

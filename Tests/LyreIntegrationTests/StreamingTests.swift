@@ -46,6 +46,22 @@ struct StreamingTests {
         }
     }
 
+    /// The output at `output` as `main` (ducked while `announce` plays) plus `announce`, each found by its
+    /// known signal (Tools/peers/audio.py separate), printed after `label`.
+    struct Separated: CustomStringConvertible {
+        let parts: [String: Any]
+        /// A figure of audio.py's, NaN when it gave none.
+        subscript(key: String) -> Double { parts[key] as? Double ?? .nan }
+        var description: String { "\(parts)" }
+    }
+
+    static func separate(_ network: TestNetwork, main: String, announce: String, output: String, label: String) async throws -> Separated {
+        let run = try await network.run(["python3", audioTool, "separate", main, announce, output])
+        let parts = try #require(try? JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "audio.py: \(run.stdout) \(run.stderr)")
+        print("\(label), the output separated: \(parts)")
+        return Separated(parts: parts)
+    }
+
     /// `audio.py sweep` into the scratch directory: a 100 Hz–8 kHz sweep, or `signal` "full" (20 Hz–20 kHz)
     /// or "music" (music-like material).
     /// `hardEnds`: the signal starts and ends at full level (no fade), as a chime that ends loud.
@@ -448,10 +464,8 @@ struct StreamingTests {
         #expect(rig.lyred.stderr.split(separator: "\n").contains { $0.contains("'\(name)'") && $0.contains(" plays over 'Music'") && $0.hasSuffix(how) },
                 "\(rig.lyred.stderr)")
         try await rig.stop()
-        let run = try await rig.network.run(["python3", Self.audioTool, "separate", song, chime, rig.output])
-        let parts = try #require(try? JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "audio.py: \(run.stdout) \(run.stderr)")
-        print("\(option): the output separated: \(parts)")
-        func figure(_ key: String) -> Double { parts[key] as? Double ?? .nan }
+        let parts = try await Self.separate(rig.network, main: song, announce: chime, output: rig.output, label: option)
+        func figure(_ key: String) -> Double { parts[key] }
         // The music at its level before and after, and `depth` down (or not at all) under the announcement.
         #expect(abs(figure("main_db_before")) < 0.5 && abs(figure("main_db_after")) < 0.5, "\(parts)")
         #expect(abs(figure("main_db_during") - (ducks ? depth : 0)) < 0.5, "\(parts)")
@@ -515,10 +529,8 @@ struct StreamingTests {
         #expect(music.status == 0, "the music: \(music.stderr)")
         #expect(!rig.lyred.stderr.contains("takes over"), "\(rig.lyred.stderr)")
         try await rig.stop()
-        let run = try await rig.network.run(["python3", Self.audioTool, "separate", song, chime, rig.output])
-        let parts = try #require(try? JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "audio.py: \(run.stdout) \(run.stderr)")
-        print("music started under an announcement, the output separated: \(parts)")
-        func figure(_ key: String) -> Double { parts[key] as? Double ?? .nan }
+        let parts = try await Self.separate(rig.network, main: song, announce: chime, output: rig.output, label: "music started under an announcement")
+        func figure(_ key: String) -> Double { parts[key] }
         // The music starts after the announcement, down 15 dB under it, and at its level after it.
         #expect(figure("main_lag_samples") > figure("announce_lag_samples") + 48000 / 2, "the music did not start after the announcement: \(parts)")
         #expect(abs(figure("main_db_during") + 15) < 0.5 && abs(figure("main_db_after")) < 0.5, "\(parts)")
@@ -599,10 +611,8 @@ struct StreamingTests {
         #expect(announce.status == 0, "the announcement: \(announce.stderr)")
         #expect(!rig.lyred.stderr.contains("takes over"), "\(rig.lyred.stderr)")
         try await rig.stop()
-        let run = try await rig.network.run(["python3", Self.audioTool, "separate", song, chime, rig.output])
-        let parts = try #require(try? JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "audio.py: \(run.stdout) \(run.stderr)")
-        print("remote commands during an announcement, the output separated: \(parts)")
-        func figure(_ key: String) -> Double { parts[key] as? Double ?? .nan }
+        let parts = try await Self.separate(rig.network, main: song, announce: chime, output: rig.output, label: "remote commands during an announcement")
+        func figure(_ key: String) -> Double { parts[key] }
         #expect(abs(figure("main_db_before")) < 0.5, "\(parts)")
         // Paused 1 to 2.5 s into the 8 s announcement: the music is gone from most of it (its median level
         // under it, where the file has music, reads -49 to -51 dB).
