@@ -19,7 +19,7 @@ what `lyre play` sends: three 10-minute tagged tones.
   - `play` round trip: the command frame sent to its reply frame;
   - next/previous -> the `now-playing` event with the new title on the WebSocket (sent through the control
     socket, as above, so it also bounds the path from a button click on the page to the page updated);
-  - lyred's CPU and RSS while idle, without a page open and with the page open in headless Chromium
+  - lyred's CPU, RSS and wake-ups a second (context switches of all its threads) while idle, without a page open and with the page open in headless Chromium
     (Tools/peers/browser.py), --idle-seconds each, once per run.
 Percentiles are over all samples of all runs; the per-run medians are shown too.
 """
@@ -35,6 +35,8 @@ import threading
 import time
 
 import websocket
+
+from benchlib import threads, threads_since
 
 BIN = os.environ.get("LYRE_BIN", ".build/release")
 if os.environ.get("LYRE_NETNS") != "1":
@@ -131,7 +133,9 @@ class SignalWatch(TitleEvents):
         self.proc.terminate()
 
 
-def snapcast_rpc(work, samples):
+def snapcast_rpc(work, samples, idle_seconds):
+    """Snapserver's JSON-RPC round trips, then an idle snapclient's cost (process_cost) beside lyred's: connected
+    to that server, whose stream has no audio (a snapclient is never without a server)."""
     fifo = os.path.join(work, "snapfifo")
     if not os.path.exists(fifo):
         os.mkfifo(fifo)
@@ -151,7 +155,7 @@ def snapcast_rpc(work, samples):
             except OSError:
                 time.sleep(0.05)
         if sock is None:
-            return None
+            return None, None
         line = LineSocket(sock)
         times = []
         for i in range(samples):
@@ -160,7 +164,17 @@ def snapcast_rpc(work, samples):
                 raise RuntimeError(f"snapserver: {answer}")
             times.append(ms)
         sock.close()
-        return times
+        client = subprocess.Popen(["snapclient", "-h", "127.0.0.1", "-p", "17804", "--hostID", "lyre-bench-idle",
+                                   "--player", f"file:filename={os.path.join(work, 'snapclient-idle.pcm')}", "--logsink", "stderr"],
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "snapclient.log"), "w"))
+        try:
+            time.sleep(3)
+            if client.poll() is not None:
+                sys.exit(f"bench remote: snapclient ended; see {os.path.join(work, 'snapclient.log')}")
+            return times, process_cost(client.pid, idle_seconds)
+        finally:
+            client.terminate()
+            client.wait(5)
     finally:
         server.terminate()
         server.wait(5)
@@ -206,15 +220,13 @@ class WebWatch(TitleEvents):
 
 
 def process_cost(pid, seconds):
-    """CPU share (% of one core) and RSS (MiB, at the end) of process pid over seconds."""
-    def ticks():
-        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-        return int(fields[11]) + int(fields[12])
-    before = ticks()
+    """CPU share (% of one core), RSS (MiB, at the end) and wake-ups per second (context switches of all its
+    threads) of process pid over seconds."""
+    before = threads(pid)
     time.sleep(seconds)
-    used = ticks() - before
+    woken, cpu = threads_since(pid, before)
     rss = next(int(l.split()[1]) for l in open(f"/proc/{pid}/status") if l.startswith("VmRSS:"))
-    return 100.0 * used / os.sysconf("SC_CLK_TCK") / seconds, rss / 1024
+    return 100.0 * cpu / seconds, rss / 1024, woken / seconds
 
 
 def idle_cost(work, run, seconds):
@@ -316,7 +328,7 @@ def main():
     os.makedirs(os.path.join(work, "state"), exist_ok=True)
     files = make_tracks(work, 600)
     runs = [one_run(work, r, a.samples, files) for r in range(a.runs)]
-    peer = snapcast_rpc(work, a.samples * a.runs)
+    peer, peer_idle = snapcast_rpc(work, a.samples * a.runs, a.idle_seconds)
     idle = [idle_cost(work, r, a.idle_seconds) for r in range(a.runs)]
 
     def row(name, key, values, target=None):
@@ -344,12 +356,20 @@ def main():
         print(f"ratio of p99, lyre web API play command / Snapcast local RPC: {web['p99_ms'] / rows[-1]['p99_ms']:.2f}")
     cpu = [[round(x[i][0], 3) for x in idle] for i in (0, 1)]
     rss = [[round(x[i][1], 1) for x in idle] for i in (0, 1)]
-    print(f"lyred idle over {a.idle_seconds:g} s, per run: without the page CPU {cpu[0]} % RSS {rss[0]} MiB; "
-          f"with the page open in Chromium CPU {cpu[1]} % RSS {rss[1]} MiB; "
+    woken = [[round(x[i][2], 1) for x in idle] for i in (0, 1)]
+    print(f"lyred idle over {a.idle_seconds:g} s, per run: without the page CPU {cpu[0]} % RSS {rss[0]} MiB wake-ups {woken[0]} /s; "
+          f"with the page open in Chromium CPU {cpu[1]} % RSS {rss[1]} MiB wake-ups {woken[1]} /s; "
           f"medians {statistics.median(cpu[0]):.3f} % / {statistics.median(cpu[1]):.3f} %, "
-          f"{statistics.median(rss[0]):.1f} / {statistics.median(rss[1]):.1f} MiB")
+          f"{statistics.median(rss[0]):.1f} / {statistics.median(rss[1]):.1f} MiB, "
+          f"{statistics.median(woken[0]):.1f} / {statistics.median(woken[1]):.1f} wake-ups/s "
+          f"(issue 30's target: a few a second and under 0.1 % without the page)")
+    if peer_idle:
+        print(f"peer: snapclient 0.26 idle over {a.idle_seconds:g} s (connected, its server's stream without audio): "
+              f"CPU {peer_idle[0]:.3f} % RSS {peer_idle[1]:.1f} MiB wake-ups {peer_idle[2]:.1f} /s")
     print(json.dumps({"runs": a.runs, "rows": rows, "idle": {"cpu_percent": {"without": cpu[0], "with_page": cpu[1]},
-                                                            "rss_mib": {"without": rss[0], "with_page": rss[1]}}}))
+                                                            "wakeups_per_second": {"without": woken[0], "with_page": woken[1]},
+                                                            "rss_mib": {"without": rss[0], "with_page": rss[1]},
+                                                            "peer_snapclient": peer_idle}}))
 
 
 if __name__ == "__main__":
