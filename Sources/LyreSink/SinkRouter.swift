@@ -185,14 +185,14 @@ public struct SinkRouter: Sendable {
     /// gain. Under −30 dB or muted the receiver is muted, and the recording is left as it is. An announcements
     /// output's slider is the announcements' own level, which the server's volume already is: 1.
     public static func captureGain(_ kind: OutputID.Kind, outputDecibels decibels: Double, muted: Bool) -> Float {
-        guard kind == .main, !muted, decibels >= -30, decibels.isFinite else { return 1 }
+        guard kind == .main, decibels.isFinite, receiverVolume(outputDecibels: decibels, muted: muted) > VolumePolicy.mute else { return 1 }
         return Float(1 / VolumePolicy.gain(decibels))
     }
 
     /// The receiver's volume (streaming.md: −30…0 dB, −144 for mute) for an output's slider at `decibels`
     /// (libpulse's dB: 0 at 100 %, −∞ at 0 %): muted or under −30 dB is mute, over 0 dB is 0.
     public static func receiverVolume(outputDecibels decibels: Double, muted: Bool) -> Double {
-        if muted || !(decibels >= -30) { return -144 }
+        if muted || !(decibels >= -30) { return VolumePolicy.mute }
         return min(decibels, 0)
     }
 
