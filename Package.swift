@@ -40,8 +40,8 @@ let package = Package(
         // Fixed-signature wrappers for the variadic opus_*_ctl: see Sources/COpusShim/include/COpusShim.h.
         .target(name: "COpusShim", dependencies: ["COpus"]),
         // FFmpeg's demux/decode loop, in C beside the macros it needs, with FFmpeg's libraries opened on first
-        // use rather than linked: see Sources/CFFmpegShim/include/CFFmpegShim.h. Headers: Debian libavformat-dev,
-        // libavcodec-dev, libswresample-dev, libavutil-dev.
+        // use rather than linked, and libsndfile for WAV and raw PCM, likewise: see Sources/CFFmpegShim/include/CFFmpegShim.h.
+        // Headers: Debian libavformat-dev, libavcodec-dev, libswresample-dev, libavutil-dev, libsndfile1-dev.
         .target(name: "CFFmpegShim", linkerSettings: [.linkedLibrary("dl")]),
         .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
         .systemLibrary(name: "CPulse", pkgConfig: "libpulse-simple", providers: [.apt(["libpulse-dev"])]),

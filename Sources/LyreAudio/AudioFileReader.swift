@@ -31,7 +31,9 @@ public struct RawPCMFormat: Sendable, Equatable {
 }
 
 /// An audio source decoded by FFmpeg's libraries (libavformat, libavcodec, libswresample): every container
-/// and codec they read, among them WAV, FLAC, Ogg Vorbis/Opus, MP3 and MP4/M4A (AAC, ALAC), and raw PCM.
+/// and codec they read, among them WAV, FLAC, Ogg Vorbis/Opus, MP3 and MP4/M4A (AAC, ALAC). A WAV of samples
+/// (integer or float, without an ID3 chunk) and raw PCM are read by libsndfile instead, so that playing them
+/// loads no FFmpeg library (27 MB of `lyre play`'s memory); both give the same floats.
 /// Samples come out as interleaved float in the source's own rate and channel count. This is the one
 /// decoding path: what a sender streams, what it plays locally, and the tags and cover art it describes.
 public struct AudioFileReader: ~Copyable {
@@ -40,6 +42,8 @@ public struct AudioFileReader: ~Copyable {
     public let channels: Int
     /// Frames in the source; nil for streams (stdin) and containers that cannot tell.
     public let frames: Int?
+    /// Which library reads the source: "libsndfile" or "FFmpeg".
+    public let library: String
     /// Tags by lower-case name as FFmpeg names them (`title`, `artist`, `album`, `album_artist`, `genre`,
     /// `track`), the container's first and then the audio stream's (where Ogg keeps them).
     public let tags: [String: String]
@@ -64,6 +68,7 @@ public struct AudioFileReader: ~Copyable {
 
     private init(decoder: OpaquePointer, streaming: Bool) {
         self.decoder = decoder
+        library = String(cString: lyre_decoder_library(decoder))
         sampleRate = Int(lyre_decoder_sample_rate(decoder))
         channels = Int(lyre_decoder_channels(decoder))
         let frames = lyre_decoder_frames(decoder)

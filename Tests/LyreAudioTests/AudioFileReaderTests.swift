@@ -2,9 +2,9 @@ import Foundation
 import LyreAudio
 import Testing
 
-/// The one decoding path (FFmpeg's libraries) without a network: what comes out of AudioFileReader is the
-/// PCM that went into the file, sample for sample, from the start and after a seek; raw PCM from a pipe
-/// likewise; a file that is not audio is a clear error.
+/// The one decoding path (FFmpeg's libraries, and libsndfile for WAV and raw PCM) without a network: what
+/// comes out of AudioFileReader is the PCM that went into the file, sample for sample, from the start and
+/// after a seek; raw PCM from a pipe likewise; a file that is not audio is a clear error.
 struct AudioFileReaderTests {
     /// A 44.1 kHz stereo signal with no repeating stretch (a sweep on the left, noise on the right), so a
     /// frame read at the wrong place cannot match by chance.
@@ -68,8 +68,58 @@ struct AudioFileReaderTests {
         let reader = try AudioFileReader(path: path)
         let (rate, channels, frames) = (reader.sampleRate, reader.channels, reader.frames)
         #expect(rate == 44100 && channels == 2 && frames == 44100)
+        #expect(reader.library == "libsndfile", "a WAV of samples loads no FFmpeg library")
         let same = Self.asInt16(Self.readAll(reader)) == samples
         #expect(same, "what was read is not what the file holds")
+    }
+
+    /// A WAV of each sample format ffmpeg writes is read by libsndfile, and gives the floats ffmpeg's own
+    /// command line makes of it (`-f f32le`), every one of them; its LIST INFO tags come out under FFmpeg's names.
+    @Test(arguments: ["pcm_u8", "pcm_s16le", "pcm_s24le", "pcm_s32le", "pcm_f32le", "pcm_f64le"])
+    func wavIsReadAsFFmpegReadsIt(codec: String) throws {
+        let source = Self.temporary("d.wav")
+        try Self.wav(Self.signal(frames: 2 * 44100)).write(to: URL(fileURLWithPath: source))
+        defer { try? FileManager.default.removeItem(atPath: source) }
+        let wav = try Self.ffmpeg(source, to: "d-\(codec).wav", ["-c:a", codec, "-metadata", "title=Ding Dong", "-metadata", "artist=The Door",
+                                                                 "-metadata", "album=House", "-metadata", "genre=Chime"])
+        defer { try? FileManager.default.removeItem(atPath: wav) }
+        let raw = try Self.ffmpeg(wav, to: "d-\(codec).f32", ["-f", "f32le", "-c:a", "pcm_f32le"])
+        defer { try? FileManager.default.removeItem(atPath: raw) }
+        let expected = try Data(contentsOf: URL(fileURLWithPath: raw)).withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+        let reader = try AudioFileReader(path: wav)
+        #expect(reader.library == "libsndfile")
+        #expect(reader.sampleRate == 44100 && reader.channels == 2 && reader.frames == 2 * 44100)
+        let got = Self.readAll(reader)
+        #expect(expected.count == 2 * 2 * 44100, "ffmpeg made \(expected.count) samples")
+        #expect(got.count == expected.count, "\(got.count) samples against ffmpeg's \(expected.count)")
+        let differing = zip(expected, got).filter { $0 != $1 }.count
+        #expect(differing == 0, "\(differing) of \(got.count) samples differ from ffmpeg's")
+        #expect(reader.tags["title"] == "Ding Dong" && reader.tags["artist"] == "The Door" && reader.tags["album"] == "House"
+                    && reader.tags["genre"] == "Chime", "\(reader.tags)")
+    }
+
+    /// A WAV that carries an ID3 chunk (tags, a cover; taggers such as Mutagen write one) is FFmpeg's to read:
+    /// libsndfile skips that chunk. The chunk is made here (an ID3v2.3 tag with one TIT2 frame), and FFmpeg
+    /// reading the title from it says it is one.
+    @Test func aWAVWithAnID3ChunkIsReadByFFmpeg() throws {
+        var wav = Self.wav(Self.signal(frames: 44100))
+        func u32be(_ v: Int) -> [UInt8] { [UInt8(v >> 24 & 0xFF), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)] }
+        let text: [UInt8] = [0] + Array("Tagged".utf8)  // ISO-8859-1
+        let frame = Array("TIT2".utf8) + u32be(text.count) + [0, 0] + text
+        let tag = Array("ID3".utf8) + [3, 0, 0] + [0, 0, 0, UInt8(frame.count)] + frame  // synchsafe size < 128
+        var chunk = Array("id3 ".utf8)
+        withUnsafeBytes(of: UInt32(tag.count).littleEndian) { chunk += $0 }
+        chunk += tag + (tag.count % 2 == 1 ? [0] : [])
+        wav.append(contentsOf: chunk)
+        let riffSize = UInt32(wav.count - 8).littleEndian
+        withUnsafeBytes(of: riffSize) { wav.replaceSubrange(4..<8, with: $0) }
+        let path = Self.temporary("e.wav")
+        try wav.write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let reader = try AudioFileReader(path: path)
+        #expect(reader.library == "FFmpeg" && reader.tags["title"] == "Tagged", "\(reader.library) \(reader.tags)")
+        let same = Self.asInt16(Self.readAll(reader)) == Self.signal(frames: 44100)
+        #expect(same)
     }
 
     /// Seeking lands on the frame asked for, not the packet or keyframe before it: in a WAV, and in a FLAC
@@ -128,7 +178,7 @@ struct AudioFileReaderTests {
         writer.start()
         let reader = try AudioFileReader(fileDescriptor: readEnd, raw: RawPCMFormat("s16le:44100:2")!)
         let (rate, channels, frames) = (reader.sampleRate, reader.channels, reader.frames)
-        #expect(frames == nil && rate == 44100 && channels == 2)
+        #expect(frames == nil && rate == 44100 && channels == 2 && reader.library == "libsndfile")
         let same = Self.asInt16(Self.readAll(reader)) == samples
         #expect(same, "what was read is not what went into the pipe")
         let moved = reader.seek(toFrame: 0)

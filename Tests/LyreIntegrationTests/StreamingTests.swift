@@ -133,6 +133,38 @@ struct StreamingTests {
         #expect(rig.lyred.stderr.contains("late=0"), "\(rig.lyred.stderr)")
     }
 
+    /// `lyre play` reads a WAV without loading FFmpeg's libraries (they and what they load were 25 MB of its
+    /// 66 MB: AudioFileReader), and a FLAC with them, which shows that the check sees them: read from the
+    /// running sender's /proc/PID/maps. The output is the input from first sample to last either way.
+    @Test(arguments: ["wav", "flac"])
+    func aWAVIsPlayedWithoutLoadingFFmpeg(container: String) async throws {
+        let rig = try await Rig()
+        defer { rig.network.close() }
+        let music = try await Self.sweep(rig.network, rate: 48000, seconds: 4, signal: "music")
+        var input = music
+        if container == "flac" {
+            input = rig.network.scratch.appendingPathComponent("music.flac").path
+            let made = try await rig.network.run(["ffmpeg", "-v", "error", "-y", "-i", music, input])
+            #expect(made.status == 0, "\(made.stderr)")
+        }
+        let play = try rig.network.spawn(["lyre", "play", input, "--to", "Speaker", "--group-socket", "off"])
+        #expect(await eventually { rig.lyred.stderr.contains("now playing:") }, "\(rig.lyred.stderr)")
+        let pid = try #require(play.commandPIDs.first, "lyre play is not running: \(play.stderr)")
+        // Read to its end: /proc files say they are empty, and String(contentsOfFile:) read only their first page.
+        let maps = String(decoding: try #require(FileHandle(forReadingAtPath: "/proc/\(pid)/maps")).readDataToEndOfFile(), as: UTF8.self)
+        let loaded = Set(maps.split(separator: "\n").compactMap { $0.split(separator: "/").last.map(String.init) }.filter { name in
+            ["libavformat.", "libavcodec.", "libavutil.", "libswresample."].contains { name.hasPrefix($0) }
+        })
+        #expect(maps.contains("libopus"), "not lyre play's maps: \(maps.prefix(500))")
+        #expect(loaded.isEmpty == (container == "wav"), "FFmpeg's libraries mapped while playing a \(container): \(loaded.sorted())")
+        try await play.waitForExit(timeout: 30)
+        #expect(play.status == 0, "lyre play: \(play.stderr)")
+        try await rig.stop()
+        let comparison = try await Self.compare(rig.network, reference: music, output: rig.output)
+        Self.expectSameAudio(comparison)
+        Self.expectWhole(comparison)
+    }
+
     /// A queue of two files cut from one signal at a sample that is not a packet boundary plays gapless: the
     /// output is the whole signal, no sample lost or added where the tracks meet.
     @Test func aQueuePlaysGaplessFromFirstSampleToLast() async throws {

@@ -216,12 +216,17 @@ final class Spawned: @unchecked Sendable {
     /// Sends `signal` to the command. nsenter forks it and does not pass signals on, so this signals
     /// nsenter's child, the command itself.
     func signal(_ signal: Int32) {
-        let pid = process.processIdentifier
-        let children = (try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/children", encoding: .utf8)) ?? ""
-        for child in children.split(separator: " ").compactMap({ Int32($0) }) { kill(child, signal) }
+        for child in commandPIDs { kill(child, signal) }
         // nsenter stops itself when its child stops (as a shell does for a job): it is continued with it, or it
         // would never reap the command.
-        if signal == SIGCONT { kill(pid, SIGCONT) }
+        if signal == SIGCONT { kill(process.processIdentifier, SIGCONT) }
+    }
+
+    /// The command's own process: nsenter's child (nsenter forks it), once it runs.
+    var commandPIDs: [Int32] {
+        let pid = process.processIdentifier
+        let children = (try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/children", encoding: .utf8)) ?? ""
+        return children.split(separator: " ").compactMap { Int32($0) }
     }
 
     func waitForExit(timeout: Double) async throws {
@@ -238,9 +243,7 @@ final class Spawned: @unchecked Sendable {
 
     /// Every thread's stack of the command (nsenter's child), from gdb: what a process that hangs waits on.
     func threadStacks() -> String {
-        let pid = process.processIdentifier
-        let children = (try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/children", encoding: .utf8)) ?? ""
-        guard let child = children.split(separator: " ").first.map(String.init) else { return "(it has no process)" }
+        guard let child = commandPIDs.first.map(String.init) else { return "(it has no process)" }
         let gdb = Process()
         // Bounded: a test that is already failing must not hang on its diagnosis.
         gdb.executableURL = URL(fileURLWithPath: "/usr/bin/timeout")

@@ -2,7 +2,7 @@
 # Safe to re-run: it installs only what is missing.
 
 LYRE_BUILD_PACKAGES=(pkg-config libavahi-client-dev libavahi-core-dev libavahi-common-dev libasound2-dev
-  libopus-dev libavformat-dev libavcodec-dev libswresample-dev libavutil-dev libsoxr-dev libdbus-1-dev libpulse-dev libsodium-dev libsrtp2-dev)
+  libopus-dev libavformat-dev libavcodec-dev libswresample-dev libavutil-dev libsndfile1-dev libsoxr-dev libdbus-1-dev libpulse-dev libsodium-dev libsrtp2-dev)
 LYRE_RUNTIME_PACKAGES=(avahi-daemon avahi-utils dbus iproute2 util-linux python3 procps bc alsa-utils)
 # Real peers the streaming tests play with.
 LYRE_PEER_PACKAGES=(ffmpeg nftables gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-rtsp playerctl pulseaudio pulseaudio-utils pipewire pipewire-pulse wireplumber libasound2-plugins mpv mpv-mpris tcpdump sudo

@@ -3,6 +3,8 @@
 
 // Audio decoding through FFmpeg's libraries, opened with dlopen on first use: every container and codec they read (WAV, FLAC, Ogg Vorbis and
 // Opus, MP3, MP4/M4A with AAC or ALAC, ...), as interleaved float at the source's own rate and channel count.
+// A WAV of samples (integer or float, no ID3 chunk) and raw PCM are read by libsndfile instead, opened likewise,
+// so that playing them loads no FFmpeg library (see shim.c).
 // The demux/decode/convert loop is FFmpeg's own send/receive pattern, kept in C beside the headers it uses
 // (AVERROR_EOF and friends are macros Swift cannot import); the Swift side is LyreAudio's AudioFileReader.
 
@@ -14,9 +16,12 @@ typedef struct LyreDecoder LyreDecoder;
 /// Opens a file and its best audio stream. NULL on failure, with a message in `error`.
 LyreDecoder *lyre_decoder_open_file(const char *path, char *error, size_t error_size);
 
-/// Reads headerless PCM from `fd` (not closed) with FFmpeg's raw demuxer `format` ("s16le", "f32le", ...).
+/// Reads headerless PCM from `fd` (not closed) in `format` ("s16le", "f32le", ..., FFmpeg's raw demuxers' names).
 LyreDecoder *lyre_decoder_open_raw(int fd, const char *format, int sample_rate, int channels, char *error,
                                    size_t error_size);
+
+/// "libsndfile" or "FFmpeg": which library reads the source.
+const char *lyre_decoder_library(const LyreDecoder *decoder);
 
 int lyre_decoder_sample_rate(const LyreDecoder *decoder);
 int lyre_decoder_channels(const LyreDecoder *decoder);
