@@ -165,6 +165,24 @@ struct StreamingTests {
         Self.expectWhole(comparison)
     }
 
+    /// `lyre play - --format s16le:48000:2` plays raw PCM from its standard input (read by libsndfile): the
+    /// output holds the input from its first sample to its last.
+    @Test func rawPCMOnStandardInputPlaysWhole() async throws {
+        let rig = try await Rig()
+        defer { rig.network.close() }
+        let sweep = try await Self.sweep(rig.network, rate: 48000, seconds: 3, hardEnds: true)
+        let raw = rig.network.scratch.appendingPathComponent("sweep.s16le").path
+        let made = try await rig.network.run(["ffmpeg", "-v", "error", "-y", "-i", sweep, "-f", "s16le", raw])
+        #expect(made.status == 0, "\(made.stderr)")
+        let play = try await rig.network.run(["sh", "-c", "exec \"$0\" play - --format s16le:48000:2 --to Speaker < \"$1\"",
+                                              TestNetwork.binaries + "/lyre", raw])
+        #expect(play.status == 0, "lyre play: \(play.stderr)")
+        try await rig.stop()
+        let comparison = try await Self.compare(rig.network, reference: sweep, output: rig.output)
+        Self.expectSameAudio(comparison)
+        Self.expectWhole(comparison, lags: false)
+    }
+
     /// A queue of two files cut from one signal at a sample that is not a packet boundary plays gapless: the
     /// output is the whole signal, no sample lost or added where the tracks meet.
     @Test func aQueuePlaysGaplessFromFirstSampleToLast() async throws {
