@@ -140,6 +140,7 @@ enum { MAX_CONSECUTIVE_ERRORS = 64 };
 struct LyreDecoder {
     SNDFILE *snd;              // read by libsndfile (the rest is FFmpeg's and unused)
     int snd_seekable;
+    char snd_track[64];        // a WAV's INFO IPRT, "" when none
     AVFormatContext *format;
     AVCodecContext *codec;
     SwrContext *swr;
@@ -220,15 +221,36 @@ static LyreDecoder *new_decoder(void) {
     return d;
 }
 
-// True when a RIFF WAVE file holds a chunk `id` at its top level (chunks walked from the header on; an RF64
-// file's sizes live in its ds64 chunk, so its walk stops at the first chunk that says so, 0xFFFFFFFF).
-static int wav_has_chunk(FILE *file, const char *id) {
+static uint32_t le32(const unsigned char *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+// Walks a RIFF WAVE file's top-level chunks from its header on: whether it holds an ID3 chunk, and its LIST
+// INFO `IPRT` (where FFmpeg writes the track number; libsndfile reads only `ITRK`), into `track`. An RF64
+// file's sizes live in its ds64 chunk, so the walk stops at the first chunk that says so (0xFFFFFFFF).
+static int wav_scan(FILE *file, char *track, size_t track_size) {
     unsigned char header[8];
+    track[0] = 0;
     if (fseeko(file, 12, SEEK_SET) != 0) return 0;
     while (fread(header, 1, sizeof header, file) == sizeof header) {
-        if (memcmp(header, id, 4) == 0) return 1;
-        uint32_t size = (uint32_t)header[4] | (uint32_t)header[5] << 8 | (uint32_t)header[6] << 16 | (uint32_t)header[7] << 24;
-        if (size == 0xFFFFFFFFu || fseeko(file, (off_t)size + (size & 1), SEEK_CUR) != 0) return 0;
+        if (memcmp(header, "id3 ", 4) == 0 || memcmp(header, "ID3 ", 4) == 0) return 1;
+        uint32_t size = le32(header + 4);
+        if (size == 0xFFFFFFFFu) return 0;
+        off_t next = ftello(file) + (off_t)size + (size & 1);
+        unsigned char kind[4];
+        if (memcmp(header, "LIST", 4) == 0 && size >= 4 && fread(kind, 1, 4, file) == 4 && memcmp(kind, "INFO", 4) == 0) {
+            for (uint32_t at = 4; at + 8 <= size && fread(header, 1, sizeof header, file) == sizeof header;) {
+                uint32_t length = le32(header + 4);
+                if (length > size - at - 8) break;
+                if (memcmp(header, "IPRT", 4) == 0 && length < track_size) {
+                    if (fread(track, 1, length, file) != length) break;
+                    track[length] = 0;
+                } else if (fseeko(file, (off_t)length, SEEK_CUR) != 0) break;
+                if ((length & 1) && fseeko(file, 1, SEEK_CUR) != 0) break;
+                at += 8 + length + (length & 1);
+            }
+        }
+        if (fseeko(file, next, SEEK_SET) != 0) return 0;
     }
     return 0;
 }
@@ -240,9 +262,10 @@ static LyreDecoder *open_wav(const char *path) {
     FILE *file = fopen(path, "rb");
     if (!file) return NULL;
     size_t got = fread(head, 1, sizeof head, file);
+    char track[sizeof ((LyreDecoder *)0)->snd_track];
     int wav = got == sizeof head && memcmp(head + 8, "WAVE", 4) == 0
         && (memcmp(head, "RIFF", 4) == 0 || memcmp(head, "RF64", 4) == 0 || memcmp(head, "BW64", 4) == 0);
-    wav = wav && !wav_has_chunk(file, "id3 ") && !wav_has_chunk(file, "ID3 ");
+    wav = wav && !wav_scan(file, track, sizeof track);
     fclose(file);
     if (!wav || !sf_ready()) return NULL;
     SF_INFO info = {0};
@@ -259,6 +282,7 @@ static LyreDecoder *open_wav(const char *path) {
     LyreDecoder *d = calloc(1, sizeof *d);
     if (!d) { sf.sf_close(snd); return NULL; }
     d->snd = snd;
+    memcpy(d->snd_track, track, sizeof track);
     d->snd_seekable = info.seekable;
     d->sample_rate = info.samplerate;
     d->channels = info.channels;
@@ -394,6 +418,7 @@ int lyre_decoder_tag(const LyreDecoder *d, int which, int index, const char **ke
         if (which != 0) return 0;
         for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
             const char *text = sf.sf_get_string(d->snd, names[i].id);
+            if ((!text || !*text) && names[i].id == SF_STR_TRACKNUMBER) text = d->snd_track;
             if (!text || !*text || index-- > 0) continue;
             *key = names[i].name;
             *value = text;

@@ -133,7 +133,7 @@ struct Play: AsyncParsableCommand {
         let sources: [AudioSource] = files.map {
             $0 == "-" ? .raw(fileDescriptor: 0, format: RawPCMFormat(format)!) : .file(path: $0)
         }
-        // Every file is opened and described (the first loads FFmpeg's libraries, tens of ms) while the
+        // Every file is opened and described (the first that is not a WAV loads FFmpeg's libraries, tens of ms) while the
         // receivers are found and connected to; nothing plays unless all open.
         let overrides = Overrides(title: title, artist: artist, album: album, artwork: artwork)
         let described = Task.detached { Result { try Self.queueItems(sources, overrides) } }
