@@ -33,7 +33,7 @@ public struct RawPCMFormat: Sendable, Equatable {
 /// An audio source decoded by FFmpeg's libraries (libavformat, libavcodec, libswresample): every container
 /// and codec they read, among them WAV, FLAC, Ogg Vorbis/Opus, MP3 and MP4/M4A (AAC, ALAC). A WAV of samples
 /// (integer or float, without an ID3 chunk) and raw PCM are read by libsndfile instead, so that playing them
-/// loads no FFmpeg library (27 MB of `lyre play`'s memory); both give the same floats.
+/// loads no FFmpeg library (25 MB of `lyre play`'s memory); both give the same floats.
 /// Samples come out as interleaved float in the source's own rate and channel count. This is the one
 /// decoding path: what a sender streams, what it plays locally, and the tags and cover art it describes.
 public struct AudioFileReader: ~Copyable {
