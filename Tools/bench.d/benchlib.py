@@ -24,6 +24,16 @@ def peak_rss_kib(pid):
     return None
 
 
+def private_dirty_kib(pid):
+    """A process's private dirty memory now (Private_Dirty of /proc/PID/smaps_rollup), KiB: the pages it wrote
+    that no other process shares, which the kernel cannot drop (RSS also counts the clean pages of its code)."""
+    with open(f"/proc/{pid}/smaps_rollup") as f:
+        for line in f:
+            if line.startswith("Private_Dirty:"):
+                return int(line.split()[1])
+    return None
+
+
 def threads(pid):
     """Each thread of process pid so far, {tid: (wake-ups, CPU ns)}: wake-ups are its voluntary (woken from a
     wait) and involuntary context switches (/proc/PID/task/TID/status), CPU its time on a CPU from the

@@ -14,56 +14,20 @@ Runs inside Tools/netns. For each run it does four things:
 It prints medians over --runs, and the ratios paired/plain.
 """
 import argparse
-import json
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
-from benchlib import wait_for
-from streaming import BIN, TOOLS, run_lyre
-
-
-def pair(work, sender_state):
-    """Pairs a sender (its state in `sender_state`) with lyred (state in work/state); returns seconds."""
-    log = os.path.join(work, "lyred-pair.log")
-    socket_path = os.path.join(work, "pair.sock")
-    lyred = subprocess.Popen([os.path.join(BIN, "lyred"), "--access", "open", "--name", "Bench", "--port", "7790",
-                              "--state-dir", os.path.join(work, "state"), "--output", "null", "--mpris", "off",
-                              "--control-socket", socket_path], stdout=subprocess.DEVNULL, stderr=open(log, "w"))
-    try:
-        if not wait_for(log, "advertised as"):
-            sys.exit(f"bench: lyred did not start; see {log}")
-        env = dict(os.environ, XDG_STATE_HOME=sender_state, XDG_CONFIG_HOME=sender_state)
-        started = time.monotonic()
-        pairing = subprocess.Popen([os.path.join(BIN, "lyre"), "pair", "--host", "127.0.0.1:7790", "--name", "Bench sender"],
-                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
-        pin = None
-        while pin is None and time.monotonic() - started < 10:
-            shown = subprocess.run([os.path.join(BIN, "lyre"), "remote", "--socket", socket_path, "pairing", "--json"],
-                                   capture_output=True, text=True)
-            if shown.returncode == 0:
-                pin = json.loads(shown.stdout)["pin"]
-            else:
-                time.sleep(0.005)
-        if pin is None:
-            sys.exit("bench: lyred showed no PIN")
-        out, err = pairing.communicate(pin + "\n", timeout=20)
-        took = time.monotonic() - started
-        if pairing.returncode != 0:
-            sys.exit(f"bench: lyre pair failed: {err.strip()}")
-        return took
-    finally:
-        lyred.terminate()
-        lyred.wait(10)
+from streaming import TOOLS, run_lyre, run_paired
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=30)
+    ap.add_argument("--bitrate", type=int, default=192, help="Opus kbit/s")
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="lyre-bench-security-")
     music = os.path.join(work, "music.wav")
@@ -73,12 +37,11 @@ def main():
     pairings, paired, plain = [], [], []
     for i in range(a.runs):
         print(f"run {i + 1}/{a.runs}", file=sys.stderr)
-        paired_state = tempfile.mkdtemp(prefix=f"paired{i}-", dir=work)
-        pairings.append(pair(work, paired_state))
-        paired.append(run_lyre(work, music, 250, out, f"paired{i}", sender_state=paired_state))
-        if "TLS and SRTP" not in open(os.path.join(work, f"lyred-paired{i}.log")).read():
-            sys.exit("bench: the paired session was not encrypted")
-        plain.append(run_lyre(work, music, 250, out, f"plain{i}", sender_state=tempfile.mkdtemp(prefix=f"plain{i}-", dir=work)))
+        took, run = run_paired(work, music, f"paired{i}", a.seconds, a.bitrate)
+        pairings.append(took)
+        paired.append(run)
+        plain.append(run_lyre(work, music, 250, out, f"plain{i}", a.seconds, a.bitrate,
+                              sender_state=tempfile.mkdtemp(prefix=f"plain{i}-", dir=work)))
 
     def med(runs, key):
         return statistics.median(r[key] for r in runs)
@@ -92,7 +55,7 @@ def main():
         p, q = med(paired, key), med(plain, key)
         print(f"  {label:34} {p:9.2f} {q:9.2f} {p / q if q else float('nan'):7.2f}   {target}")
     print(f"  first sample: paired - plain = {med(paired, 'first_sample_ms') - med(plain, 'first_sample_ms'):+.1f} ms (target <= +20)")
-    print(f"\nreproduce: Tools/bench security --runs {a.runs} --seconds {a.seconds:g}")
+    print(f"\nreproduce: Tools/bench security --runs {a.runs} --seconds {a.seconds:g} --bitrate {a.bitrate}")
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ import threading
 import time
 import wave
 
-from benchlib import cpu_seconds, peak_rss_kib
+from benchlib import cpu_seconds, peak_rss_kib, private_dirty_kib
 
 PEER = "snapcast 0.26.0 (Debian)"
 RATE, CHANNELS, WIDTH = 48000, 2, 2
@@ -176,9 +176,11 @@ filter = *:info
         time.sleep(args.seconds)
         s1, c1 = cpu_seconds(server.pid), cpu_seconds(client.pid)
         wall = time.monotonic() - t0
+        dirty = private_dirty_kib(server.pid), private_dirty_kib(client.pid)
         result.update(server_cpu_percent=round((s1 - s0) / wall * 100, 2),
                       client_cpu_percent=round((c1 - c0) / wall * 100, 2),
-                      server_rss_kib=peak_rss_kib(server.pid), client_rss_kib=peak_rss_kib(client.pid))
+                      server_rss_kib=peak_rss_kib(server.pid), client_rss_kib=peak_rss_kib(client.pid),
+                      server_dirty_kib=dirty[0], client_dirty_kib=dirty[1])
         alive = server.poll() is None and client.poll() is None
     finally:
         stop.set()

@@ -4,8 +4,12 @@
 Runs inside Tools/netns. Each run plays the same 48 kHz stereo input (music-like: chords, kick and hi-hat;
 --signal sweep for a full-band sweep) with --latency 20 into lyred's WAV sink (and once more into ALSA's null
 plugin), reads lyred's presentation log, and measures CPU and peak RSS of lyred and of `lyre play`; once more
-at the default latency (250 ms), where lyred renders 50 ms blocks as snapclient's file player does; then
-Snapcast streams the same file for the same time. Both encode Opus at --bitrate kbit/s. Medians over --runs.
+at the default latency (250 ms), where lyred renders 50 ms blocks as snapclient's file player does; once more
+from a sender paired with lyred (PIN pairing: TLS and SRTP, the default configuration); then Snapcast streams
+the same file for the same time. Both encode Opus at --bitrate kbit/s. Medians over --runs.
+
+Memory: peak RSS (VmHWM) and private dirty (smaps_rollup, read while playing), for lyred and snapclient,
+`lyre play` and snapserver. lyre and lyred are the programs as shipped (Tools/lib/shipped.sh).
 
 CPU is measured as the peer's is: over a steady window (from 2 s after `lyre play` starts to 1 s before its
 input ends), the same window length for Snapcast. The whole run of `lyre play` (process start, decoder and
@@ -28,7 +32,7 @@ import sys
 import tempfile
 import time
 
-from benchlib import cpu_seconds, peak_rss_kib, wait_for
+from benchlib import cpu_seconds, peak_rss_kib, private_dirty_kib, wait_for
 
 BIN = os.environ.get("LYRE_BIN", ".build/release")
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -62,13 +66,14 @@ def run_lyre(work, sweep, latency, output, tag, seconds, bitrate, env=None, targ
         play_env = dict(os.environ, XDG_STATE_HOME=sender_state, XDG_CONFIG_HOME=sender_state) if sender_state else None
         play = subprocess.Popen([os.path.join(BIN, "lyre"), "play", sweep, *target, "--bitrate", str(bitrate),
                                  "--latency", str(latency)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=play_env)
-        steady = None
+        steady, dirty = None, (float("nan"), float("nan"))
         time.sleep(WARMUP)
         try:
             p0, l0, t0 = cpu_seconds(play.pid), cpu_seconds(lyred.pid), time.monotonic()
             time.sleep(window(seconds))
             p1, l1, t1 = cpu_seconds(play.pid), cpu_seconds(lyred.pid), time.monotonic()
             steady = (100 * (p1 - p0) / (t1 - t0), 100 * (l1 - l0) / (t1 - t0))
+            dirty = (private_dirty_kib(play.pid), private_dirty_kib(lyred.pid))  # while it plays
         except (FileNotFoundError, ProcessLookupError):
             pass  # `lyre play` ended early: its status says why, below
         _, status, usage = os.wait4(play.pid, 0)
@@ -98,7 +103,55 @@ def run_lyre(work, sweep, latency, output, tag, seconds, bitrate, env=None, targ
         "sender_cpu_steady": steady[0] if steady else float("nan"),
         "lyred_cpu_steady": steady[1] if steady else float("nan"),
         "sender_rss_kib": usage.ru_maxrss,
+        "sender_dirty_kib": dirty[0],
+        "lyred_dirty_kib": dirty[1],
     }
+
+
+def pair(work, sender_state):
+    """Pairs a sender (its state in `sender_state`) with lyred (state in work/state), as a user does: `lyre pair
+    --host`, the PIN typed as soon as `lyre remote pairing` shows it. Returns the seconds `lyre pair` took."""
+    log = os.path.join(work, "lyred-pair.log")
+    socket_path = os.path.join(work, "pair.sock")
+    lyred = subprocess.Popen([os.path.join(BIN, "lyred"), "--access", "open", "--name", "Bench", "--port", "7790",
+                              "--state-dir", os.path.join(work, "state"), "--output", "null", "--mpris", "off",
+                              "--control-socket", socket_path], stdout=subprocess.DEVNULL, stderr=open(log, "w"))
+    try:
+        if not wait_for(log, "advertised as"):
+            sys.exit(f"bench: lyred did not start; see {log}")
+        env = dict(os.environ, XDG_STATE_HOME=sender_state, XDG_CONFIG_HOME=sender_state)
+        started = time.monotonic()
+        pairing = subprocess.Popen([os.path.join(BIN, "lyre"), "pair", "--host", "127.0.0.1:7790", "--name", "Bench sender"],
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+        pin = None
+        while pin is None and time.monotonic() - started < 10:
+            shown = subprocess.run([os.path.join(BIN, "lyre"), "remote", "--socket", socket_path, "pairing", "--json"],
+                                   capture_output=True, text=True)
+            if shown.returncode == 0:
+                pin = json.loads(shown.stdout)["pin"]
+            else:
+                time.sleep(0.005)
+        if pin is None:
+            sys.exit("bench: lyred showed no PIN")
+        out, err = pairing.communicate(pin + "\n", timeout=20)
+        took = time.monotonic() - started
+        if pairing.returncode != 0:
+            sys.exit(f"bench: lyre pair failed: {err.strip()}")
+        return took
+    finally:
+        lyred.terminate()
+        lyred.wait(10)
+
+
+def run_paired(work, music, tag, seconds, bitrate):
+    """Pairs a fresh sender, then plays from it at the default latency (250 ms): a session over TLS and SRTP,
+    which this checks in lyred's log. Returns (pairing seconds, run_lyre's figures)."""
+    sender_state = tempfile.mkdtemp(prefix=f"{tag}-", dir=work)
+    took = pair(work, sender_state)
+    run = run_lyre(work, music, 250, "wav:" + os.path.join(work, "out.wav"), tag, seconds, bitrate, sender_state=sender_state)
+    if "TLS and SRTP" not in open(os.path.join(work, f"lyred-{tag}.log")).read():
+        sys.exit("bench: the paired session was not encrypted")
+    return took, run
 
 
 def main():
@@ -115,12 +168,13 @@ def main():
                     "--signal", a.signal],
                    check=True)
     alsa_conf = "/run/lyre-netns/asound-null.conf"  # written by Tools/netns: default PCM is ALSA's null plugin
-    lyre_runs, alsa_runs, default_runs, snap_runs, unseen_runs, known_runs = [], [], [], [], [], []
+    lyre_runs, alsa_runs, default_runs, paired_runs, snap_runs, unseen_runs, known_runs = [], [], [], [], [], [], []
     for i in range(a.runs):
         print(f"run {i + 1}/{a.runs}", file=sys.stderr)
         lyre_runs.append(run_lyre(work, sweep, a.latency, "wav:" + os.path.join(work, "out.wav"), f"wav{i}", a.seconds, a.bitrate))
         alsa_runs.append(run_lyre(work, sweep, a.latency, "default", f"alsa{i}", a.seconds, a.bitrate, env=dict(os.environ, ALSA_CONFIG_PATH=alsa_conf)))
         default_runs.append(run_lyre(work, sweep, 250, "wav:" + os.path.join(work, "out.wav"), f"default{i}", a.seconds, a.bitrate))
+        paired_runs.append(run_paired(work, sweep, f"paired{i}", a.seconds, a.bitrate)[1])
         # By name: first with nothing remembered (browsing), then again with the address that run remembered.
         sender_state = tempfile.mkdtemp(prefix=f"sender{i}-", dir=work)
         unseen_runs.append(run_lyre(work, sweep, a.latency, "wav:" + os.path.join(work, "out.wav"), f"unseen{i}", a.seconds, a.bitrate,
@@ -151,11 +205,19 @@ def main():
         ("  whole run", med(default_runs, "sender_cpu_pct"), "snapserver", med(snap_runs, "server_cpu_percent")),
         (f"receiver CPU % ({a.latency} ms)", med(lyre_runs, "lyred_cpu_steady"), "snapclient", med(snap_runs, "client_cpu_percent")),
         (f"sender CPU % ({a.latency} ms)", med(lyre_runs, "sender_cpu_steady"), "snapserver", med(snap_runs, "server_cpu_percent")),
+        ("receiver CPU %, paired", med(paired_runs, "lyred_cpu_steady"), "snapclient", med(snap_runs, "client_cpu_percent")),
+        ("sender CPU %, paired", med(paired_runs, "sender_cpu_steady"), "snapserver", med(snap_runs, "server_cpu_percent")),
         ("receiver peak RSS KiB", med(lyre_runs, "lyred_rss_kib"), "snapclient", med(snap_runs, "client_rss_kib")),
-        ("sender peak RSS KiB", med(lyre_runs, "sender_rss_kib"), "snapserver", med(snap_runs, "server_rss_kib")),
+        ("  paired", med(paired_runs, "lyred_rss_kib"), "snapclient", med(snap_runs, "client_rss_kib")),
+        ("receiver private dirty KiB", med(lyre_runs, "lyred_dirty_kib"), "snapclient", med(snap_runs, "client_dirty_kib")),
+        ("  paired", med(paired_runs, "lyred_dirty_kib"), "snapclient", med(snap_runs, "client_dirty_kib")),
+        ("sender peak RSS KiB (WAV)", med(lyre_runs, "sender_rss_kib"), "snapserver", med(snap_runs, "server_rss_kib")),
+        ("sender private dirty KiB", med(lyre_runs, "sender_dirty_kib"), "snapserver", med(snap_runs, "server_dirty_kib")),
     ]
     print(f"\nside by side with {peer}, same file, Opus at {a.bitrate} kbit/s both (Snapcast: 1000 ms buffer, file player "
-          f"writing 50 ms blocks); CPU over the same {window(a.seconds):g} s steady window")
+          f"writing 50 ms blocks); CPU over the same {window(a.seconds):g} s steady window; \"paired\": a paired sender "
+          f"at 250 ms, TLS and SRTP (Snapcast has no encryption); private dirty sampled at the window's end, while playing; "
+          f"lyre and lyred as shipped (Tools/lib/shipped.sh: static Swift runtime, stripped)")
     print(f"  {'':24} {'lyre':>10} {'peer':>10}  ratio lyre/peer")
     for name, ours, who, theirs in rows:
         ratio = ours / theirs if theirs else float("nan")

@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+"""Tools/bench footprint: where lyred's and lyre play's memory goes, as shipped (issue 30).
+
+Runs inside Tools/netns. A sender is paired with lyred (PIN pairing), then plays --seconds of music-like input
+to it at the default latency: a session over TLS and SRTP, the configuration Lyre ships. It reads:
+
+- /proc/PID/smaps_rollup of lyred idle (2 s after start, before any session) and while playing, and of
+  `lyre play` while playing: RSS, private clean (this program's own file pages: its code), private dirty (what
+  it wrote: heap, stacks, relocated data), and the peak (VmHWM);
+- /proc/PID/smaps per mapping while playing: which file or anonymous region holds the RSS;
+- page faults inside lyred's own executable (`perf record -e page-faults -d`, every fault), attributed to the
+  module whose code or to the section whose data was touched. The kernel maps code in windows around a fault
+  (fault-around, 64 KiB here), so a program's code RSS is about its faulting windows times 64 KiB, however
+  little of each window runs: this says which modules cost windows.
+
+The programs measured are the shipped ones ($LYRE_BIN: release, static Swift runtime, stripped); the faults
+are read from the same build before stripping ($LYRE_SYMBOLS), whose code is the same, for its symbols.
+"""
+import argparse
+import bisect
+import collections
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+from benchlib import peak_rss_kib, wait_for
+from streaming import BIN, TOOLS, pair
+
+SYMBOLS = os.environ.get("LYRE_SYMBOLS", BIN)
+
+
+def rollup(pid):
+    """RSS, private clean and private dirty now, and the peak RSS so far, KiB."""
+    fields = {}
+    with open(f"/proc/{pid}/smaps_rollup") as f:
+        for line in f:
+            parts = line.split()
+            if parts[0] in ("Rss:", "Private_Clean:", "Private_Dirty:"):
+                fields[parts[0][:-1]] = int(parts[1])
+    fields["peak"] = peak_rss_kib(pid)
+    return fields
+
+
+def mappings(pid):
+    """RSS and private dirty per mapped file (by name) or anonymous region, KiB, largest first."""
+    rss, dirty = collections.Counter(), collections.Counter()
+    name = None
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            parts = line.split()
+            if re.match(r"^[0-9a-f]+-[0-9a-f]+ ", line):
+                name = os.path.basename(parts[5]) if len(parts) > 5 else "[anonymous]"
+            elif parts[0] == "Rss:":
+                rss[name] += int(parts[1])
+            elif parts[0] == "Private_Dirty:":
+                dirty[name] += int(parts[1])
+    return [(n, r, dirty[n]) for n, r in rss.most_common()]
+
+
+class Symbols:
+    """The executable's sections and function symbols, to name the owner of an address in it."""
+
+    def __init__(self, exe):
+        self.sections = []
+        for line in subprocess.run(["readelf", "-SW", exe], capture_output=True, text=True, check=True).stdout.splitlines():
+            m = re.match(r"\s*\[\s*\d+\]\s+(\S+)\s+\S+\s+([0-9a-f]+)\s+[0-9a-f]+\s+([0-9a-f]+)", line)
+            if m and int(m.group(2), 16):
+                self.sections.append((int(m.group(2), 16), int(m.group(3), 16), m.group(1)))
+        symbols = []
+        for line in subprocess.run(["nm", "-S", "--defined-only", exe], capture_output=True, text=True, check=True).stdout.splitlines():
+            f = line.split(None, 3)
+            if len(f) == 4 and f[2] in "tTwW":
+                symbols.append((int(f[0], 16), int(f[1], 16), f[3]))
+        if not symbols:
+            sys.exit(f"bench: {exe} has no symbols; LYRE_SYMBOLS must name the build before stripping")
+        symbols.sort()
+        self.symbols = symbols
+        self.starts = [s[0] for s in symbols]
+
+    def owner(self, address):
+        section = next((n for a, size, n in self.sections if a <= address < a + size), "?")
+        if section != ".text":
+            return section
+        i = bisect.bisect_right(self.starts, address) - 1
+        if i < 0:
+            return ".text"
+        name = self.symbols[i][2]
+        m = re.match(r"_?\$s(\d+)([A-Za-z_][A-Za-z0-9_]*)", name)
+        if m:  # a Swift symbol: $s, the module name's length, the module name
+            return m.group(2)[: int(m.group(1))]
+        for library in ("CNIOBoringSSL", "CCryptoBoringSSL"):
+            if library in name:
+                return library
+        if name.startswith(("swift_", "_swift", "$s")):
+            return "Swift runtime (C++)"
+        return "C and C++ (other)"
+
+
+def faults(perf_data, maps, exe, symbols):
+    """Faulting 4 KiB pages and 64 KiB windows inside `exe`, per owner."""
+    segments = []
+    for line in maps:
+        parts = line.split()
+        if len(parts) >= 6 and os.path.basename(parts[5]) == os.path.basename(exe):
+            start, end = (int(x, 16) for x in parts[0].split("-"))
+            segments.append((start, end, int(parts[2], 16)))
+    if not segments:
+        sys.exit("bench: the executable is not in the recorded process's maps")
+    base = min(start - offset for start, _, offset in segments)
+    pages, windows = collections.defaultdict(set), collections.defaultdict(set)
+    out = subprocess.run(["perf", "script", "-i", perf_data, "-F", "addr"], capture_output=True, text=True, check=True).stdout
+    for word in out.split():
+        address = int(word, 16)
+        if any(start <= address < end for start, end, _ in segments):
+            v = address - base
+            who = symbols.owner(v)
+            pages[who].add(v >> 12)
+            windows[who].add(v >> 16)
+    return pages, windows
+
+
+def session(bin_dir, work, music, sender_state, tag, seconds, perf_data=None):
+    """lyred from bin_dir, idle then playing from the paired sender (the shipped lyre play): (idle, playing,
+    lyre play, mappings, maps)."""
+    log = os.path.join(work, f"lyred-{tag}.log")
+    command = [os.path.join(bin_dir, "lyred"), "--access", "open", "--name", "Bench", "--port", "7790",
+               "--state-dir", os.path.join(work, "state"), "--output", "wav:" + os.path.join(work, "out.wav"), "--mpris", "off",
+               "--control-socket", os.path.join(work, f"{tag}.sock")]
+    if perf_data:
+        command = ["perf", "record", "-q", "-e", "page-faults", "-c", "1", "-d", "-o", perf_data, "--"] + command
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=open(log, "w"))
+    pid = proc.pid
+    try:
+        if not wait_for(log, "advertised as"):
+            sys.exit(f"bench: lyred did not start; see {log}")
+        if perf_data:  # perf's child
+            with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
+                pid = int(f.read().split()[0])
+        time.sleep(2)
+        idle = rollup(pid)
+        env = dict(os.environ, XDG_STATE_HOME=sender_state, XDG_CONFIG_HOME=sender_state)
+        play = subprocess.Popen([os.path.join(BIN, "lyre"), "play", music, "--host", "127.0.0.1:7790"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+        time.sleep(min(6, seconds - 1))
+        playing, sender, per_mapping = rollup(pid), rollup(play.pid), mappings(pid)
+        with open(f"/proc/{pid}/maps") as f:
+            maps = f.readlines()
+        if play.wait(seconds + 30) != 0:
+            sys.exit(f"bench: lyre play failed: {play.stderr.read().decode()}")
+        if "TLS and SRTP" not in open(log).read():
+            sys.exit("bench: the paired session was not encrypted")
+        playing["peak"] = peak_rss_kib(pid)
+        return idle, playing, sender, per_mapping, maps
+    finally:
+        os.kill(pid, 15)  # lyred (under perf, perf ends with it)
+        proc.wait(20)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=float, default=10)
+    ap.add_argument("--top", type=int, default=12, help="mappings and owners to list")
+    a = ap.parse_args()
+    work = tempfile.mkdtemp(prefix="lyre-bench-footprint-")
+    music = os.path.join(work, "music.wav")
+    subprocess.run([sys.executable, os.path.join(TOOLS, "peers", "audio.py"), "sweep", music, "--signal", "music",
+                    "--seconds", str(a.seconds)], check=True)
+    sender_state = tempfile.mkdtemp(prefix="sender-", dir=work)
+    pair(work, sender_state)
+    idle, playing, sender, per_mapping, _ = session(BIN, work, music, sender_state, "shipped", a.seconds)
+    perf_data = os.path.join(work, "faults.data")
+    _, _, _, _, maps = session(SYMBOLS, work, music, sender_state, "symbols", a.seconds, perf_data)
+    exe = os.path.join(SYMBOLS, "lyred")
+    pages, windows = faults(perf_data, maps, exe, Symbols(exe))
+
+    print(f"\nlyred and lyre play as shipped ({BIN}), a paired session (TLS and SRTP), {a.seconds:g} s of music at 250 ms")
+    print(f"  {'KiB':28} {'RSS':>8} {'private clean':>14} {'private dirty':>14} {'peak RSS':>9}")
+    for name, r in (("lyred, idle", idle), ("lyred, playing", playing), ("lyre play (WAV), playing", sender)):
+        print(f"  {name:28} {r['Rss']:8} {r['Private_Clean']:14} {r['Private_Dirty']:14} {r['peak']:9}")
+    print(f"\nlyred's RSS per mapping while playing, KiB (top {a.top})")
+    for name, r, d in per_mapping[: a.top]:
+        print(f"  {r:7} (dirty {d:5})  {name}")
+    total_windows = len(set().union(*windows.values())) if windows else 0
+    total_pages = sum(len(p) for p in pages.values())
+    print(f"\npage faults in lyred's executable, start to end of the session: {total_pages} pages first touched, "
+          f"{total_windows} distinct 64 KiB windows ({total_windows * 64} KiB); by owner (top {a.top}):")
+    for who, p in sorted(windows.items(), key=lambda kv: -len(kv[1]))[: a.top]:
+        print(f"  {len(p):4} windows {len(pages[who]):5} pages  {who}")
+    print(f"\nreproduce: Tools/bench footprint --seconds {a.seconds:g}")
+
+
+if __name__ == "__main__":
+    main()
