@@ -24,14 +24,21 @@ def peak_rss_kib(pid):
     return None
 
 
-def private_dirty_kib(pid):
-    """A process's private dirty memory now (Private_Dirty of /proc/PID/smaps_rollup), KiB: the pages it wrote
-    that no other process shares, which the kernel cannot drop (RSS also counts the clean pages of its code)."""
+def rollup(pid):
+    """A process's memory now from /proc/PID/smaps_rollup, KiB: Rss, Private_Clean (its own file pages, such as its
+    code) and Private_Dirty (the pages it wrote that no other process shares, which the kernel cannot drop)."""
+    fields = {}
     with open(f"/proc/{pid}/smaps_rollup") as f:
         for line in f:
-            if line.startswith("Private_Dirty:"):
-                return int(line.split()[1])
-    return None
+            parts = line.split()
+            if parts[0] in ("Rss:", "Private_Clean:", "Private_Dirty:"):
+                fields[parts[0][:-1]] = int(parts[1])
+    return fields
+
+
+def private_dirty_kib(pid):
+    """A process's private dirty memory now, KiB (see rollup)."""
+    return rollup(pid)["Private_Dirty"]
 
 
 def threads(pid):

@@ -26,22 +26,15 @@ import sys
 import tempfile
 import time
 
-from benchlib import peak_rss_kib, wait_for
+from benchlib import peak_rss_kib, rollup, wait_for
 from streaming import BIN, TOOLS, pair
 
 SYMBOLS = os.environ.get("LYRE_SYMBOLS", BIN)
 
 
-def rollup(pid):
-    """RSS, private clean and private dirty now, and the peak RSS so far, KiB."""
-    fields = {}
-    with open(f"/proc/{pid}/smaps_rollup") as f:
-        for line in f:
-            parts = line.split()
-            if parts[0] in ("Rss:", "Private_Clean:", "Private_Dirty:"):
-                fields[parts[0][:-1]] = int(parts[1])
-    fields["peak"] = peak_rss_kib(pid)
-    return fields
+def memory(pid):
+    """rollup's RSS, private clean and private dirty now, and the peak RSS so far, KiB."""
+    return dict(rollup(pid), peak=peak_rss_kib(pid))
 
 
 def mappings(pid):
@@ -140,12 +133,12 @@ def session(bin_dir, work, music, sender_state, tag, seconds, perf_data=None):
             with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
                 pid = int(f.read().split()[0])
         time.sleep(2)
-        idle = rollup(pid)
+        idle = memory(pid)
         env = dict(os.environ, XDG_STATE_HOME=sender_state, XDG_CONFIG_HOME=sender_state)
         play = subprocess.Popen([os.path.join(BIN, "lyre"), "play", music, "--host", "127.0.0.1:7790"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
         time.sleep(min(6, seconds - 1))
-        playing, sender, per_mapping = rollup(pid), rollup(play.pid), mappings(pid)
+        playing, sender, per_mapping = memory(pid), memory(play.pid), mappings(pid)
         with open(f"/proc/{pid}/maps") as f:
             maps = f.readlines()
         if play.wait(seconds + 30) != 0:

@@ -5,7 +5,7 @@
 # lyre_build_shipped: builds lyred and lyre in $LYRE_SHIPPED_BUILD and leaves the stripped programs in $LYRE_SHIPPED.
 #
 # Linked by lld, for what it does that gold does not, each measured by `Tools/bench footprint` (lyred playing a
-# paired session, 36.3 MB RSS with Swift's default link, 31.8 MB with these three):
+# paired session, 36.3 MB RSS with Swift's default link, 31.7 MB with lld and these two flags):
 #   -z pack-relative-relocs: the relative relocations in the compact DT_RELR form (glibc 2.36, Debian 12), 22 KB
 #     where .rela.dyn was 2.7 MB, every page of which the loader read at each start;
 #   --no-export-dynamic: the Swift runtime's static link arguments (static-stdlib-args.lnk) export every symbol of
