@@ -13,6 +13,11 @@ to it at the default latency: a session over TLS and SRTP, the configuration Lyr
   (fault-around, 64 KiB here), so a program's code RSS is about its faulting windows times 64 KiB, however
   little of each window runs: this says which modules cost windows.
 
+--order FILE instead writes the link's order file (Tools/lib/shipped.order, read by Tools/lib/shipped.sh): it runs
+the same session with readahead off and both programs evicted from the page cache, so that each page of code faults
+on its own, and adds the functions first touched in each page, in the order they were touched. Each run finds the
+functions that shared a page with those the link has moved since: run it until it adds few.
+
 The programs measured are the shipped ones ($LYRE_BIN: release, static Swift runtime, stripped); the faults
 are read from the same build before stripping ($LYRE_SYMBOLS), whose code is the same, for its symbols.
 """
@@ -73,6 +78,13 @@ class Symbols:
         self.symbols = symbols
         self.starts = [s[0] for s in symbols]
 
+    def function(self, address):
+        """The name of the function whose code holds `address`, or None."""
+        i = bisect.bisect_right(self.starts, address) - 1
+        if i >= 0 and address < self.symbols[i][0] + self.symbols[i][1]:
+            return self.symbols[i][2]
+        return None
+
     def owner(self, address):
         section = next((n for a, size, n in self.sections if a <= address < a + size), "?")
         if section != ".text":
@@ -92,70 +104,162 @@ class Symbols:
         return "C and C++ (other)"
 
 
-def faults(perf_data, maps, exe, symbols):
-    """Faulting 4 KiB pages and 64 KiB windows inside `exe`, per owner."""
-    segments = []
+def touched(perf_data, maps, exe):
+    """The addresses inside `exe` (its virtual addresses, as its symbols have them) of the recorded page faults,
+    in their order. A mapping's file offset is not the address: lld starts each segment a page past its offset."""
+    loads = []  # (file offset, size in the file, virtual address) of each PT_LOAD segment
+    for line in subprocess.run(["readelf", "-lW", exe], capture_output=True, text=True, check=True).stdout.splitlines():
+        parts = line.split()
+        if parts and parts[0] == "LOAD":
+            loads.append((int(parts[1], 16), int(parts[4], 16), int(parts[2], 16)))
+    mappings = []
     for line in maps:
         parts = line.split()
         if len(parts) >= 6 and os.path.basename(parts[5]) == os.path.basename(exe):
             start, end = (int(x, 16) for x in parts[0].split("-"))
-            segments.append((start, end, int(parts[2], 16)))
-    if not segments:
+            mappings.append((start, end, int(parts[2], 16)))
+    if not mappings:
         sys.exit("bench: the executable is not in the recorded process's maps")
-    base = min(start - offset for start, _, offset in segments)
-    pages, windows = collections.defaultdict(set), collections.defaultdict(set)
     out = subprocess.run(["perf", "script", "-i", perf_data, "-F", "addr"], capture_output=True, text=True, check=True).stdout
     for word in out.split():
         address = int(word, 16)
-        if any(start <= address < end for start, end, _ in segments):
-            v = address - base
-            who = symbols.owner(v)
-            pages[who].add(v >> 12)
-            windows[who].add(v >> 16)
+        for start, end, offset in mappings:
+            if start <= address < end:
+                in_file = address - start + offset
+                load = next((l for l in loads if l[0] <= in_file < l[0] + l[1]), None)
+                if load:
+                    yield in_file - load[0] + load[2]
+                break
+
+
+def faults(perf_data, maps, exe, symbols):
+    """Faulting 4 KiB pages and 64 KiB windows inside `exe`, per owner."""
+    pages, windows = collections.defaultdict(set), collections.defaultdict(set)
+    for v in touched(perf_data, maps, exe):
+        who = symbols.owner(v)
+        pages[who].add(v >> 12)
+        windows[who].add(v >> 16)
     return pages, windows
 
 
-def session(bin_dir, work, music, sender_state, tag, seconds, perf_data=None):
+def recorded(command, perf_data):
+    """command under `perf record` of every page fault with its address, when perf_data names a file."""
+    if not perf_data:
+        return command
+    return ["perf", "record", "-q", "-e", "page-faults", "-c", "1", "-d", "-o", perf_data, "--"] + command
+
+
+def child(proc, perf_data):
+    """The pid of the program itself: perf's child when it runs under perf."""
+    if not perf_data:
+        return proc.pid
+    with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
+        return int(f.read().split()[0])
+
+
+def session(bin_dir, work, music, sender_state, tag, seconds, perf_data=None, sender_perf_data=None):
     """lyred from bin_dir, idle then playing from the paired sender (the shipped lyre play): (idle, playing,
-    lyre play, mappings, maps)."""
+    lyre play, mappings, lyred's maps, lyre play's maps)."""
     log = os.path.join(work, f"lyred-{tag}.log")
     command = [os.path.join(bin_dir, "lyred"), "--access", "open", "--name", "Bench", "--port", "7790",
                "--state-dir", os.path.join(work, "state"), "--output", "wav:" + os.path.join(work, "out.wav"), "--mpris", "off",
                "--control-socket", os.path.join(work, f"{tag}.sock")]
-    if perf_data:
-        command = ["perf", "record", "-q", "-e", "page-faults", "-c", "1", "-d", "-o", perf_data, "--"] + command
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=open(log, "w"))
+    proc = subprocess.Popen(recorded(command, perf_data), stdout=subprocess.DEVNULL, stderr=open(log, "w"))
     pid = proc.pid
     try:
         if not wait_for(log, "advertised as"):
             sys.exit(f"bench: lyred did not start; see {log}")
-        if perf_data:  # perf's child
-            with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
-                pid = int(f.read().split()[0])
+        pid = child(proc, perf_data)
         time.sleep(2)
         idle = memory(pid)
         env = dict(os.environ, XDG_STATE_HOME=sender_state, XDG_CONFIG_HOME=sender_state)
-        play = subprocess.Popen([os.path.join(BIN, "lyre"), "play", music, "--host", "127.0.0.1:7790"],
+        play = subprocess.Popen(recorded([os.path.join(BIN, "lyre"), "play", music, "--host", "127.0.0.1:7790"], sender_perf_data),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
         time.sleep(min(6, seconds - 1))
-        playing, sender, per_mapping = memory(pid), memory(play.pid), mappings(pid)
+        play_pid = child(play, sender_perf_data)
+        playing, sender, per_mapping = memory(pid), memory(play_pid), mappings(pid)
         with open(f"/proc/{pid}/maps") as f:
             maps = f.readlines()
+        with open(f"/proc/{play_pid}/maps") as f:
+            sender_maps = f.readlines()
         if play.wait(seconds + 30) != 0:
             sys.exit(f"bench: lyre play failed: {play.stderr.read().decode()}")
         if "TLS and SRTP" not in open(log).read():
             sys.exit("bench: the paired session was not encrypted")
         playing["peak"] = peak_rss_kib(pid)
-        return idle, playing, sender, per_mapping, maps
+        return idle, playing, sender, per_mapping, maps, sender_maps
     finally:
         os.kill(pid, 15)  # lyred (under perf, perf ends with it)
         proc.wait(20)
+
+
+class ReadaheadOff:
+    """The block device under `path` reads no page ahead while inside: each page touched then faults on its own,
+    and the kernel's fault-around (which maps the cached neighbours of a faulting page) finds none cached."""
+
+    def __init__(self, path):
+        st = os.stat(path)
+        block = f"/sys/dev/block/{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
+        queue = os.path.join(block, "queue")
+        if not os.path.isdir(queue):  # a partition: its disk's queue
+            queue = os.path.join(block, "..", "queue")
+        self.knob = os.path.join(queue, "read_ahead_kb")
+
+    def __enter__(self):
+        with open(self.knob) as f:
+            self.saved = f.read().strip()
+        with open(self.knob, "w") as f:
+            f.write("0")
+
+    def __exit__(self, *_):
+        with open(self.knob, "w") as f:
+            f.write(self.saved)
+
+
+def evict(path):
+    """Drops a file's pages from the page cache (none is mapped: the program is not running)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def write_order(path, work, music, sender_state, seconds):
+    """Appends to the order file at `path` the functions lyred (idle, then playing a paired session) and lyre play
+    touch that it lacks, in the order they were first touched. Each page of their code faults on its own here
+    (readahead off, the programs evicted from the page cache), so each fault names the first function touched in
+    its page; the others in that page show up in the next round, once the link has moved the named ones."""
+    known = [line.strip() for line in open(path)] if os.path.exists(path) else []
+    seen = set(known)
+    added = []
+    lyred_data, lyre_data = os.path.join(work, "order-lyred.data"), os.path.join(work, "order-lyre.data")
+    for program in ("lyred", "lyre"):
+        evict(os.path.join(BIN, program))
+    with ReadaheadOff(os.path.join(BIN, "lyred")):
+        _, playing, sender, _, maps, sender_maps = session(BIN, work, music, sender_state, "order", seconds, lyred_data, lyre_data)
+    for program, data, program_maps in (("lyred", lyred_data, maps), ("lyre", lyre_data, sender_maps)):
+        exe = os.path.join(SYMBOLS, program)
+        symbols = Symbols(exe)
+        for v in touched(data, program_maps, os.path.join(BIN, program)):
+            name = symbols.function(v)
+            if name and name not in seen:
+                seen.add(name)
+                added.append(name)
+    with open(path, "w") as f:
+        f.writelines(name + "\n" for name in known + added)
+    print(f"{path}: {len(known)} functions kept, {len(added)} added (lyred playing: RSS {playing['Rss']} KiB, "
+          f"lyre play: {sender['Rss']} KiB, with each page of code faulting on its own)")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=10)
     ap.add_argument("--top", type=int, default=12, help="mappings and owners to list")
+    ap.add_argument("--order", metavar="FILE", help="instead, record the functions that lyred and lyre play first touch, "
+                    "each page of code faulting on its own, and add those FILE lacks to its end (the link's "
+                    "--symbol-ordering-file, Tools/lib/shipped.order)")
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="lyre-bench-footprint-")
     music = os.path.join(work, "music.wav")
@@ -163,9 +267,11 @@ def main():
                     "--seconds", str(a.seconds)], check=True)
     sender_state = tempfile.mkdtemp(prefix="sender-", dir=work)
     pair(work, sender_state)
-    idle, playing, sender, per_mapping, _ = session(BIN, work, music, sender_state, "shipped", a.seconds)
+    if a.order:
+        return write_order(a.order, work, music, sender_state, a.seconds)
+    idle, playing, sender, per_mapping, _, _ = session(BIN, work, music, sender_state, "shipped", a.seconds)
     perf_data = os.path.join(work, "faults.data")
-    _, _, _, _, maps = session(SYMBOLS, work, music, sender_state, "symbols", a.seconds, perf_data)
+    _, _, _, _, maps, _ = session(SYMBOLS, work, music, sender_state, "symbols", a.seconds, perf_data)
     exe = os.path.join(SYMBOLS, "lyred")
     pages, windows = faults(perf_data, maps, exe, Symbols(exe))
 
