@@ -144,7 +144,7 @@ def main():
             tag = f"{count}-{'busy' if busy else 'idle'}"
             rooms, (sender_cpu, sender_user) = run(work, sweep, a.seconds, skews, tag, busy, a.loopback)
             skewed, reference = rooms[:-1], rooms[-1]
-            offsets, pairs = [], []
+            pairs = []
             first = skewed[0]
             for other in skewed[1:]:
                 s = audio("sync", first["base"] + ".wav", first["base"] + ".csv", other["base"] + ".wav", other["base"] + ".csv",
