@@ -106,30 +106,21 @@ class Symbols:
 
 def touched(perf_data, maps, exe):
     """The addresses inside `exe` (its virtual addresses, as its symbols have them) of the recorded page faults,
-    in their order. A mapping's file offset is not the address: lld starts each segment a page past its offset."""
-    loads = []  # (file offset, size in the file, virtual address) of each PT_LOAD segment
-    for line in subprocess.run(["readelf", "-lW", exe], capture_output=True, text=True, check=True).stdout.splitlines():
-        parts = line.split()
-        if parts and parts[0] == "LOAD":
-            loads.append((int(parts[1], 16), int(parts[4], 16), int(parts[2], 16)))
-    mappings = []
+    in their order: the loader maps each segment at its virtual address plus one bias, that of the first mapping."""
+    segments = []
     for line in maps:
         parts = line.split()
         if len(parts) >= 6 and os.path.basename(parts[5]) == os.path.basename(exe):
             start, end = (int(x, 16) for x in parts[0].split("-"))
-            mappings.append((start, end, int(parts[2], 16)))
-    if not mappings:
+            segments.append((start, end, int(parts[2], 16)))
+    if not segments:
         sys.exit("bench: the executable is not in the recorded process's maps")
+    base = min(start - offset for start, _, offset in segments)
     out = subprocess.run(["perf", "script", "-i", perf_data, "-F", "addr"], capture_output=True, text=True, check=True).stdout
     for word in out.split():
         address = int(word, 16)
-        for start, end, offset in mappings:
-            if start <= address < end:
-                in_file = address - start + offset
-                load = next((l for l in loads if l[0] <= in_file < l[0] + l[1]), None)
-                if load:
-                    yield in_file - load[0] + load[2]
-                break
+        if any(start <= address < end for start, end, _ in segments):
+            yield address - base
 
 
 def faults(perf_data, maps, exe, symbols):
