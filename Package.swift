@@ -68,7 +68,7 @@ let package = Package(
         // A local control socket (lines in, lines out, this user only): lyred's, and lyre play's group socket.
         .target(
             name: "LyreControl",
-            dependencies: [.product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]),
+            dependencies: ["LyreWire", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]),
 
         // RTSP on NIO, the same at both ends: the framing and the peer handler that drives LyreWire's
         // RTSPPeerStateMachine (requests both ways, matched by CSeq).

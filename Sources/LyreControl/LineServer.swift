@@ -1,4 +1,5 @@
 import Foundation
+import LyreWire
 import NIOCore
 import NIOPosix
 
@@ -16,7 +17,7 @@ public enum LineServer {
     /// did not stop cleanly is replaced; one that still answers is `inUse`. The directory must be safe
     /// (``checkDirectory(of:)``), and a connection from another user (`SO_PEERCRED`) is closed unanswered.
     public static func bind(path: String, eventLoop: EventLoop, owner: String, responder: @escaping Responder) async throws(LineServerError) -> Channel {
-        let directory = (path as NSString).deletingLastPathComponent
+        let directory = PathText.directory(of: path)
         if !directory.isEmpty, !FileManager.default.fileExists(atPath: directory) {
             try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         }
@@ -54,7 +55,7 @@ public enum LineServer {
     /// not a link, owned by this user or root, and writable by no one else (a `/tmp/lyred-UID` that another
     /// user made first, or `/tmp` itself, is refused). Clients check it too before they connect.
     public static func checkDirectory(of path: String) throws(LineServerError) {
-        let directory = (path as NSString).deletingLastPathComponent
+        let directory = PathText.directory(of: path)
         var info = stat()
         guard lstat(directory.isEmpty ? "." : directory, &info) == 0 else {
             throw .unsafeDirectory(directory, String(cString: strerror(errno)))
@@ -122,7 +123,7 @@ struct LineDecoder: ByteToMessageDecoder {
         if bytes.count > LineServer.maximumLineBytes {
             context.fireChannelRead(wrapInboundOut(.failure(LineTooLong())))
         } else {
-            context.fireChannelRead(wrapInboundOut(.success(String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))))
+            context.fireChannelRead(wrapInboundOut(.success(PathText.trimmed(String(decoding: bytes, as: UTF8.self)))))
         }
         return .continue
     }

@@ -28,7 +28,7 @@ public enum DeviceIdentity {
         let path = directory + "/" + fileName
         let fileManager = FileManager.default
         if let data = fileManager.contents(atPath: path) {
-            let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            let text = PathText.trimmed(String(decoding: data, as: UTF8.self))
             guard let id = DeviceID(text) else { throw .damaged(path: path, what: "a device id") }
             return id
         }
@@ -60,7 +60,7 @@ public enum DeviceIdentity {
     /// `O_NOFOLLOW`): a link planted at a predictable name cannot make it write elsewhere, and two writers
     /// never write into one temporary file.
     public static func writePrivate(_ bytes: [UInt8], to path: String) throws(DeviceIdentityError) {
-        let directory = (path as NSString).deletingLastPathComponent
+        let directory = PathText.directory(of: path)
         try makeDirectory(directory)
         var generator = SystemRandomNumberGenerator()
         let temporary = path + ".\(String(generator.next() as UInt64, radix: 16)).new"

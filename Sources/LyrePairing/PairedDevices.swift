@@ -105,7 +105,7 @@ public struct PairedDevices: Sendable {
     /// removed), so that two writers at once (two `lyre pair`, or a pairing while `lyre remote unpair` runs)
     /// each see the other's change. A reader needs no lock: the file is replaced by a rename.
     private func locked<T>(_ body: () throws(Failure) -> T) throws(Failure) -> T {
-        let directory = (path as NSString).deletingLastPathComponent
+        let directory = PathText.directory(of: path)
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let fd = open(path + ".lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw .unwritable(path: path + ".lock", reason: String(cString: strerror(errno))) }

@@ -21,7 +21,7 @@ final class ReceiverPairing {
     init(receiver: PairingParty, pairedSendersPath: String, logger: Logger) {
         responder = PairingResponder(receiver: receiver)
         paired = PairedDevices(path: pairedSendersPath)
-        lockoutFile = LockoutFile(path: (pairedSendersPath as NSString).deletingLastPathComponent + "/" + LockoutFile.fileName)
+        lockoutFile = LockoutFile(path: PathText.directory(of: pairedSendersPath) + "/" + LockoutFile.fileName)
         self.logger = logger
         reload()
         do {

@@ -7,7 +7,7 @@ import LyreWire
 public enum CoverArt {
     public static func find(for path: String, embedded: [UInt8]?) -> Artwork? {
         if let embedded, let artwork = try? Artwork(bytes: embedded) { return artwork }
-        let directory = (path as NSString).deletingLastPathComponent
+        let directory = PathText.directory(of: path)
         for name in ["cover.jpg", "cover.jpeg", "cover.png", "folder.jpg", "folder.png", "Cover.jpg", "Folder.jpg"] {
             let candidate = directory.isEmpty ? name : directory + "/" + name
             if let data = FileManager.default.contents(atPath: candidate), let artwork = try? Artwork(bytes: Array(data)) {

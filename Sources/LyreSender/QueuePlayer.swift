@@ -52,14 +52,14 @@ public struct TrackMetadata: Sendable, Equatable {
     /// the count too.
     public init(tags: [String: String]) {
         self.init()
-        let tags = tags.filter { !$0.value.trimmingCharacters(in: .whitespaces).isEmpty }
+        let tags = tags.filter { !PathText.trimmed($0.value).isEmpty }
         title = tags["title"]
         artist = tags["artist"]
         album = tags["album"]
         albumArtist = tags["album_artist"]
         genre = tags["genre"]
         if let number = tags["track"] {
-            let parts = number.split(separator: "/").map { Int($0.trimmingCharacters(in: .whitespaces)) }
+            let parts = number.split(separator: "/").map { Int(PathText.trimmed($0)) }
             trackNumber = parts.first ?? nil
             trackCount = parts.count > 1 ? parts[1] : nil
         }

@@ -1,5 +1,6 @@
 import Foundation
 import LyreSender
+import LyreWire
 
 /// Each receiver's last address, by id, as discovery found it: `$XDG_STATE_HOME/lyre/receivers.json`. With it
 /// `lyre play --to NAME` connects at once instead of browsing first; the receiver tells its id in OPTIONS
@@ -61,7 +62,7 @@ struct KnownReceivers {
 
     private func save(_ entries: [Entry]) {
         guard let data = try? JSONEncoder().encode(entries) else { return }
-        try? FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try? FileManager.default.createDirectory(atPath: PathText.directory(of: path), withIntermediateDirectories: true)
         try? data.write(to: URL(fileURLWithPath: path), options: .atomic)
     }
 }

@@ -77,7 +77,7 @@ struct Pair: AsyncParsableCommand {
             result = try PairingClient.pair(with: route, as: sender) {
                 FileHandle.standardError.write(Data("PIN shown by \(route) (its log, or 'lyre remote pairing' there): ".utf8))
                 guard let line = readLine(strippingNewline: true) else { throw CommandFailure("no PIN was typed") }
-                return line.trimmingCharacters(in: .whitespaces)
+                return PathText.trimmed(line)
             }
         } catch { throw CommandFailure("\(error)") }
         do { try paired.add(result) } catch { throw CommandFailure("\(error)") }

@@ -503,11 +503,11 @@ struct PreferredOutput {
     }
 
     func load() -> String? {
-        (try? String(contentsOfFile: path, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines).nilIfEmpty
+        (try? String(contentsOfFile: path, encoding: .utf8)).map { PathText.trimmed($0) }?.nilIfEmpty
     }
 
     func save(_ id: String) {
-        try? FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try? FileManager.default.createDirectory(atPath: PathText.directory(of: path), withIntermediateDirectories: true)
         try? (id + "\n").write(toFile: path, atomically: true, encoding: .utf8)
     }
 }

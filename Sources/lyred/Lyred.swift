@@ -327,7 +327,7 @@ struct Lyred: AsyncParsableCommand {
 
     /// Artwork for MPRIS goes beside the control socket, in a directory of this process's own.
     static func artworkDirectory(controlSocket: String?) -> String {
-        let base = ((controlSocket ?? ControlSocketPath.default) as NSString).deletingLastPathComponent
+        let base = PathText.directory(of: controlSocket ?? ControlSocketPath.default)
         return "\(base)/artwork-\(getpid())"
     }
 
