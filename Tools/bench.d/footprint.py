@@ -217,30 +217,50 @@ def evict(path):
         os.close(fd)
 
 
+LYRE_PLAY_ALONE = "# lyre play alone"  # the order file's marker line; lld reads no line that starts with #
+
+
 def write_order(path, work, music, sender_state, seconds):
-    """Appends to the order file at `path` the functions lyred (idle, then playing a paired session) and lyre play
-    touch that it lacks, in the order they were first touched. Each page of their code faults on its own here
-    (readahead off, the programs evicted from the page cache), so each fault names the first function touched in
-    its page; the others in that page show up in the next round, once the link has moved the named ones."""
-    known = [line.strip() for line in open(path)] if os.path.exists(path) else []
-    seen = set(known)
-    added = []
+    """Adds to the order file at `path` the functions lyred (idle, then playing a paired session) and lyre play
+    touch that it lacks, in the order they were first touched: lyred's above the marker line, those only lyre play
+    runs below it, so that each program's code lies together (one link serves both). Each page of their code faults
+    on its own here (readahead off, the programs evicted from the page cache), so each fault names the first
+    function touched in its page; the others in that page show up in the next round, once the link has moved the
+    named ones. A function below the marker that lyred turns out to run moves above it."""
+    lines = [line.strip() for line in open(path)] if os.path.exists(path) else []
+    cut = lines.index(LYRE_PLAY_ALONE) if LYRE_PLAY_ALONE in lines else len(lines)
+    parts = {"lyred": lines[:cut], "lyre": lines[cut + 1:]}
     lyred_data, lyre_data = os.path.join(work, "order-lyred.data"), os.path.join(work, "order-lyre.data")
     for program in ("lyred", "lyre"):
         evict(os.path.join(BIN, program))
     with ReadaheadOff(os.path.join(BIN, "lyred")):
         _, playing, sender, _, maps, sender_maps = session(BIN, work, music, sender_state, "order", seconds, lyred_data, lyre_data)
+    added = {"lyred": 0, "lyre": 0}
+    moved = set()
+    lyred_set, lyre_set = set(parts["lyred"]), set(parts["lyre"])
     for program, data, program_maps in (("lyred", lyred_data, maps), ("lyre", lyre_data, sender_maps)):
-        exe = os.path.join(SYMBOLS, program)
-        symbols = Symbols(exe)
+        symbols = Symbols(os.path.join(SYMBOLS, program))
         for v in touched(data, program_maps, os.path.join(BIN, program)):
             name = symbols.function(v)
-            if name and name not in seen:
-                seen.add(name)
-                added.append(name)
+            if not name or name in lyred_set:
+                continue
+            if program == "lyred":
+                if name in lyre_set:  # lyred runs a function found first for lyre play
+                    moved.add(name)
+                    lyre_set.discard(name)
+                else:
+                    added["lyred"] += 1
+                lyred_set.add(name)
+                parts["lyred"].append(name)
+            elif name not in lyre_set:
+                added["lyre"] += 1
+                lyre_set.add(name)
+                parts["lyre"].append(name)
+    parts["lyre"] = [name for name in parts["lyre"] if name not in moved]
     with open(path, "w") as f:
-        f.writelines(name + "\n" for name in known + added)
-    print(f"{path}: {len(known)} functions kept, {len(added)} added (lyred playing: RSS {playing['Rss']} KiB, "
+        f.writelines(name + "\n" for name in parts["lyred"] + [LYRE_PLAY_ALONE] + parts["lyre"])
+    print(f"{path}: {len(lines) - (cut < len(lines))} functions kept, {added['lyred']} added for lyred and "
+          f"{added['lyre']} for lyre play alone, {len(moved)} moved up to lyred's (lyred playing: RSS {playing['Rss']} KiB, "
           f"lyre play: {sender['Rss']} KiB, with each page of code faulting on its own)")
 
 
