@@ -12,15 +12,15 @@
 #   --no-export-dynamic: the Swift runtime's static link arguments (static-stdlib-args.lnk) export every symbol of
 #     the program, 33 207 of them, whose table (1.1 MB with its strings and hash) the loader searches for each
 #     symbol it binds; nothing looks a symbol of lyred or lyre up by name, so none is exported;
-#   --symbol-ordering-file Tools/lib/shipped.order: the functions lyred runs, then those only lyre play runs, each
-#     in the order they first run (written by `Tools/bench footprint --order`; a # line parts the two). On a fault in the program's code the kernel maps the
-#     64 KiB around it (fault-around), so code RSS is the 64 KiB windows touched, however little of each runs:
-#     lyred touched 6.9 MB of code spread over some 200 windows. Packed, its code mapping holds 14.1 MB where it
-#     held 20.3 MB. The compiler's -function-sections (Swift's and C's) puts each function in a section of its
-#     own, which is what the linker can move. A function the file does not name (code changed since it was
-#     written) keeps its place: the file goes stale, never wrong. (Swift skips the code generation of a module
-#     whose IR is unchanged, whatever the flags: a build path made before -function-sections needs its *.swift.o
-#     removed once.)
+#   --symbol-ordering-file Tools/lib/shipped.order: the functions lyred runs, then those only lyre play runs, each in
+#     the order they first run (written by `Tools/bench footprint --order`; a # line parts the two). On a fault in
+#     the program's code the kernel maps the 64 KiB around it (fault-around), so code RSS is the 64 KiB windows
+#     touched, however little of each runs: lyred touched 6.9 MB of code spread over some 200 windows. Packed, its
+#     code mapping holds 14.1 MB where it held 20.3 MB. The compiler's -function-sections (Swift's and C's) puts each
+#     function in a section of its own, which is what the linker can move. A function the file does not name (code
+#     changed since it was written) keeps its place: the file goes stale, never wrong. (Swift skips the code
+#     generation of a module whose IR is unchanged, whatever the flags: a build path made before -function-sections
+#     needs its *.swift.o removed once.)
 LYRE_SHIPPED_BUILD=.build-lld  # a build path of its own: lld and these flags rebuild every module
 LYRE_SHIPPED=$LYRE_SHIPPED_BUILD/shipped
 
