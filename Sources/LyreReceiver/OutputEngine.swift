@@ -19,9 +19,6 @@ final class OutputEngine: @unchecked Sendable {
     private var current: PlayoutController?
     /// When set, `current` is draining: it stops when empty or at this time.
     private var drainDeadline: UInt64?
-    /// `current` has put audio out (the audio thread sets it): an overlay it becomes (`demote`) whose audio then
-    /// runs out brings the main session back up there.
-    private var currentHeardAudio = false
     /// Sessions mixed over `current` (streaming.md §7), in the order they came.
     private var overlays: [Overlay] = []
     /// How a ducking overlay lowers `current`, unless it asks its own depth.
@@ -58,13 +55,13 @@ final class OutputEngine: @unchecked Sendable {
         /// Where its next block starts, in frames from its first sample (`DuckEnvelope`'s position): read
         /// from its playout while that plays, carried on by the frames rendered once it is over.
         var position: Int64?
-        /// Frames from its first sample to just after its last, once it ends.
+        /// Frames from its first sample to just after its last, once its audio ran out (its playout's
+        /// `audioEnd`, which a session demoted to an overlay brings along) or it was stopped.
         var end: Int64?
         /// The dB its duck gave the last frame rendered (`DuckEnvelope.lower`).
         var level: Double?
         /// It is ending: it plays out what it holds (at most until this time), and the music comes back.
         var ending: UInt64?
-        var heardAudio = false
     }
 
     init(target: OutputTarget, volume: Double, policy: VolumePolicy, duck: DuckEnvelope = DuckEnvelope(), presentationLogPath: String?,
@@ -93,7 +90,7 @@ final class OutputEngine: @unchecked Sendable {
     }
 
     func play(_ controller: PlayoutController?) {
-        lock.withLock { current = controller; drainDeadline = nil; currentHeardAudio = false }
+        lock.withLock { current = controller; drainDeadline = nil }
         wake.signal()
     }
 
@@ -113,7 +110,6 @@ final class OutputEngine: @unchecked Sendable {
         lock.withLock {
             guard current === controller else { return }
             overlay.ending = drainDeadline
-            overlay.heardAudio = currentHeardAudio
             current = nil
             drainDeadline = nil
             overlays.insert(overlay, at: 0)
@@ -213,8 +209,6 @@ final class OutputEngine: @unchecked Sendable {
         var wasPlaying = false
         var lastFailure: String?
         var gain = 1.0
-        /// The main session last seen putting audio out, so that `currentHeardAudio` is set once per session.
-        var heardMain: PlayoutController?
         while lock.withLock({ running }) {
             if sink == nil {
                 do {
@@ -283,10 +277,6 @@ final class OutputEngine: @unchecked Sendable {
                 var (samples, record) = controller?.withPlayout {
                     $0.render(frames: frames, presentation: presentation, outputDelay: outputDelay)
                 } ?? ([Int16](repeating: 0, count: frames * 2), nil)
-                if let controller, (record?.audioFrames ?? 0) > 0, heardMain !== controller {
-                    heardMain = controller
-                    lock.withLock { if current === controller { currentHeardAudio = true } }
-                }
                 if mixing {
                     samples = renderOverlays(over: controller == nil ? nil : samples, rendered: controller, frames: frames, presentation: presentation,
                                              outputDelay: outputDelay)
@@ -329,25 +319,23 @@ final class OutputEngine: @unchecked Sendable {
         let now = HostClock.now()
         for index in playing.indices {
             var overlay = playing[index]
-            let (samples, record, first) = overlay.controller.withPlayout { playout in
+            let (samples, record, first, audioEnd) = overlay.controller.withPlayout { playout in
                 let (samples, record) = playout.render(frames: frames, presentation: presentation, outputDelay: outputDelay)
-                return (samples, record, playout.firstPosition)
+                return (samples, record, playout.firstPosition, playout.audioEnd)
             }
             // Its position: from the playout's schedule while it has one, else carried on.
             if let record, let first {
                 overlay.position = Int64(Int32(bitPattern: record.rtpTime &- first))
             }
-            let audio = record?.audioFrames ?? 0
-            if overlay.heardAudio, audio < frames, let position = overlay.position {
-                // Its audio ran out in this block, after what the block still holds: the music comes back from
-                // there, the same sample in every room, rather than when its sender ends the session (a
-                // latency or more later). An announcement whose audio comes again (its packets were late)
-                // ducks again.
-                if overlay.end == nil { overlay.end = position + Int64(audio) }
-            } else if audio == frames, overlay.ending == nil {
+            if let audioEnd {
+                // Its audio ran out (in this block, or before, while it played as the main session): the music
+                // comes back from there, the same sample in every room, rather than when its sender ends the
+                // session (a latency or more later, or never while an app keeps it on).
+                if overlay.end == nil { overlay.end = audioEnd }
+            } else if overlay.ending == nil {
+                // Playing, or its audio came again (its packets were late): it ducks again.
                 overlay.end = nil
             }
-            if audio > 0 { overlay.heardAudio = true }
             if overlay.end == nil, let ending = overlay.ending, ending == 0 || now > ending {
                 // Stopped before its audio ran out (taken off, or its sender gone): it ends where it is.
                 overlay.end = overlay.position ?? 0

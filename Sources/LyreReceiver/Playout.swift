@@ -302,12 +302,34 @@ public struct Playout: ~Copyable {
     /// True when everything received has been played (or nothing is recording).
     public var isDrained: Bool { !recording || (buffer.isEmpty && staged.isEmpty) }
 
+    /// Where the audio this recording put out ran out, in frames from `firstPosition` to just after its last
+    /// audio frame, while the output goes on past it; nil before any audio came out and while audio plays.
+    /// What an announcement's duck comes back from (`DuckEnvelope`, streaming.md §7): a position of the
+    /// stream, the same in every room. Kept by the playout, not by whoever renders it, so that a session
+    /// whose audio ended while it played alone, and then goes on as an overlay, has already come back up.
+    public private(set) var audioEnd: Int64?
+    /// Audio has come out of this recording.
+    private var putOutAudio = false
+
     /// `frames` stereo frames to present at local time `presentation`, and a log record when playing.
     ///
     /// `outputDelay` (ns, may be negative) is how long what is plugged into the output (an AV receiver, a
     /// soundbar) holds the sound after it leaves: the block presented at `presentation` is heard
     /// `outputDelay` later, so it carries the samples due then (`lyred --output-delay`, streaming.md §6.3).
     public mutating func render(frames: Int, presentation: UInt64, outputDelay: Int64 = 0) -> ([Int16], PresentationRecord?) {
+        let (samples, record) = renderBlock(frames: frames, presentation: presentation, outputDelay: outputDelay)
+        let audio = record?.audioFrames ?? 0
+        if audio == frames {
+            audioEnd = nil
+        } else if putOutAudio, audioEnd == nil, let record, let first = firstPosition {
+            // It ran out in this block, after the audio the block still holds.
+            audioEnd = Int64(Int32(bitPattern: record.rtpTime &- first)) + Int64(audio)
+        }
+        if audio > 0 { putOutAudio = true }
+        return (samples, record)
+    }
+
+    private mutating func renderBlock(frames: Int, presentation: UInt64, outputDelay: Int64) -> ([Int16], PresentationRecord?) {
         var out = [Int16](repeating: 0, count: frames * 2)
         guard recording, let anchor, let offset = timed ? clock.offset(at: presentation) : 0 else { return (out, nil) }
         let anchorExtended = extended(anchor.rtp)

@@ -562,35 +562,118 @@ struct StreamingTests {
         let song = try await Self.sweep(rig.network, rate: 48000, seconds: 8, signal: "music")
         let announce = try rig.network.spawn(["lyre", "play", chime, "--to", "Speaker", "--duck", "--name", "Doorbell", "--group-socket", "off"],
                                              name: "announcement")
-        #expect(await eventually { rig.lyred.stderr.contains("session from 'Doorbell'") }, "\(rig.lyred.stderr)")
-        try await Task.sleep(for: .seconds(1))
-        let music = try rig.network.spawn(["lyre", "play", song, "--to", "Speaker", "--name", "Music", "--group-socket", "off"], name: "music")
-        #expect(await eventually { rig.lyred.stderr.split(separator: "\n").contains { $0.contains("'Music'") && $0.contains(" plays under 'Doorbell'") && $0.hasSuffix("goes on, ducking it 15.0 dB") } },
-                "\(rig.lyred.stderr)")
+        let music = try await Self.musicUnderTheDoorbell(rig, song: song, after: .seconds(1))
         // What the receiver shows is the music, with the announcement over it.
         let shownOverlays = try await Self.overlaysShown(rig.network)
         #expect(shownOverlays == ["Doorbell duck -15.0"], "web API: \(String(describing: shownOverlays))")
         let shown = try await rig.network.run(["lyre", "remote", "now-playing", "--json", "--socket", "/run/lyred/control.sock"])
         let sender = (try? JSONSerialization.jsonObject(with: Data(shown.stdout.utf8)) as? [String: Any])?["sender"] as? String
         #expect(sender == "Music", "the receiver shows \(shown.stdout)")
-        try await announce.waitForExit(timeout: 30)
-        #expect(announce.status == 0, "the announcement: \(announce.stderr)")
-        try await music.waitForExit(timeout: 30)
-        #expect(music.status == 0, "the music: \(music.stderr)")
-        #expect(!rig.lyred.stderr.contains("takes over"), "\(rig.lyred.stderr)")
+        try await Self.expectMusicCameUnder(rig, song: song, chime: chime, senders: [announce, music], label: "music started under an announcement")
+    }
+
+    /// streaming.md §7, as musicStartedDuringAnAnnouncementPlaysUnderIt, with a session mixed in over the
+    /// announcement (a sound of silence, `--mix`) before the music comes: the announcement goes under it as
+    /// the first overlay, rendered once a block (a block rendered twice or skipped would cost it its SNR), and
+    /// the music comes up when its audio ends.
+    @Test func musicUnderAnAnnouncementThatAlreadyHasAnOverlay() async throws {
+        let rig = try await Rig()
+        defer { rig.network.close() }
+        let chime = try await Self.sweep(rig.network, rate: 48000, seconds: 5, signal: "full")
+        let song = try await Self.sweep(rig.network, rate: 48000, seconds: 8, signal: "music")
+        let quiet = rig.network.scratch.appendingPathComponent("silence.wav").path
+        let made = try await rig.network.run(["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", "anullsrc=r=48000:cl=stereo", "-t", "6", "-c:a", "pcm_s16le", quiet])
+        #expect(made.status == 0, "ffmpeg: \(made.stderr)")
+        let announce = try rig.network.spawn(["lyre", "play", chime, "--to", "Speaker", "--duck", "--name", "Doorbell", "--group-socket", "off"],
+                                             name: "announcement")
+        #expect(await eventually { rig.lyred.stderr.contains("session from 'Doorbell'") }, "\(rig.lyred.stderr)")
+        let mixed = try rig.network.spawn(["lyre", "play", quiet, "--to", "Speaker", "--mix", "--name", "Quiet", "--group-socket", "off"], name: "quiet")
+        #expect(await eventually { rig.lyred.stderr.contains("'Quiet'") && rig.lyred.stderr.contains(" plays over 'Doorbell'") }, "\(rig.lyred.stderr)")
+        let music = try await Self.musicUnderTheDoorbell(rig, song: song, after: .milliseconds(500))
+        try await Self.expectMusicCameUnder(rig, song: song, chime: chime, senders: [announce, mixed, music],
+                                            label: "music under an announcement with an overlay")
+    }
+
+    /// streaming.md §7: an announcement ducks while its audio plays, not while its sender stays on. Its sender
+    /// here is `lyre play -` reading a pipe that stays open 7 s after the chime (an app that keeps its session):
+    /// music started under it comes back up from the chime's last sample, over the ramp, and not when the
+    /// session ends.
+    @Test func theMusicComesBackWhenTheAnnouncementsAudioEndsNotItsSession() async throws {
+        let rig = try await Rig()
+        defer { rig.network.close() }
+        let chime = try await Self.sweep(rig.network, rate: 48000, seconds: 3, signal: "full")
+        let song = try await Self.sweep(rig.network, rate: 48000, seconds: 8, signal: "music")
+        let announce = try await Self.announceFromAnOpenPipe(rig, chime, open: 7)
+        let music = try await Self.musicUnderTheDoorbell(rig, song: song, after: .seconds(1))
+        try await Self.expectMusicCameUnder(rig, song: song, chime: chime, senders: [announce, music],
+                                            label: "music under an announcement whose sender stays on")
+    }
+
+    /// streaming.md §7: music that comes after an announcement's audio ended, its sender still on, has nothing
+    /// to come back from: it plays at its own level from its first sample, no dip.
+    @Test func musicAfterAnAnnouncementsAudioEndedIsNotDucked() async throws {
+        let rig = try await Rig()
+        defer { rig.network.close() }
+        let chime = try await Self.sweep(rig.network, rate: 48000, seconds: 1, signal: "full")
+        let song = try await Self.sweep(rig.network, rate: 48000, seconds: 6, signal: "music")
+        let announce = try await Self.announceFromAnOpenPipe(rig, chime, open: 9)
+        let music = try await Self.musicUnderTheDoorbell(rig, song: song, after: .milliseconds(2500))
+        for sender in [announce, music] {
+            try await sender.waitForExit(timeout: 30)
+            #expect(sender.status == 0, "\(sender.stderr)")
+        }
         try await rig.stop()
-        let parts = try await Self.separate(rig.network, main: song, announce: chime, output: rig.output, label: "music started under an announcement")
-        func figure(_ key: String) -> Double { parts[key] }
-        // The music starts after the announcement, down 15 dB under it, and at its level after it.
-        #expect(figure("main_lag_samples") > figure("announce_lag_samples") + 48000 / 2, "the music did not start after the announcement: \(parts)")
-        #expect(abs(figure("main_db_during") + 15) < 0.5 && abs(figure("main_db_after")) < 0.5, "\(parts)")
-        #expect(figure("ramp_up_ms") > 200 && figure("ramp_up_ms") < 400, "\(parts)")
-        // The announcement at full level and whole across the change (a lost block would cost it its SNR),
-        // each held to what ffmpeg's libopus makes of it, as in anAnnouncementPlaysOverTheMusic.
-        #expect(abs(figure("announce_gain_db")) < 0.5, "\(parts)")
-        let (musicFloor, _) = try await Self.libopusFloors(rig.network, input: song)
-        let (sweepFloor, _) = try await Self.libopusFloors(rig.network, input: chime)
-        #expect(figure("main_snr_db") >= musicFloor && figure("announce_snr_db") >= sweepFloor - 1, "\(parts)")
+        let parts = try await Self.separate(rig.network, main: song, announce: chime, output: rig.output, label: "music after an announcement's audio")
+        #expect(parts["main_lag_samples"] > parts["announce_lag_samples"] + 48000 * 2, "the music did not start after the chime: \(parts)")
+        #expect(abs(parts["main_db_after"]) < 0.5 && parts["main_db_lowest_after"] > -1, "the music dipped: \(parts)")
+        #expect(abs(parts["announce_gain_db"]) < 0.5, "\(parts)")
+    }
+
+    /// `chime` announced (`--duck`, as 'Doorbell') by `lyre play -` from a pipe that stays open `open` seconds
+    /// after the chime's audio; returns once the receiver has the session.
+    static func announceFromAnOpenPipe(_ rig: Rig, _ chime: String, open: Int) async throws -> Spawned {
+        let raw = rig.network.scratch.appendingPathComponent("chime.s16le").path
+        let made = try await rig.network.run(["ffmpeg", "-v", "error", "-y", "-i", chime, "-f", "s16le", raw])
+        #expect(made.status == 0, "\(made.stderr)")
+        let announce = try rig.network.spawn(["sh", "-c", "{ cat \"$1\"; sleep \"$2\"; } | \"$0\" play - --format s16le:48000:2 --to Speaker --duck --name Doorbell --group-socket off",
+                                              TestNetwork.binaries + "/lyre", raw, String(open)], name: "announcement")
+        #expect(await eventually { rig.lyred.stderr.contains("session from 'Doorbell'") }, "\(rig.lyred.stderr)")
+        return announce
+    }
+
+    /// Plays `song` as 'Music', a plain session, `after` the announcement 'Doorbell' started playing alone;
+    /// expects the receiver to say that the music plays under it, ducked 15 dB, the announcement going on.
+    static func musicUnderTheDoorbell(_ rig: Rig, song: String, after: Duration) async throws -> Spawned {
+        #expect(await eventually { rig.lyred.stderr.contains("session from 'Doorbell'") }, "\(rig.lyred.stderr)")
+        try await Task.sleep(for: after)
+        let music = try rig.network.spawn(["lyre", "play", song, "--to", "Speaker", "--name", "Music", "--group-socket", "off"], name: "music")
+        #expect(await eventually { rig.lyred.stderr.split(separator: "\n").contains { $0.contains("'Music'") && $0.contains(" plays under 'Doorbell'") && $0.hasSuffix("goes on, ducking it 15.0 dB") } },
+                "\(rig.lyred.stderr)")
+        return music
+    }
+
+    /// Waits for `senders` to end well, with no takeover, stops the receiver and reads its output as `song`
+    /// started under the announcement `chime`: the music after it, down 15 dB under it and at its level after
+    /// it, back up over the ramp from the announcement's last sample; the announcement at full level and whole
+    /// across the change (a lost block would cost it its SNR), each held to what ffmpeg's libopus makes of it,
+    /// as in anAnnouncementPlaysOverTheMusic.
+    static func expectMusicCameUnder(_ rig: Rig, song: String, chime: String, senders: [Spawned], label: String,
+                                     sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        for sender in senders {
+            try await sender.waitForExit(timeout: 30)
+            #expect(sender.status == 0, "\(sender.stderr)", sourceLocation: sourceLocation)
+        }
+        #expect(!rig.lyred.stderr.contains("takes over"), "\(rig.lyred.stderr)", sourceLocation: sourceLocation)
+        try await rig.stop()
+        let parts = try await separate(rig.network, main: song, announce: chime, output: rig.output, label: label)
+        #expect(parts["main_lag_samples"] > parts["announce_lag_samples"] + 48000 / 2, "the music did not start after the announcement: \(parts)",
+                sourceLocation: sourceLocation)
+        #expect(abs(parts["main_db_during"] + 15) < 0.5 && abs(parts["main_db_after"]) < 0.5, "\(parts)", sourceLocation: sourceLocation)
+        #expect(parts["ramp_up_ms"] > 200 && parts["ramp_up_ms"] < 400, "\(parts)", sourceLocation: sourceLocation)
+        #expect(abs(parts["announce_gain_db"]) < 0.5, "\(parts)", sourceLocation: sourceLocation)
+        let (musicFloor, _) = try await libopusFloors(rig.network, input: song)
+        let (sweepFloor, _) = try await libopusFloors(rig.network, input: chime)
+        #expect(parts["main_snr_db"] >= musicFloor && parts["announce_snr_db"] >= sweepFloor - 1, "\(parts)", sourceLocation: sourceLocation)
     }
 
     /// README: a receiver mixes up to 4 sessions over what it plays; a fifth announcement gets one line that says

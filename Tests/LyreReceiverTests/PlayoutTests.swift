@@ -47,6 +47,8 @@ struct PlayoutTests {
         /// Left channel of the output, and each block's presentation time and first output frame.
         var left: [Double] = []
         var records: [(frame: Int, presented: Double)] = []
+        /// The playout's `audioEnd` after each block.
+        var audioEnds: [Int64?] = []
         var statistics: PlayoutStatistics
     }
 
@@ -110,6 +112,7 @@ struct PlayoutTests {
             }
             let (out, _) = playout.render(frames: block, presentation: UInt64(presented.rounded()))
             run.records.append((run.left.count, presented))
+            run.audioEnds.append(playout.audioEnd)
             run.left += stride(from: 0, to: out.count, by: 2).map { Double(out[$0]) }
             presented += Double(block) * framePeriod
         }
@@ -262,6 +265,21 @@ extension PlayoutTests {
         for window in Self.measure(pcm, run, skewPPM: 0, every: 0.1, from: 0) {
             #expect(abs(window.errorMicroseconds) < 25 && window.snr > 40, "\(window)")
         }
+    }
+
+    /// `audioEnd`, where an announcement's duck comes back from (streaming.md §7): nil while the audio plays, a
+    /// lost packet's concealment included, then just after the last frame of audio, to the frame, however the
+    /// blocks fall (a last packet of 240 frames), and so on while the output goes on.
+    @Test(arguments: [240, 1000]) func theAudioEndIsJustAfterTheLastFrame(block: Int) throws {
+        let pcm = Array(Self.sweep(seconds: 1).prefix(47_760 * 2))
+        let run = try Self.play(pcm, block: block, withheld: [50: .infinity])
+        #expect(run.statistics.lost == 1, "\(run.statistics)")
+        let firstEnd = try #require(run.audioEnds.firstIndex { $0 != nil })
+        // Known from the block the audio ran out in: the block holding the last frame heard, or the next one
+        // when that frame ends a block (47,760 frames are 199 blocks of 240).
+        let heard = try #require(run.left.lastIndex { $0 != 0 })
+        #expect(run.records[firstEnd].frame <= heard + 1 && heard < run.records[firstEnd].frame + block, "ran out at block \(firstEnd)")
+        #expect(run.audioEnds[firstEnd...].allSatisfy { $0 == 47_760 }, "\(run.audioEnds[firstEnd...].prefix(3))")
     }
 
     /// Three packets missing in a row, the last two resent after the first one's time has come but before

@@ -407,6 +407,12 @@ def cmd_separate(a):
     before = median_db(centre < start - margin)
     during = median_db((centre > start + margin) & (centre < end - margin))
     after = median_db(centre > end + back)
+    # The main's lowest level once the announcement is over, each the median of 5 windows (50 ms, a ramp's
+    # scale; one window's fit of music-like sound strays by a dB): a main that starts after its audio ended
+    # (its sender still on) has nothing to come back from, so no dip.
+    past = np.flatnonzero(loud_a & (centre > end + win))
+    runs = [np.median(db(ga[past[i:i + 5]])) for i in range(len(past) - 4) if past[i + 4] - past[i] == 4]
+    lowest_after = round(float(np.min(runs)), 2) if runs else None
     # The ramps: where the main first sits within 1 dB of its level under the announcement, from the
     # announcement's first sample, and where it is first back within 1 dB of its level before (or after, for
     # a main that started under the announcement), from its last.
@@ -431,6 +437,7 @@ def cmd_separate(a):
         "main_db_before": before,
         "main_db_during": during,
         "main_db_after": after,
+        "main_db_lowest_after": lowest_after,
         "ramp_down_ms": down_ms,
         "ramp_up_ms": up_ms,
         "announce_gain_db": round(float(np.median(db(gb[span]))), 2) if span.any() else None,
