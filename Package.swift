@@ -59,8 +59,9 @@ let package = Package(
         // Clock: the host clock, and the sockets of the timing exchange with kernel receive timestamps.
         .target(name: "LyreClock", dependencies: ["CSocketShim", .product(name: "Crypto", package: "swift-crypto")]),
 
-        // Media: ALSA and WAV output, decoding (FFmpeg's libraries), resampling (libsoxr); Opus.
-        .target(name: "LyreAudio", dependencies: ["CALSA", "CALSAShim", "CFFmpegShim", "CSoxr", "LyreWire", "LyreClock"]),
+        // Media: ALSA and WAV output, decoding (FFmpeg's libraries); Opus. Resampling (libsoxr) is the sender's, in
+        // LyreSender: lyred resamples nothing with it, and linking it would load libsoxr and its libgomp at every start.
+        .target(name: "LyreAudio", dependencies: ["CALSA", "CALSAShim", "CFFmpegShim", "LyreWire", "LyreClock"]),
         .target(name: "LyreCodec", dependencies: ["COpus", "COpusShim"]),
         // SRTP (libsrtp2): paired sessions' audio, encrypted and authenticated.
         .target(name: "LyreSRTP", dependencies: ["CSRTP", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")]),
@@ -99,6 +100,7 @@ let package = Package(
             name: "LyreSender",
             dependencies: [
                 "LyreWire", "LyreRTSP", "LyreAudio", "LyreCodec", "LyreClock", "LyreDiscovery", "LyreIdentity", "LyrePairing", "LyreSRTP",
+                "CSoxr",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -4,6 +4,7 @@ import LyreWire
 /// An error opening or converting audio: FFmpeg's or libsoxr's text.
 public struct AudioError: Error, CustomStringConvertible, Sendable {
     public let description: String
+    public init(description: String) { self.description = description }
 }
 
 /// Raw PCM layout for headerless input such as stdin: `s16le:44100:2`.

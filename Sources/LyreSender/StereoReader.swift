@@ -1,3 +1,5 @@
+import LyreAudio
+
 /// A source read as 48 kHz interleaved stereo float: decoded by FFmpeg, mapped to two channels, and
 /// resampled by libsoxr when it is not at 48 kHz. What a sender streams and what it plays locally both
 /// come through here.
