@@ -85,7 +85,14 @@ struct SinkTests {
 
         /// Sets the output's slider to 50 % (libpulse's cubic scale: −18.06 dB) while a session streams, and
         /// expects the receiver's volume, read from its control socket, to follow.
+        ///
+        /// Once lyre sink says it streams: the receiver logs the session at its SETUP, before lyre sink's
+        /// session has its RECORD answered, and lyre sink then sets the slider to the receiver's volume (0 dB),
+        /// so a slider set in between was undone, and its change, seen with no session yet, went nowhere (a
+        /// fresh run, 2026-11-29: the receiver stayed at 0 dB and lyre sink logged no volume from its output).
         func setSliderToHalf(sourceLocation: SourceLocation = #_sourceLocation) async throws {
+            let sink = sink
+            #expect(await eventually { sink.stderr.contains("streaming to 'Speaker'") }, "lyre sink: \(sink.stderr)", sourceLocation: sourceLocation)
             #expect(try await network.run(kind.environment + ["pactl", "set-sink-volume", node, "50%"]).status == 0, sourceLocation: sourceLocation)
             func receiverVolume() async throws -> Double? {
                 let shown = try await network.run(["lyre", "remote", "now-playing", "--json", "--socket", "/run/lyred.sock"])
