@@ -68,6 +68,9 @@ enum MPRISProperties {
         if let number = metadata.trackNumber {
             entries.append(DBusDictEntry("xesam:trackNumber", .int32(Int32(clamping: number))))
         }
+        for (key, texts) in metadata.custom.sorted(by: { $0.key < $1.key }) where !texts.isEmpty {
+            entries.append(DBusDictEntry(key, .stringArray(texts)))
+        }
         return .dictionary(entries)
     }
 

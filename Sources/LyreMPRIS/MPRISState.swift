@@ -44,6 +44,9 @@ public struct MPRISMetadata: Sendable, Equatable {
     public var lengthMicroseconds: Int64?
     /// `mpris:artUrl`, e.g. `file:///run/lyre/art.png`.
     public var artURL: String?
+    /// Keys of the player's own, namespaced as the MPRIS spec asks (e.g. `lyre:overlays`), each a list of
+    /// strings; sent after the standard ones in key order, and left out when empty.
+    public var custom: [String: [String]] = [:]
 
     /// Metadata for the track `trackID`; every other field is optional.
     public init(

@@ -319,7 +319,9 @@ public struct Playout: ~Copyable {
     public mutating func render(frames: Int, presentation: UInt64, outputDelay: Int64 = 0) -> ([Int16], PresentationRecord?) {
         let (samples, record) = renderBlock(frames: frames, presentation: presentation, outputDelay: outputDelay)
         let audio = record?.audioFrames ?? 0
-        if audio == frames {
+        if audio == frames || (audio > 0 && audioEnd != nil) {
+            // Audio plays, or came again in this block (what ran out is not what this block holds: that block
+            // set the end): the duck goes back down from this block, not the next.
             audioEnd = nil
         } else if putOutAudio, audioEnd == nil, let record, let first = firstPosition {
             // It ran out in this block, after the audio the block still holds.

@@ -96,6 +96,33 @@ public enum ReceiverEvent: Sendable, Equatable {
     case volume(Double)
     /// What the current session says is playing; nil when no session.
     case nowPlaying(NowPlayingSnapshot?)
+    /// What plays over the current session now (streaming.md §7), oldest first; empty when nothing does.
+    case overlays([ReceiverOverlay])
+}
+
+/// A session that plays over the active one (streaming.md §7), as the web API and MPRIS show it.
+public struct ReceiverOverlay: Sendable, Equatable, Encodable {
+    /// How it meets the active session.
+    public enum How: String, Sendable, Encodable {
+        /// Lowers it by `duckDB`.
+        case duck
+        /// Plays beside it at full level.
+        case mix
+        /// Paused it (spoken audio) through its sender, until this ends.
+        case pause
+    }
+
+    /// The overlay's sender, as it named itself.
+    public var sender: String
+    public var how: How
+    /// How far it lowers the active session (dB, negative); nil unless `how` is `duck`.
+    public var duckDB: Double?
+
+    public init(sender: String, how: How, duckDB: Double? = nil) {
+        self.sender = sender
+        self.how = how
+        self.duckDB = duckDB
+    }
 }
 
 /// What changed in the registry, for its observers.
@@ -145,6 +172,8 @@ final class SessionRegistry: @unchecked Sendable {
     private(set) var counters = ReceiverCounters()
     private var outputAvailable = true
     private var lastStatus: ReceiverStatus?
+    /// The overlays last told to the owner (``ReceiverEvent/overlays(_:)``), so each change is told once.
+    private var toldOverlays: [ReceiverOverlay] = []
     let artwork: ArtworkStore?
     /// The now-playing info last written to the log, so each change is logged once.
     private var loggedInfo: NowPlayingInfo?
@@ -262,11 +291,11 @@ final class SessionRegistry: @unchecked Sendable {
     /// What plays over the active session, as the web API shows it (control-api.md §2): each overlay's sender,
     /// and how it meets the active one: `duck` (with its dB), `mix`, or `pause` (the active one, spoken audio,
     /// paused for it).
-    var overlayStates: [(sender: String, how: String, duckDB: Double?)] {
+    var overlayStates: [ReceiverOverlay] {
         eventLoop.assertInEventLoop()
         return overlays.map { overlay in
-            let pauses = interrupting.contains { $0 === overlay }
-            return (overlay.senderName, pauses ? "pause" : overlay.overlayDuckDB == nil ? "mix" : "duck", pauses ? nil : overlay.overlayDuckDB)
+            if interrupting.contains(where: { $0 === overlay }) { return ReceiverOverlay(sender: overlay.senderName, how: .pause) }
+            return ReceiverOverlay(sender: overlay.senderName, how: overlay.overlayDuckDB == nil ? .mix : .duck, duckDB: overlay.overlayDuckDB)
         }
     }
 
@@ -401,6 +430,11 @@ final class SessionRegistry: @unchecked Sendable {
     }
 
     func changed(_ change: RegistryChange) {
+        // Every change of the overlays is a change of the receiver, so the owner hears of them here.
+        if change == .receiver, overlayStates != toldOverlays {
+            toldOverlays = overlayStates
+            events.yield(.overlays(toldOverlays))
+        }
         for handler in observers.values { handler(change) }
     }
 }

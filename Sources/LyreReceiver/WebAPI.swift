@@ -47,21 +47,14 @@ enum WebAPI {
         /// The rooms of the playing session's playback, this one among them; empty for a single room.
         var rooms: [String]
         /// What plays over the session (announcements), oldest first.
-        var overlays: [Overlay]
-    }
-
-    struct Overlay: Encodable {
-        var sender: String
-        /// `duck`, `mix` or `pause`.
-        var how: String
-        var duckDB: Double?
+        var overlays: [ReceiverOverlay]
     }
 
     static func receiverState(_ registry: SessionRegistry, mayPair: Bool) -> ReceiverState {
         let sender: String? = if case .playing(let name) = registry.status { name } else { nil }
         return ReceiverState(name: registry.name, status: registry.status.token, sender: sender, volume: registry.volume,
                              outputDelay: registry.outputDelayMilliseconds, pairing: mayPair, rooms: registry.active?.rooms ?? [],
-                             overlays: registry.overlayStates.map { Overlay(sender: $0.sender, how: $0.how, duckDB: $0.duckDB) })
+                             overlays: registry.overlayStates)
     }
 
     private struct Snapshot: Encodable {

@@ -377,6 +377,7 @@ struct StreamingService: Service {
                         mpris?.volumeChanged(db)
                         try advertiser.setVolume(db)
                     case .nowPlaying(let snapshot): mpris?.show(snapshot)
+                    case .overlays(let overlays): mpris?.overlaysChanged(overlays)
                     }
                 } catch {
                     logger.warning("cannot update the advertisement: \(error)")

@@ -78,6 +78,15 @@ final class MPRISBridge: Sendable {
         player?.update(state)
     }
 
+    /// What plays over the session changed.
+    func overlaysChanged(_ overlays: [ReceiverOverlay]) {
+        let state = last.withLockedValue { view in
+            view.overlays = overlays
+            return view.state
+        }
+        player?.update(state)
+    }
+
     /// The `Identity` of the receiver named `name`.
     static func identity(_ name: String) -> String { "Lyre receiver \(name)" }
 

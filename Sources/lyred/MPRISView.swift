@@ -16,6 +16,10 @@ struct MPRISView: Sendable, Equatable {
     private(set) var snapshot: NowPlayingSnapshot?
     /// The receiver's volume, dB (−144 is muted).
     var volume = 0.0
+    /// What plays over the session (announcements), shown as `lyre:overlays` beside its track (now-playing.md §6).
+    var overlays: [ReceiverOverlay] = []
+    /// The `lyre:overlays` metadata key.
+    static let overlaysKey = "lyre:overlays"
     private(set) var trackID = noTrack
     /// Counts sessions, so that two sessions' tracks never share an id.
     private(set) var session = 0
@@ -48,6 +52,7 @@ struct MPRISView: Sendable, Equatable {
         metadata.trackNumber = info.trackNumber
         metadata.lengthMicroseconds = info.duration.map { Int64($0 * 1e6) }
         metadata.artURL = snapshot.artworkPath.map { "file://" + $0 }
+        metadata.custom[Self.overlaysKey] = overlays.map(Self.describe)
         state.metadata = metadata
         state.playbackStatus = snapshot.state == .playing ? .playing : .paused
         // MPRIS has no rate 0: a paused player shows 1, and its status says it is paused.
@@ -66,6 +71,12 @@ struct MPRISView: Sendable, Equatable {
             state.maximumRate = 2
         }
         return state
+    }
+
+    /// An overlay as `lyre:overlays` lists it: "SENDER duck DB dB", "SENDER mix" or "SENDER pause".
+    static func describe(_ overlay: ReceiverOverlay) -> String {
+        let depth = overlay.duckDB.map { " \($0) dB" } ?? ""
+        return "\(overlay.sender) \(overlay.how.rawValue)" + (overlay.how == .duck ? depth : "")
     }
 
     /// The Lyre command an MPRIS call stands for; nil when there is nothing to do (a `SetPosition` for

@@ -55,8 +55,10 @@ struct StreamingTests {
         var description: String { "\(parts)" }
     }
 
-    static func separate(_ network: TestNetwork, main: String, announce: String, output: String, label: String) async throws -> Separated {
-        let run = try await network.run(["python3", audioTool, "separate", main, announce, output])
+    /// `then`: the announcement's audio came again later, this signal (audio.py separate --then).
+    static func separate(_ network: TestNetwork, main: String, announce: String, then: String? = nil, output: String,
+                         label: String) async throws -> Separated {
+        let run = try await network.run(["python3", audioTool, "separate", main, announce, output] + (then.map { ["--then", $0] } ?? []))
         let parts = try #require(try? JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "audio.py: \(run.stdout) \(run.stderr)")
         print("\(label), the output separated: \(parts)")
         return Separated(parts: parts)
@@ -492,13 +494,24 @@ struct StreamingTests {
             #expect(volume.status == 0, "lyre group volume: \(volume.stderr)")
         }
         #expect(try await shown() == musicTitle, "the announcement's now playing replaced the music's")
-        // MPRIS (media keys, desktop widgets) shows the music too, playing.
-        let mpris = try await rig.network.run(["playerctl", "-p", "lyred", "metadata", "--format", "{{status}} {{xesam:title}}"], timeout: 15)
-        #expect(mpris.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "Playing \(musicTitle ?? "")", "MPRIS: \(mpris.stdout) \(mpris.stderr)")
+        // MPRIS (media keys, desktop widgets) shows the music too, playing, with the announcement beside it as
+        // an overlay (`lyre:overlays`, now-playing.md §6).
+        func mprisShown() async throws -> String {
+            let run = try await rig.network.run(
+                ["playerctl", "-p", "lyred", "metadata", "--format", "{{status}} {{xesam:title}}|{{lyre:overlays}}"], timeout: 15)
+            return run.stdout.trimmingCharacters(in: .whitespacesAndNewlines) + (run.status == 0 ? "" : " (\(run.stderr))")
+        }
+        let overlayShown = ducks ? "\(name) duck \(depth) dB" : "\(name) mix"
+        let mprisShowsIt = try await eventually { try await mprisShown() == "Playing \(musicTitle ?? "")|\(overlayShown)" }
+        let mpris = try await mprisShown()
+        #expect(mprisShowsIt, "MPRIS: \(mpris)")
         try await announce.waitForExit(timeout: 30)
         #expect(announce.status == 0, "\(announce.stderr)")
-        // Gone from the page once it ended, while the music plays on.
+        // Gone from the page and from MPRIS once it ended, while the music plays on.
         #expect(try await eventually { try await Self.overlaysShown(rig.network) == [] }, "the announcement ended and is still shown")
+        let mprisForgotIt = try await eventually { try await mprisShown() == "Playing \(musicTitle ?? "")|" }
+        let mprisAfter = try await mprisShown()
+        #expect(mprisForgotIt, "MPRIS after the announcement: \(mprisAfter)")
         #expect(music.isRunning, "the music ended before the announcement was seen gone")
         if own {
             // The cover still shown once the announcement sent its own and ended is the music's.
@@ -603,7 +616,7 @@ struct StreamingTests {
         defer { rig.network.close() }
         let chime = try await Self.sweep(rig.network, rate: 48000, seconds: 3, signal: "full")
         let song = try await Self.sweep(rig.network, rate: 48000, seconds: 8, signal: "music")
-        let announce = try await Self.announceFromAnOpenPipe(rig, chime, open: 7)
+        let announce = try await Self.announceFromAnOpenPipe(rig, [chime], open: 7)
         let music = try await Self.musicUnderTheDoorbell(rig, song: song, after: .seconds(1))
         try await Self.expectMusicCameUnder(rig, song: song, chime: chime, senders: [announce, music],
                                             label: "music under an announcement whose sender stays on")
@@ -616,7 +629,7 @@ struct StreamingTests {
         defer { rig.network.close() }
         let chime = try await Self.sweep(rig.network, rate: 48000, seconds: 1, signal: "full")
         let song = try await Self.sweep(rig.network, rate: 48000, seconds: 6, signal: "music")
-        let announce = try await Self.announceFromAnOpenPipe(rig, chime, open: 9)
+        let announce = try await Self.announceFromAnOpenPipe(rig, [chime], open: 9)
         let music = try await Self.musicUnderTheDoorbell(rig, song: song, after: .milliseconds(2500))
         for sender in [announce, music] {
             try await sender.waitForExit(timeout: 30)
@@ -629,14 +642,61 @@ struct StreamingTests {
         #expect(abs(parts["announce_gain_db"]) < 0.5, "\(parts)")
     }
 
-    /// `chime` announced (`--duck`, as 'Doorbell') by `lyre play -` from a pipe that stays open `open` seconds
-    /// after the chime's audio; returns once the receiver has the session.
-    static func announceFromAnOpenPipe(_ rig: Rig, _ chime: String, open: Int) async throws -> Spawned {
-        let raw = rig.network.scratch.appendingPathComponent("chime.s16le").path
-        let made = try await rig.network.run(["ffmpeg", "-v", "error", "-y", "-i", chime, "-f", "s16le", raw])
-        #expect(made.status == 0, "\(made.stderr)")
-        let announce = try rig.network.spawn(["sh", "-c", "{ cat \"$1\"; sleep \"$2\"; } | \"$0\" play - --format s16le:48000:2 --to Speaker --duck --name Doorbell --group-socket off",
-                                              TestNetwork.binaries + "/lyre", raw, String(open)], name: "announcement")
+    /// streaming.md §7: an overlay whose audio runs out and comes again, its session on (an app that plays a
+    /// chime, then another 2 s later): the music comes back up over the ramp in the gap, goes back down by the
+    /// ramp down as the second chime comes, and comes up again after it. Read from the output, the music and
+    /// both chimes separated; each chime whole, at its own level.
+    @Test func anAnnouncementWhoseAudioComesAgainDucksTheMusicAgain() async throws {
+        let rig = try await Rig()
+        defer { rig.network.close() }
+        let song = try await Self.sweep(rig.network, rate: 48000, seconds: 12, signal: "music")
+        let first = try await Self.sweep(rig.network, rate: 48000, seconds: 2, signal: "full")
+        let second = try await Self.sweep(rig.network, rate: 48000, seconds: 2)
+        let music = try rig.network.spawn(["lyre", "play", song, "--to", "Speaker", "--name", "Music", "--group-socket", "off"], name: "music")
+        #expect(await eventually { rig.lyred.stderr.contains("now playing:") }, "\(rig.lyred.stderr)")
+        try await Task.sleep(for: .seconds(1.5))
+        let announce = try await Self.announceFromAnOpenPipe(rig, [first, second], open: 3)
+        #expect(await eventually { rig.lyred.stderr.contains(" plays over 'Music'") }, "\(rig.lyred.stderr)")
+        for sender in [announce, music] {
+            try await sender.waitForExit(timeout: 30)
+            #expect(sender.status == 0, "\(sender.stderr)")
+        }
+        #expect(!rig.lyred.stderr.contains("takes over"), "\(rig.lyred.stderr)")
+        try await rig.stop()
+        let parts = try await Self.separate(rig.network, main: song, announce: first, then: second, output: rig.output,
+                                            label: "an announcement whose audio comes again")
+        // The pipe waits 3 s after each chime; `lyre play` read the first ahead of its time, so the gap heard is
+        // shorter (1.6 s measured).
+        #expect(parts["again_start_s"] > parts["announce_end_s"] + 1, "the second chime did not come after a gap: \(parts)")
+        // Down under each chime, up between them and after.
+        for key in ["main_db_during", "main_db_during_again"] { #expect(abs(parts[key] + 15) < 0.5, "\(key): \(parts)") }
+        for key in ["main_db_before", "main_db_between", "main_db_after"] { #expect(abs(parts[key]) < 0.5, "\(key): \(parts)") }
+        // Back up over the 300 ms ramp from each chime's last sample. The first chime's ramp down ends at its first
+        // sample (the receiver knows where it starts); the second's starts with the output block (50 ms at this
+        // latency) that holds its first sample, and takes the 50 ms ramp down from there: down by 50 ms after it
+        // at the latest (within 1 dB 47 ms in, read in 10 ms windows, each the median of 50 ms around it).
+        for key in ["ramp_up_ms", "ramp_up_again_ms"] { #expect(parts[key] > 200 && parts[key] < 400, "\(key): \(parts)") }
+        #expect(parts["ramp_down_ms"] <= 10, "\(parts)")
+        #expect(parts["ramp_down_again_ms"] <= 60, "\(parts)")
+        #expect(abs(parts["announce_gain_db"]) < 0.5, "\(parts)")
+        let (musicFloor, _) = try await Self.libopusFloors(rig.network, input: song)
+        let (sweepFloor, _) = try await Self.libopusFloors(rig.network, input: first)
+        #expect(parts["main_snr_db"] >= musicFloor && parts["announce_snr_db"] >= sweepFloor - 1, "\(parts)")
+    }
+
+    /// `chimes` announced (`--duck`, as 'Doorbell') by `lyre play -` from one pipe, which stays open `open`
+    /// seconds after each chime's audio; returns once the receiver has the session.
+    static func announceFromAnOpenPipe(_ rig: Rig, _ chimes: [String], open: Int) async throws -> Spawned {
+        var raws: [String] = []
+        for (index, chime) in chimes.enumerated() {
+            let raw = rig.network.scratch.appendingPathComponent("chime\(index).s16le").path
+            let made = try await rig.network.run(["ffmpeg", "-v", "error", "-y", "-i", chime, "-f", "s16le", raw])
+            #expect(made.status == 0, "\(made.stderr)")
+            raws.append(raw)
+        }
+        let announce = try rig.network.spawn(
+            ["sh", "-c", "lyre=$1 pause=$2; shift 2; for chime; do cat \"$chime\"; sleep \"$pause\"; done | \"$lyre\" play - --format s16le:48000:2 --to Speaker --duck --name Doorbell --group-socket off",
+             "sh", TestNetwork.binaries + "/lyre", String(open)] + raws, name: "announcement")
         #expect(await eventually { rig.lyred.stderr.contains("session from 'Doorbell'") }, "\(rig.lyred.stderr)")
         return announce
     }
@@ -764,7 +824,7 @@ struct StreamingTests {
     /// The podcast is `lyre play --spoken-audio`, or an app whose `AudioSession` is in the `spokenAudio` mode
     /// (the example player, whose `QueuePlayer` takes the receiver's pause and play as any remote command).
     @Test(arguments: ["lyre play", "app"]) func anAnnouncementPausesSpokenAudioWhichPlaysOnAfter(podcastFrom sender: String) async throws {
-        let rig = try await Rig()
+        let rig = try await Rig(arguments: ["--mpris", "session"])
         defer { rig.network.close() }
         let podcast = try await Self.sweep(rig.network, rate: 48000, seconds: 6, hardEnds: true)
         let chime = try await Self.sweep(rig.network, rate: 48000, seconds: 2, signal: "full")
@@ -781,6 +841,11 @@ struct StreamingTests {
         #expect(await eventually { rig.lyred.stderr.contains("paused for an interruption") }, "\(rig.lyred.stderr)")
         let shownOverlays = try await Self.overlaysShown(rig.network)
         #expect(shownOverlays == ["Doorbell pause"], "web API: \(String(describing: shownOverlays))")
+        // MPRIS lists it beside the podcast (now-playing.md §6).
+        let mprisShowsIt = try await eventually(timeout: 5) {
+            try await rig.network.run(["playerctl", "-p", "lyred", "metadata", "lyre:overlays"], timeout: 5).stdout == "Doorbell pause\n"
+        }
+        #expect(mprisShowsIt, "MPRIS does not list the announcement as an overlay that paused the podcast")
         try await announce.waitForExit(timeout: 30)
         #expect(announce.status == 0, "the announcement: \(announce.stderr)")
         try await play.waitForExit(timeout: 30)

@@ -59,6 +59,19 @@ import Testing
                 ]))
     }
 
+    @Test func customKeysFollowTheStandardOnesInKeyOrderAndEmptyOnesAreLeftOut() {
+        var metadata = MPRISMetadata(trackID: "/org/lyre/t", title: "T")
+        metadata.custom = ["lyre:overlays": ["Doorbell duck -15.0 dB", "Radio mix"], "lyre:b": [], "lyre:a": ["x"]]
+        #expect(
+            MPRISProperties.metadata(metadata)
+                == .dictionary([
+                    DBusDictEntry("mpris:trackid", .objectPath("/org/lyre/t")),
+                    DBusDictEntry("xesam:title", .string("T")),
+                    DBusDictEntry("lyre:a", .stringArray(["x"])),
+                    DBusDictEntry("lyre:overlays", .stringArray(["Doorbell duck -15.0 dB", "Radio mix"])),
+                ]))
+    }
+
     @Test func changesListOnlyDifferentValues() {
         var state = MPRISState()
         let before = MPRISProperties.player(state)

@@ -56,7 +56,8 @@ struct PlayoutTests {
     /// clock `offset` ns ahead of it, in blocks of `block` frames.
     static func play(_ pcm: [Int16], skewPPM: Double = 0, senderDriftPPM: Double = 0, block: Int = 240,
                      latency: UInt64 = 100_000_000, extraSeconds: Double = 0.5, fecRow: Int? = nil,
-                     withheld: [Int: Double] = [:], presentationStep: (seconds: Double, nanoseconds: Double)? = nil) throws -> Run {
+                     withheld: [Int: Double] = [:], presentationStep: (seconds: Double, nanoseconds: Double)? = nil,
+                     pause: (packet: Int, frames: Int)? = nil) throws -> Run {
         var playout = try Playout(format: format, latency: latency, timed: true)
         playout.repairsFromFEC = fecRow != nil  // as SETUP does when the sender sends FEC
         let start: UInt64 = 5_000_000_000
@@ -79,7 +80,13 @@ struct PlayoutTests {
         // As RECORD does: its RTP-Info names the first packet, then its anchor.
         playout.flush(nextSequence: 65000)
         playout.record(anchor: PlaybackAnchor(rtpTime: rtpStart, senderClock: UInt64(Int64(start) + offset)))
-        let sent = packets(pcm, start: rtpStart, sequence: 65000)
+        // `pause`: from that packet on, `frames` later in the stream (the sender's slots passed while its source
+        // had nothing, as `lyre play -` from a pipe that waits), the sequence unbroken.
+        let sent = packets(pcm, start: rtpStart, sequence: 65000).enumerated().map { index, packet in
+            var packet = packet
+            if let pause, index >= pause.packet { packet.timestamp &+= UInt32(pause.frames) }
+            return packet
+        }
         // Packets `withheld` (by index) arrive that many seconds after the start instead (a resend), or never.
         var pending = withheld.map { (index: $0.key, at: Double(start) + $0.value * 1e9) }.sorted { $0.at < $1.at }
         if let fecRow {
@@ -280,6 +287,25 @@ extension PlayoutTests {
         let heard = try #require(run.left.lastIndex { $0 != 0 })
         #expect(run.records[firstEnd].frame <= heard + 1 && heard < run.records[firstEnd].frame + block, "ran out at block \(firstEnd)")
         #expect(run.audioEnds[firstEnd...].allSatisfy { $0 == 47_760 }, "\(run.audioEnds[firstEnd...].prefix(3))")
+    }
+
+    /// An announcement whose audio runs out and comes again (streaming.md §7): the end is dropped in the block
+    /// that holds the first frame of the audio that came again, so the duck starts back down from there, not a
+    /// block later; and the second end is where the second audio runs out.
+    @Test(arguments: [240, 1000]) func theAudioEndGoesWhenTheAudioComesAgain(block: Int) throws {
+        let pcm = Self.sweep(seconds: 1)
+        // The audio after the pause arrives as a sender sends it, 100 ms before it is due (due 1.1 s from the start,
+        // after the latency of 100 ms), not with the rest.
+        let after = Dictionary(uniqueKeysWithValues: (50..<100).map { ($0, 1.0 + Double($0 - 50) * 0.01) })
+        let run = try Self.play(pcm, block: block, extraSeconds: 1, withheld: after, pause: (packet: 50, frames: 24_000))
+        let firstEnd = try #require(run.audioEnds.firstIndex { $0 != nil })
+        #expect(run.audioEnds[firstEnd] == 24_000)
+        // The first frame heard again: 24,000 frames of silence after the first end.
+        let again = try #require(run.left.indices.first { $0 > run.records[firstEnd].frame + block && run.left[$0] != 0 })
+        let block = try #require(run.records.lastIndex { $0.frame <= again })
+        #expect(run.audioEnds[firstEnd..<block].allSatisfy { $0 == 24_000 }, "\(run.audioEnds[firstEnd..<block].prefix(3))")
+        #expect(run.audioEnds[block] == nil, "the audio came again in block \(block) and its end stayed")
+        #expect(run.audioEnds.last == 48_000 + 24_000, "\(String(describing: run.audioEnds.last))")
     }
 
     /// Three packets missing in a row, the last two resent after the first one's time has come but before

@@ -33,6 +33,25 @@ import Testing
         #expect(view.trackID == "/org/lyre/session2/track2")
     }
 
+    /// now-playing.md §6: what plays over the session is listed beside its track, which stays the session's.
+    @Test func overlaysAreListedBesideTheSessionsTrack() {
+        var view = MPRISView()
+        view.overlays = [ReceiverOverlay(sender: "Doorbell", how: .duck, duckDB: -15)]
+        #expect(view.state.metadata == nil, "an overlay with no session's track has a track of its own")
+        _ = view.show(Self.snapshot(), at: Self.t0)
+        #expect(view.state.metadata?.title == "Song")
+        #expect(view.state.metadata?.custom[MPRISView.overlaysKey] == ["Doorbell duck -15.0 dB"])
+        view.overlays = [
+            ReceiverOverlay(sender: "Doorbell", how: .duck, duckDB: -24.5), ReceiverOverlay(sender: "Radio \"2\"", how: .mix),
+            ReceiverOverlay(sender: "Alarm", how: .pause),
+        ]
+        #expect(view.state.metadata?.custom[MPRISView.overlaysKey] == ["Doorbell duck -24.5 dB", "Radio \"2\" mix", "Alarm pause"])
+        #expect(view.state.metadata?.title == "Song" && view.state.playbackStatus == .playing)
+        view.overlays = []
+        // An empty list is left off the bus (MPRISStateTests.customKeysFollowTheStandardOnes…).
+        #expect(view.state.metadata?.custom[MPRISView.overlaysKey] == [], "an ended overlay is still listed")
+    }
+
     @Test func theRateIsTheSendersOrOneNeverZero() {
         var view = MPRISView()
         _ = view.show(Self.snapshot(rate: 1.5), at: Self.t0)

@@ -355,28 +355,31 @@ def cmd_compare(a):
 def cmd_separate(a):
     """OUT holds MAIN (ducked while ANNOUNCE plays) plus ANNOUNCE: each found at its own lag, then, window by
     window, OUT fitted as g_main * MAIN + g_announce * ANNOUNCE by least squares. Reports the main's level
-    before, during and after the announcement, how the ramps fall around it, and each signal's SNR."""
+    before, during and after the announcement, how the ramps fall around it, and each signal's SNR. With
+    --then, the same announcement's audio came again later (a second signal, at a lag of its own): the main's
+    level between the two and under the second, and the ramps around the second, are reported too."""
     try:
         main, rate = read_wav(a.main)
-        ann, ann_rate = read_wav(a.announce)
+        anns = [read_wav(path) for path in [a.announce] + ([a.then] if a.then else [])]
         out, out_rate = read_wav(a.out)
     except (OSError, InputError, struct.error) as e:
         print(f"audio.py separate: cannot read input: {e}", file=sys.stderr)
         return 2
-    if not rate == ann_rate == out_rate:
+    if any(r != rate for r in [out_rate] + [r for _, r in anns]):
         print("audio.py separate: MAIN, ANNOUNCE and OUT must share one rate", file=sys.stderr)
         return 2
+    anns = [x for x, _ in anns]
     max_lag = int(round(a.max_lag_seconds * rate))
-    # The announcement first, from the output as it is; the main then from what the announcement leaves,
-    # so that neither lag is pulled by the other signal.
-    lag_b = find_lag(ann, out, max_lag)
+    # The announcements first, from the output as it is; the main then from what they leave, so that neither
+    # lag is pulled by the other signal.
     def placed(x, lag):
         y = np.zeros(len(out))
         lo, hi = max(0, -lag), min(len(x), len(out) - lag)
         if hi > lo:
             y[lo + lag:hi + lag] = x[lo:hi]
         return y
-    bx = placed(ann, lag_b)
+    lags = [find_lag(x, out, max_lag) for x in anns]
+    bx = sum(placed(x, lag) for x, lag in zip(anns, lags))
     bb = float(np.dot(bx, bx))
     rest = out - (float(np.dot(out, bx)) / bb if bb > 0 else 0.0) * bx
     lag_a = find_lag(main, rest, max_lag)
@@ -397,7 +400,9 @@ def cmd_separate(a):
     ga[only_a] = ao[only_a] / aa[only_a]
     gb[only_b] = bo[only_b] / bbw[only_b]
     db = lambda g: 20 * np.log10(np.maximum(np.abs(g), 1e-6))
-    start, end = lag_b, lag_b + len(ann)           # where the announcement's first and last samples are in OUT
+    # Where each announcement's first and last samples are in OUT.
+    spans = [(lag, lag + len(x)) for x, lag in zip(anns, lags)]
+    (start, end), last_end = spans[0], spans[-1][1]
     centre = (np.arange(nw) + 0.5) * win
     loud_a = 10 * np.log10(aa / win + 1e-30) > REF_ACTIVE_DB
     def median_db(mask):
@@ -405,46 +410,70 @@ def cmd_separate(a):
         return round(float(np.median(db(ga[m]))), 2) if m.any() else None
     margin, back = a.margin * rate, a.back * rate
     before = median_db(centre < start - margin)
-    during = median_db((centre > start + margin) & (centre < end - margin))
-    after = median_db(centre > end + back)
+    during = [median_db((centre > s + margin) & (centre < e - margin)) for s, e in spans]
+    after = median_db(centre > last_end + back)
     # The main's lowest level once the announcement is over, each the median of 5 windows (50 ms, a ramp's
     # scale; one window's fit of music-like sound strays by a dB): a main that starts after its audio ended
     # (its sender still on) has nothing to come back from, so no dip.
-    past = np.flatnonzero(loud_a & (centre > end + win))
+    past = np.flatnonzero(loud_a & (centre > last_end + win))
     runs = [np.median(db(ga[past[i:i + 5]])) for i in range(len(past) - 4) if past[i + 4] - past[i] == 4]
     lowest_after = round(float(np.min(runs)), 2) if runs else None
-    # The ramps: where the main first sits within 1 dB of its level under the announcement, from the
+    # The ramps: where the main first sits within 1 dB of its level under an announcement, from that
     # announcement's first sample, and where it is first back within 1 dB of its level before (or after, for
     # a main that started under the announcement), from its last.
-    down_ms = up_ms = None
-    if during is not None:
-        near = np.flatnonzero(loud_a & (np.abs(db(ga) - during) < 1) & (centre > start - 0.5 * rate) & (centre < end))
-        down_ms = round(float((near[0] * win - start) / rate * 1000), 1) if len(near) else None
     level = before if before is not None else after
-    if level is not None:
-        up = np.flatnonzero(loud_a & (np.abs(db(ga) - level) < 1) & (centre > end))
-        up_ms = round(float((up[0] * win + win - end) / rate * 1000), 1) if len(up) else None
+    def ramp_down(s, e, under):
+        # The first window whose level, the median of the 5 windows (50 ms) around it, is within 1 dB: under a
+        # full-band sweep one 10 ms window's fit of the ducked music strays by 2 or 3 dB. Along a ramp, which
+        # only falls, the median of 5 is the middle window's own level.
+        if under is None:
+            return None
+        near = np.flatnonzero(loud_a & (centre > s - 0.5 * rate) & (centre < e))
+        for i in range(len(near) - 4):
+            if near[i + 4] - near[i] == 4 and abs(np.median(db(ga[near[i:i + 5]])) - under) < 1:
+                return round(float((near[i + 2] * win - s) / rate * 1000), 1)
+        return None
+    def ramp_up(e):
+        if level is None:
+            return None
+        up = np.flatnonzero(loud_a & (np.abs(db(ga) - level) < 1) & (centre > e))
+        return round(float((up[0] * win + win - e) / rate * 1000), 1) if len(up) else None
     fit = (ga[:, None] * A + gb[:, None] * B)
     resid = O - fit
-    span = (np.arange(nw) * win >= start) & ((np.arange(nw) + 1) * win <= end)
+    span = np.zeros(nw, dtype=bool)
+    for s, e in spans:
+        span |= (np.arange(nw) * win >= s) & ((np.arange(nw) + 1) * win <= e)
     b_energy = float(np.sum((gb[:, None] * B)[span] ** 2))
     a_energy = float(np.sum((ga[:, None] * A)[~span] ** 2))
-    print(json.dumps({
+    report = {
         "main_lag_samples": int(lag_a),
-        "announce_lag_samples": int(lag_b),
+        "announce_lag_samples": int(lags[0]),
         "announce_start_s": round(start / rate, 4),
         "announce_end_s": round(end / rate, 4),
         "main_db_before": before,
-        "main_db_during": during,
+        "main_db_during": during[0],
         "main_db_after": after,
         "main_db_lowest_after": lowest_after,
-        "ramp_down_ms": down_ms,
-        "ramp_up_ms": up_ms,
+        "ramp_down_ms": ramp_down(start, end, during[0]),
+        "ramp_up_ms": ramp_up(end),
         "announce_gain_db": round(float(np.median(db(gb[span]))), 2) if span.any() else None,
         "announce_snr_db": round(ratio_db(b_energy, float(np.sum(resid[span] ** 2))), 3) if span.any() else None,
         "main_snr_db": round(ratio_db(a_energy, float(np.sum(resid[~span] ** 2))), 3),
         "out_seconds": round(len(out) / rate, 4),
-    }))
+    }
+    if a.then:
+        (start2, end2) = spans[1]
+        report.update({
+            "again_lag_samples": int(lags[1]),
+            "again_start_s": round(start2 / rate, 4),
+            "again_end_s": round(end2 / rate, 4),
+            # Between the two: from `back` after the first's end to `margin` before the second's start.
+            "main_db_between": median_db((centre > end + back) & (centre < start2 - margin)),
+            "main_db_during_again": during[1],
+            "ramp_down_again_ms": ramp_down(start2, end2, during[1]),
+            "ramp_up_again_ms": ramp_up(end2),
+        })
+    print(json.dumps(report))
     return 0
 
 
@@ -758,6 +787,7 @@ def main():
     se.add_argument("main", metavar="MAIN")
     se.add_argument("announce", metavar="ANNOUNCE")
     se.add_argument("out", metavar="OUT")
+    se.add_argument("--then", metavar="WAV", help="the announcement's audio came again, later in OUT: this signal")
     se.add_argument("--max-lag-seconds", type=float, default=20.0)
     se.add_argument("--window", type=float, default=0.01, metavar="S", help="fit windows (10 ms)")
     se.add_argument("--margin", type=float, default=0.1, metavar="S", help="left out either side of the announcement's ends")
