@@ -402,6 +402,50 @@ struct WebTests {
         #expect(receiver?["rooms"] as? [String] == ["Speaker", "Den Room"], "\(state.stdout)")
     }
 
+    /// streaming.md §7, control-api.md §2: an announcement over the music is shown on the page as such, with how
+    /// it meets the music, while what plays (the title) stays the music's; a second one mixed in is listed
+    /// after it; once both ended, the page shows none and the music plays on.
+    @Test func thePageShowsWhatPlaysOverTheMusic() async throws {
+        try Self.requireTools()
+        let network = try TestNetwork()
+        defer { network.close() }
+        let lyred = try await Self.startLyred(network)
+        let browser = try Browser(network)
+        defer { browser.close() }
+        #expect(try await browser.ask("open http://127.0.0.1:7780/")["ok"] as? Bool == true, "\(browser.process.stdout)")
+        let (files, _) = try await RemoteControlTests.makeTracks(network, seconds: [30])
+        let play = try network.spawn(["lyre", "play", files[0], "--to", "Speaker", "--group-socket", "off"], name: "lyre-play")
+        defer { play.signal(SIGKILL) }
+        func shown() async throws -> String {
+            try await browser.value("document.getElementById('overlays').hidden ? '' : document.getElementById('overlays').textContent") as? String ?? ""
+        }
+        let playing = try await eventually(timeout: 15) { try await browser.text("title") == "One" }
+        let title = try await browser.text("title")
+        #expect(playing, "the page shows '\(title)': \(lyred.stderr)")
+        let chime = try await StreamingTests.sweep(network, rate: 48000, seconds: 6, signal: "full")
+        let bell = try await StreamingTests.sweep(network, rate: 48000, seconds: 3)
+        let doorbell = try network.spawn(["lyre", "play", chime, "--to", "Speaker", "--duck", "--name", "Doorbell", "--group-socket", "off"],
+                                         name: "doorbell")
+        let ducked = try await eventually { try await shown() == "Doorbell plays over it (-15 dB)" }
+        var text = try await shown()
+        #expect(ducked, "the page shows '\(text)': \(lyred.stderr)")
+        let radio = try network.spawn(["lyre", "play", bell, "--to", "Speaker", "--mix", "--name", "Radio", "--group-socket", "off"], name: "radio")
+        let both = try await eventually { try await shown() == "Doorbell plays over it (-15 dB); Radio plays over it (mixed in)" }
+        text = try await shown()
+        #expect(both, "the page shows '\(text)': \(lyred.stderr)")
+        let titleUnder = try await browser.text("title")
+        #expect(titleUnder == "One", "the page shows '\(titleUnder)' as what plays under the announcements")
+        for sender in [radio, doorbell] {
+            try await sender.waitForExit(timeout: 30)
+            #expect(sender.status == 0, "\(sender.stderr)")
+        }
+        let gone = try await eventually { try await shown() == "" }
+        text = try await shown()
+        #expect(gone, "both announcements ended and the page shows '\(text)'")
+        let titleAfter = try await browser.text("title")
+        #expect(play.isRunning && titleAfter == "One", "the music did not play on (the page shows '\(titleAfter)'): \(play.stderr)")
+    }
+
     /// Pairing from the page in a browser on the receiver: "Pair a new sender" says what to run; the PIN
     /// appears as the sender asks (pushed, no click), the same the control socket gives; typed at the sender,
     /// the pairing is made and the sender listed at once; "Unpair" forgets it.

@@ -423,16 +423,10 @@ def cmd_separate(a):
     # a main that started under the announcement), from its last.
     level = before if before is not None else after
     def ramp_down(s, e, under):
-        # The first window whose level, the median of the 5 windows (50 ms) around it, is within 1 dB: under a
-        # full-band sweep one 10 ms window's fit of the ducked music strays by 2 or 3 dB. Along a ramp, which
-        # only falls, the median of 5 is the middle window's own level.
         if under is None:
             return None
-        near = np.flatnonzero(loud_a & (centre > s - 0.5 * rate) & (centre < e))
-        for i in range(len(near) - 4):
-            if near[i + 4] - near[i] == 4 and abs(np.median(db(ga[near[i:i + 5]])) - under) < 1:
-                return round(float((near[i + 2] * win - s) / rate * 1000), 1)
-        return None
+        near = np.flatnonzero(loud_a & (np.abs(db(ga) - under) < 1) & (centre > s - 0.5 * rate) & (centre < e))
+        return round(float((near[0] * win - s) / rate * 1000), 1) if len(near) else None
     def ramp_up(e):
         if level is None:
             return None
