@@ -238,13 +238,18 @@ public struct Playout: ~Copyable {
         countRequests()
     }
 
-    /// Packets rebuilt from FEC: into the buffer when still wanted, and not to be asked for again.
+    /// Packets rebuilt from FEC: into the buffer when still wanted, and not to be asked for again. One rebuilt
+    /// after its samples were due (its parity came late) is counted `late`, as an original would be.
     private mutating func insertRebuilt(_ packets: [RTPPacket]) {
         for packet in packets {
             let sequence = buffer.extend(packet.sequenceNumber)
-            guard case .accepted = buffer.insert(packet) else { continue }
-            statistics.recoveredByFEC += 1
-            requests.repaired(sequence)
+            switch buffer.insert(packet) {
+            case .accepted:
+                statistics.recoveredByFEC += 1
+                requests.repaired(sequence)
+            case .late: statistics.late += 1
+            case .duplicate, .overflowed: break
+            }
         }
     }
 

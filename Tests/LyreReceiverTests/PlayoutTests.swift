@@ -256,6 +256,26 @@ struct PlayoutTests {
             #expect(abs(window.errorMicroseconds) < 25 && window.snr > 40, "\(window)")
         }
     }
+
+    /// A parity that comes after its row's time (a loaded sender at 20 ms of latency) rebuilds a packet that
+    /// can no longer play: the rebuilt packet is counted `late`, as an original after its time would be, and
+    /// the packet it stands for `lost`; nothing is counted as repaired (streaming.md §4.3).
+    @Test func aPacketRebuiltAfterItsTimeIsCountedLate() throws {
+        var playout = try Playout(format: Self.format, latency: 100_000_000, timed: true)
+        playout.repairsFromFEC = true
+        let start: UInt64 = 5_000_000_000
+        for second in (0...3).reversed() { playout.addTimingSample(localTime: start - UInt64(second) * 1_000_000_000, offset: 0, delay: 10_000) }
+        playout.flush(nextSequence: 100)
+        playout.record(anchor: PlaybackAnchor(rtpTime: 0, senderClock: start))
+        let sent = Self.packets(Self.sweep(seconds: 0.2), start: 0, sequence: 100)
+        for (i, packet) in sent.enumerated() where i != 3 { playout.receive(packet, arrival: start) }
+        // 100 ms of output, well past packet 3's 30…40 ms, then the row's parity.
+        for block in 0..<20 { _ = playout.render(frames: 240, presentation: start + 100_000_000 + UInt64(block) * 5_000_000) }
+        #expect(playout.statistics.lost == 1 && playout.statistics.late == 0, "\(playout.statistics)")
+        let parity = try FECPacket(parsing: FECPacket(protecting: Array(sent[2...3])).serialized(payloadType: 97, sequenceNumber: 0, timestamp: 0, ssrc: 2))
+        playout.receiveParity(parity)
+        #expect(playout.statistics.late == 1 && playout.statistics.recoveredByFEC == 0 && playout.statistics.lost == 1, "\(playout.statistics)")
+    }
 }
 
 extension PlayoutTests {
