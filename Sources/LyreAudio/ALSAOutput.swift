@@ -29,7 +29,33 @@ public final class ALSAOutput: PCMSink {
     private var selfPaced = false
     private var timeline = ClockPacedTimeline()
 
-    /// `bufferMicroseconds` is the device buffer asked for; ALSA may round it. `volumeControl` says which
+    /// The buffer PipeWire's PCM gets at least (`pipewire`, and `default` where pipewire-alsa makes it so), its
+    /// period a quarter of it. At 20 ms (5 ms periods) PipeWire, without real-time scheduling, ran its graph in
+    /// 128-frame quanta and now and then dropped or repeated one: the song came out 128 frames early or late at
+    /// once, then lyred steered back at its 1000 ppm limit for 2.7 s. At 60 ms it came out whole, at one lag
+    /// (PackageTests.theUserUnitPlaysThroughTheSessionsSoundServer). PulseAudio's `pulse` PCM keeps 20 ms: at
+    /// 60 ms lyred concealed 1.2 s of an 8 s song there, chasing the latency PulseAudio reports.
+    public static let pipeWireBufferMicroseconds: UInt32 = 60_000
+
+    /// Whether `pcm`, opened as `name`, is pipewire-alsa's I/O plugin: an I/O plugin whose definition in ALSA's
+    /// configuration (`default` included, where pipewire-alsa redefines it) has `type pipewire`. (By the name
+    /// it was opened as: the plugin names itself after its stream, "ALSA Playback".)
+    static func isPipeWire(_ pcm: OpaquePointer, name: String) -> Bool {
+        var top: OpaquePointer?
+        guard snd_pcm_type(pcm) == SND_PCM_TYPE_IOPLUG, snd_config_update_ref(&top) >= 0, let top else { return false }
+        defer { snd_config_unref(top) }
+        // (It answers 1, not 0, for a definition it expanded: anything not negative is one.)
+        var definition: OpaquePointer?
+        guard snd_config_search_definition(top, "pcm", name, &definition) >= 0, let definition else { return false }
+        defer { snd_config_delete(definition) }
+        var node: OpaquePointer?
+        var type: UnsafePointer<CChar>?
+        guard snd_config_search(definition, "type", &node) == 0, let node, snd_config_get_string(node, &type) == 0, let type else { return false }
+        return String(cString: type) == "pipewire"
+    }
+
+    /// `bufferMicroseconds` is the device buffer asked for; ALSA may round it, and PipeWire's PCM gets at
+    /// least `pipeWireBufferMicroseconds`. `volumeControl` says which
     /// mixer control the volume moves, if any: a control it names that the output lacks is an error.
     public init(pcm name: String, bufferMicroseconds: UInt32 = 20_000, volumeControl: VolumeControl = .auto) throws(AudioOutputError) {
         Self.captureErrors
@@ -37,7 +63,8 @@ public final class ALSAOutput: PCMSink {
         var handle: OpaquePointer?
         var rc = snd_pcm_open(&handle, name, SND_PCM_STREAM_PLAYBACK, 0)
         guard rc == 0, let handle else { throw Self.error("cannot open ALSA PCM \(name)", rc) }
-        rc = snd_pcm_set_params(handle, SND_PCM_FORMAT_S16_LE, SND_PCM_ACCESS_RW_INTERLEAVED, 2, 48000, 1, bufferMicroseconds)
+        let buffer = Self.isPipeWire(handle, name: name) ? max(bufferMicroseconds, Self.pipeWireBufferMicroseconds) : bufferMicroseconds
+        rc = snd_pcm_set_params(handle, SND_PCM_FORMAT_S16_LE, SND_PCM_ACCESS_RW_INTERLEAVED, 2, 48000, 1, buffer)
         guard rc == 0 else {
             snd_pcm_close(handle)
             throw Self.error("cannot set 48 kHz stereo S16_LE on \(name)", rc)

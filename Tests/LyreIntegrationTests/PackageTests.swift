@@ -247,6 +247,103 @@ struct PackageTests {
         #expect(journals["lyred"]?.contains("reloaded /etc/lyre/lyred.conf") == true, "\(journals["lyred"] ?? "")")
     }
 
+    /// The user unit (README: `systemctl --user enable --now lyred.service` on a desktop) plays through the
+    /// session's sound server, which the system unit cannot reach. In the booted root, with Debian's PipeWire
+    /// (pipewire-alsa makes it ALSA's default PCM), a null sink of PipeWire's as the speakers and a user who
+    /// lingers: the user's lyred.service starts with the user's manager and is advertised; a song played to it
+    /// goes through PipeWire (lyred's stream is one of its sink inputs) and comes out of the speakers' monitor
+    /// whole, first sample to last, at one lag and at its level. lyred opens PipeWire's PCM with a 60 ms
+    /// buffer: at 20 ms, 128-frame quanta were dropped and repeated (`ALSAOutput.pipeWireBufferMicroseconds`).
+    @Test func theUserUnitPlaysThroughTheSessionsSoundServer() async throws {
+        let root = try Self.root()
+        let network = try TestNetwork(avahi: false)
+        defer { network.close() }
+        guard FileManager.default.fileExists(atPath: root + "/usr/bin/pipewire") else {
+            throw TestNetworkError("the Debian root has no PipeWire: Tools/debroot installs it after the packages; run the suite through Tools/test")
+        }
+        // 12 s of a music-like mix.
+        let song = try await StreamingTests.sweep(network, rate: 48000, seconds: 12, signal: "music")
+        try? FileManager.default.removeItem(atPath: root + "/var/tmp/song.wav")
+        try FileManager.default.copyItem(atPath: song, toPath: root + "/var/tmp/song.wav")
+        try #"""
+            #!/bin/sh
+            # As root, once the system is up: the listener's lyred (its user unit) is found and played to.
+            uid=$(id -u listener)
+            as_listener() { runuser -u listener -- env XDG_RUNTIME_DIR=/run/user/$uid DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/$uid/bus "$@"; }
+            for i in $(seq 60); do as_listener systemctl --user is-active -q lyred.service && break; sleep 0.5; done
+            as_listener systemctl --user is-active lyred.service | sed "s/^/user lyred.service /"
+            # The speakers: the container has no sound card, so the session's default sink is a null sink of
+            # PipeWire's, at 100 %, whose monitor reads what lyred played.
+            as_listener pactl load-module module-null-sink sink_name=speakers > /dev/null
+            as_listener pactl set-default-sink speakers
+            as_listener pactl set-sink-volume speakers 100%
+            as_listener pactl info | grep "Server Name" | sed "s/^/sound server: /"
+            # The monitor recorded from before the song to after it: the whole song, as PipeWire played it.
+            as_listener sh -c 'echo $$ > /tmp/parec.pid; exec parec --device=speakers.monitor --latency-msec=50 --format=s16le --rate=48000 --channels=2' > /var/tmp/monitor.raw &
+            record=$!
+            sleep 1
+            lyre play /var/tmp/song.wav --to "Listener Den" --timeout 20 > /var/tmp/user-play.out 2>&1 &
+            play=$!
+            sleep 2
+            as_listener pactl list sink-inputs > /var/tmp/sink-inputs.txt 2>&1
+            wait $play; echo "lyre play exited $?"
+            sleep 3
+            kill $(cat /tmp/parec.pid); wait $record
+            sed "s/^/lyre play: /" /var/tmp/user-play.out
+            as_listener journalctl --user -b --no-pager -u lyred.service > /var/tmp/user-lyred.log 2>&1
+            systemctl poweroff
+            """#.write(toFile: root + "/var/tmp/user-unit.sh", atomically: true, encoding: .utf8)
+        // The listener: a user who lingers (the user manager starts at boot), with the user unit enabled and a
+        // file of its own; the user manager and its units stop within seconds at power-off.
+        let listener = try await network.shell("""
+            set -e
+            chroot '\(root)' sh -c 'id listener >/dev/null 2>&1 || useradd -m listener'
+            home='\(root)'/home/listener
+            mkdir -p "$home/.config/lyre" "$home/.config/systemd/user/default.target.wants" '\(root)'/var/lib/systemd/linger
+            printf 'name = Listener Den\\nport = 7702\\nweb-port = 7782\\naccess = open\\n' > "$home/.config/lyre/lyred.conf"
+            ln -sf /usr/lib/systemd/user/lyred.service "$home/.config/systemd/user/default.target.wants/lyred.service"
+            chroot '\(root)' chown -R listener:listener /home/listener
+            touch '\(root)'/var/lib/systemd/linger/listener
+            mkdir -p '\(root)'/etc/systemd/system/user@.service.d '\(root)'/etc/systemd/user.conf.d
+            printf '[Service]\\nTimeoutStopSec=10\\n' > '\(root)'/etc/systemd/system/user@.service.d/lyre-test.conf
+            printf '[Manager]\\nDefaultTimeoutStopSec=5\\n' > '\(root)'/etc/systemd/user.conf.d/lyre-test.conf
+            """)
+        #expect(listener.status == 0, "\(listener.stderr)")
+        defer {
+            // The root is shared with the other tests: the listener lingers no more.
+            for path in ["/var/lib/systemd/linger/listener", "/etc/systemd/system/user@.service.d/lyre-test.conf",
+                         "/etc/systemd/user.conf.d/lyre-test.conf"] {
+                try? FileManager.default.removeItem(atPath: root + path)
+            }
+        }
+        let wants = try Self.enableOneshot(root, name: "lyre-test-user-unit.service", after: "avahi-daemon.service user@.service",
+                                           command: "/bin/sh /var/tmp/user-unit.sh")
+        defer { try? FileManager.default.removeItem(atPath: wants) }
+        for file in ["/var/tmp/monitor.raw", "/var/tmp/sink-inputs.txt", "/var/tmp/user-lyred.log"] {
+            try? FileManager.default.removeItem(atPath: root + file)
+        }
+
+        let boot = try await Self.boot(network, root, timeout: 150)
+        let console = boot.stdout
+        let journal = (try? String(contentsOfFile: root + "/var/tmp/user-lyred.log", encoding: .utf8)) ?? ""
+        #expect(boot.status == 0, "systemd-nspawn: \(boot.stderr)\n\(console.suffix(3000))")
+        #expect(console.contains("user lyred.service active"), "\(console.suffix(3000))\n\(journal)")
+        #expect(console.contains("lyre play exited 0"), "\(console.suffix(3000))\n\(journal)")
+        #expect(journal.contains("advertised as 'Listener Den'"), "\(journal)")
+        #expect(journal.contains("output ALSA default open, latency 60.0 ms"), "\(journal)")
+        // lyred's stream is PipeWire's: the sink input pipewire-alsa makes for it.
+        let inputs = (try? String(contentsOfFile: root + "/var/tmp/sink-inputs.txt", encoding: .utf8)) ?? ""
+        #expect(inputs.contains("application.name = \"PipeWire ALSA [lyred]\""), "PipeWire's sink inputs: \(inputs)")
+        // What PipeWire played is the whole song, first sample to last, at its level.
+        let comparison = try await StreamingTests.compare(network, reference: song, output: root + "/var/tmp/monitor.raw", format: "raw:s16le:48000:2")
+        print("theUserUnitPlaysThroughTheSessionsSoundServer: \(comparison)")
+        let floors = try await StreamingTests.opusFloors(network, input: song)
+        StreamingTests.expectSameAudio(comparison, floor: floors.whole)
+        StreamingTests.expectWhole(comparison, floor: floors.edges)
+        let gain = 20 * log10(comparison["gain"] as? Double ?? 0)
+        #expect(abs(gain) < 0.5, "\(comparison)")
+    }
+
     /// lyred.service killed mid-song (as a crash would end it) is started again by systemd (`Restart=on-failure`),
     /// with the id, key and paired senders it keeps in its state directory: the sender, paired with it in the
     /// booted system (the PIN read from lyred's journal), brings the room back by itself, paired and encrypted

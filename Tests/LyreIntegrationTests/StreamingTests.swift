@@ -1418,6 +1418,8 @@ struct StreamingTests {
                    "--output", "pulse", "--log-level", "info", "--control-socket", "/run/lyred.sock", "--mpris", "off"],
             name: "lyred")
         #expect(await eventually { lyred.stderr.contains("volume on mixer control 'Master'") }, "\(lyred.stderr)")
+        // PulseAudio's PCM keeps a device's 20 ms buffer; PipeWire's gets 60 (ALSAOutput.pipeWireBufferMicroseconds).
+        #expect(lyred.stderr.contains("output ALSA pulse open, latency 20.0 ms"), "\(lyred.stderr)")
         let sweep = try await Self.sweep(network, rate: 48000, seconds: 30)
         let sender = try network.spawn(["lyre", "play", sweep, "--to", "Speaker"])
         defer { sender.signal(SIGINT) }
