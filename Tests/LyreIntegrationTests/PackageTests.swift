@@ -334,17 +334,20 @@ struct PackageTests {
         // lyred's stream is PipeWire's: the sink input pipewire-alsa makes for it.
         let inputs = (try? String(contentsOfFile: root + "/var/tmp/sink-inputs.txt", encoding: .utf8)) ?? ""
         #expect(inputs.contains("application.name = \"PipeWire ALSA [lyred]\""), "PipeWire's sink inputs: \(inputs)")
-        // The song came out of PipeWire's speakers, all of it. Whether it came out whole (one lag, first sample to
-        // last, at ffmpeg's libopus SNR) is printed, not held: at 60 ms it did in 8 runs of 10. In a fresh clone's
-        // suite lyred made 5 corrections and the lag moved by 1536 frames; beside another suite's run, 30
-        // corrections (at 20 ms: whole in 0 runs of 5).
+        // The song came out of PipeWire's speakers, all of it. That it came out whole (one lag, first sample to
+        // last, at ffmpeg's libopus SNR, at unity gain) is a known issue, shown in every run that misses it: at
+        // 60 ms it did in 8 runs of 10. In a fresh clone's suite lyred made 5 corrections and the lag moved by
+        // 1536 frames; beside another suite's run, 30 corrections (at 20 ms: whole in 0 runs of 5).
         let comparison = try await StreamingTests.compare(network, reference: song, output: root + "/var/tmp/monitor.raw", format: "raw:s16le:48000:2")
         #expect((comparison["matched_seconds"] as? Double ?? 0) > 11.5, "\(comparison)")
         let floors = try await StreamingTests.opusFloors(network, input: song)
-        let head = comparison["head_lag_samples"] as? Double ?? 0, tail = comparison["tail_lag_samples"] as? Double ?? .infinity
-        let whole = (comparison["snr_db"] as? Double ?? -100) >= floors.whole && comparison["gaps"] as? Int == 0 && abs(head - tail) < 0.5
         let stats = journal.split(separator: "\n").last { $0.contains("stats: received=") }.map(String.init) ?? ""
-        print("theUserUnitPlaysThroughTheSessionsSoundServer: \(whole ? "whole" : "NOT WHOLE") \(comparison) \(stats)")
+        print("theUserUnitPlaysThroughTheSessionsSoundServer: \(comparison) \(stats)")
+        withKnownIssue("the song through PipeWire is not always whole (an open defect)", isIntermittent: true) {
+            StreamingTests.expectSameAudio(comparison, floor: floors.whole)
+            StreamingTests.expectWhole(comparison, floor: floors.edges)
+            #expect(abs(20 * log10(comparison["gain"] as? Double ?? 0)) < 0.5, "\(comparison)")
+        }
     }
 
     /// lyred.service killed mid-song (as a crash would end it) is started again by systemd (`Restart=on-failure`),
