@@ -20,6 +20,10 @@ public final class SinkController: @unchecked Sendable {
     /// Which start of each output's stream is the current one (a connection that finishes after a stop
     /// or a newer start is closed).
     private var generations: [SinkRouter.OutputID: Int] = [:]
+    /// Main outputs whose session is connecting, each with the volume its slider was moved to meanwhile (nil
+    /// while it was not): the receiver is given that volume once the session starts, rather than the slider
+    /// being set back to the receiver's.
+    private var connecting: [SinkRouter.OutputID: Double?] = [:]
     private var applications: [UInt32: String] = [:]
     /// Each stream's process, for finding the app's MPRIS player.
     private var processes: [UInt32: UInt32] = [:]
@@ -148,10 +152,17 @@ public final class SinkController: @unchecked Sendable {
     private func volumeChanged(sink: UInt32, decibels: Double, muted: Bool) {
         guard let output = router.output(ofSink: sink) else { return }
         captures[output]?.gain = SinkRouter.captureGain(output.kind, outputDecibels: decibels, muted: muted)
-        guard output.kind == .main, let session = sessions[output] else { return }
+        guard output.kind == .main else { return }
         let volume = SinkRouter.receiverVolume(outputDecibels: decibels, muted: muted)
         guard abs(volume - (volumes[output] ?? .infinity)) >= 0.05 else { return }
         volumes[output] = volume
+        guard let session = sessions[output] else {
+            if connecting[output] != nil {
+                connecting[output] = .some(volume)
+                logger.info("volume of \(label(output)): \(volume) dB, from its output, once it streams")
+            }
+            return
+        }
         do {
             try session.setVolume(volume)
             logger.info("volume of \(label(output)): \(volume) dB, from its output")
@@ -170,11 +181,23 @@ public final class SinkController: @unchecked Sendable {
     /// receiver's controls change it, and the receiver's controls go to the app's player.
     private func started(_ session: StreamSession, output: SinkRouter.OutputID) {
         sessions[output] = session
+        let moved = connecting.removeValue(forKey: output) ?? nil
         // An announcement's volume at the receiver is its own gain (streaming.md §7), not the receiver's volume
         // that the session reports: its output's slider does not follow the receiver, nor does it set the receiver's.
         // Nor does it show anything or take controls: the receiver shows and controls what it plays over.
         guard output.kind == .main else { return }
-        showVolume(session.volume, output: output)
+        if let moved {
+            // The slider moved while the session connected: it is what the listener chose last.
+            volumes[output] = moved
+            do {
+                try session.setVolume(moved)
+                logger.info("volume of \(label(output)): \(moved) dB, from its output, set while connecting")
+            } catch {
+                logger.warning("cannot set the volume of \(label(output)): \(error)")
+            }
+        } else {
+            showVolume(session.volume, output: output)
+        }
         session.observeVolume { [weak self] volume in
             guard let self else { return }
             self.queue.async {
@@ -350,6 +373,7 @@ public final class SinkController: @unchecked Sendable {
                 capture.beginSession()
                 let generation = (generations[output] ?? 0) + 1
                 generations[output] = generation
+                if output.kind == .main { connecting[output] = .some(nil) }
                 var configuration = configuration
                 // An announcement plays over what the receiver plays, which dips by the receiver's own depth.
                 if output.kind == .announcements { configuration.mixing = .duck }
@@ -375,6 +399,7 @@ public final class SinkController: @unchecked Sendable {
                         case .success(let session):
                             session.close()
                         case .failure(let error) where generations[output] == generation:
+                            connecting[output] = nil
                             logger.warning("cannot stream to \(label): \(error)")
                             _ = capture.detach()
                             perform(router.streamEnded(output))
@@ -386,6 +411,7 @@ public final class SinkController: @unchecked Sendable {
             case .stopStream(let output):
                 generations[output, default: 0] += 1
                 sessions[output] = nil
+                connecting[output] = nil
                 if output.kind == .main { bridges[output.receiver] = nil }
                 // The last of the app's audio still in the monitor is sent, what is queued plays out, then
                 // TEARDOWN; off the queue.

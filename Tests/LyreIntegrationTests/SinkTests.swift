@@ -235,6 +235,52 @@ struct SinkTests {
         #expect(sink.status == 0, "lyre sink: \(sink.stderr)")
     }
 
+    /// README: the output's slider is the receiver's volume, also when it is moved while the session is still
+    /// connecting. Until SinkController kept such a move, the session's start set the slider back to the
+    /// receiver's volume (0 dB) and the move was lost. Here the connection is held up by nftables dropping the
+    /// receiver's TCP SYNs: an app starts playing to the output, the first SYN is dropped (counted), the slider
+    /// is set to 50 %, and the SYNs are let through again, so that the connection is made at the SYN's
+    /// retransmission, 1 s later. The receiver's volume is then −18.06 dB, and the slider stays at 50 %.
+    @Test func aSliderMovedWhileTheSessionConnectsIsKept() async throws {
+        let network = try TestNetwork()
+        defer { network.close() }
+        let rig = try await Rig(network, tools: ["paplay", "nft"])
+        let (env, sink, node) = (SoundServer.pulseAudio.environment, rig.sink, rig.node)
+        let hold = try await network.run(["sh", "-c", """
+            nft add table inet lyrehold && \
+            nft add chain inet lyrehold input '{ type filter hook input priority 0 ; }' && \
+            nft add rule inet lyrehold input tcp dport 7720 tcp flags syn counter drop
+            """])
+        #expect(hold.status == 0, "nft: \(hold.stderr)")
+        func synsDropped() async throws -> Bool {
+            let listing = try await network.run(["nft", "list", "table", "inet", "lyrehold"]).stdout
+            return listing.range(of: #"counter packets [1-9]"#, options: .regularExpression) != nil
+        }
+        let silence = try network.spawn(env + ["paplay", "--device=\(node)", "--raw", "--format=s16le", "--rate=48000", "--channels=2", "/dev/zero"],
+                                        name: "paplay-silence")
+        defer { silence.signal(SIGKILL) }
+        #expect(try await eventually { try await synsDropped() }, "lyre sink did not try to connect: \(sink.stderr)")
+        #expect(!sink.stderr.contains("streaming to 'Speaker'"), "connected through the held SYNs: \(sink.stderr)")
+        #expect(try await network.run(env + ["pactl", "set-sink-volume", node, "50%"]).status == 0)
+        #expect(await eventually { sink.stderr.contains("once it streams") }, "the slider's move was not seen while connecting: \(sink.stderr)")
+        #expect(try await network.run(["nft", "delete", "table", "inet", "lyrehold"]).status == 0)
+
+        #expect(await eventually { sink.stderr.contains("streaming to 'Speaker'") }, "lyre sink: \(sink.stderr)")
+        func receiverVolume() async throws -> Double? {
+            let shown = try await network.run(["lyre", "remote", "now-playing", "--json", "--socket", "/run/lyred.sock"])
+            return (try? JSONSerialization.jsonObject(with: Data(shown.stdout.utf8)) as? [String: Any])?["volume"] as? Double
+        }
+        let followed = try await eventually { abs((try await receiverVolume() ?? 0) + 18.06) < 0.1 }
+        let volume = try await receiverVolume()
+        #expect(followed, "receiver volume \(String(describing: volume)), not -18.06: \(sink.stderr)")
+        let slider = try await network.run(env + ["pactl", "get-sink-volume", node]).stdout
+        #expect(slider.contains("/  50% /"), "the slider was moved back: \(slider)\n\(sink.stderr)")
+        silence.signal(SIGKILL)
+        sink.signal(SIGINT)
+        try await sink.waitForExit(timeout: 10)
+        #expect(sink.status == 0, "lyre sink: \(sink.stderr)")
+    }
+
     /// README: `lyre sink --announcements` gives each receiver an announcements output too. A music app plays
     /// to the receiver's output; an app's announcement (paplay with media.role announcement) sent there is
     /// moved to the announcements output and plays over the music, which dips by the receiver's depth (here
