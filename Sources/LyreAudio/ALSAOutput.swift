@@ -128,7 +128,13 @@ public final class ALSAOutput: PCMSink {
         return AudioOutputError("\(what): \(String(cString: snd_strerror(rc)))\(said.isEmpty ? "" : " (\(said))")")
     }
 
-    public func waitForRoom() throws(AudioOutputError) -> UInt64 {
+    /// Waits for a block's room, then, when the next frame would be presented more than `lead` from now (a
+    /// device buffer longer than the session's latency allows), until the device has played down to `lead`:
+    /// what it says of its own delay decides, since a sound server's PCM adds its graph's latency to what
+    /// lyred queued. A stream that holds that much before its start threshold (the whole buffer) is started.
+    /// (With the whole buffer allowed, as for every session of 80 ms or more on PipeWire's 60 ms, nothing
+    /// changes.)
+    public func waitForRoom(within lead: UInt64) throws(AudioOutputError) -> UInt64 {
         if selfPaced { return timeline.waitForRoom(lead: outputLatency) }
         while true {
             let avail = snd_pcm_avail_update(pcm)
@@ -136,10 +142,26 @@ public final class ALSAOutput: PCMSink {
                 try recover(Int32(avail))
                 continue
             }
-            if avail >= blockFrames { break }
-            let rc = snd_pcm_wait(pcm, 100)
-            if rc < 0 { try recover(rc) }
+            guard avail >= blockFrames else {
+                let rc = snd_pcm_wait(pcm, 100)
+                if rc < 0 { try recover(rc) }
+                continue
+            }
+            let (presentation, now) = presentationTime()
+            // Never below two blocks of lyred's own: a server whose graph alone is later than `lead` gets
+            // what it can play, rather than nothing.
+            guard lead < outputLatency, presentation > now + lead, bufferFrames - avail > 2 * blockFrames else { return presentation }
+            if snd_pcm_state(pcm) == SND_PCM_STATE_PREPARED {
+                if snd_pcm_start(pcm) != 0 { return presentation }
+                continue
+            }
+            // At most a buffer's time, in case what the device said was stale.
+            HostClock.sleep(until: min(presentation - lead, now + outputLatency))
         }
+    }
+
+    /// When the next frame written is presented (`HostClock` ns), and the time it was read.
+    private func presentationTime() -> (UInt64, now: UInt64) {
         if let status, snd_pcm_status(pcm, status) == 0 {
             let now = HostClock.now()
             var stamp = timespec()
@@ -147,14 +169,14 @@ public final class ALSAOutput: PCMSink {
             let stamped = UInt64(stamp.tv_sec) * 1_000_000_000 + UInt64(stamp.tv_nsec)
             if let time = Self.presentationTime(now: now, deviceTimestamp: stamped, delayFrames: Int(snd_pcm_status_get_delay(status))) {
                 presentationSources.deviceTimestamps += 1
-                return time
+                return (time, now)
             }
         }
         var delay: snd_pcm_sframes_t = 0
         let now = HostClock.now()
         if snd_pcm_delay(pcm, &delay) < 0 { delay = 0 }
         presentationSources.readTimes += 1
-        return now + UInt64(max(delay, 0)) * 1_000_000_000 / 48000
+        return (now + UInt64(max(delay, 0)) * 1_000_000_000 / 48000, now)
     }
 
     /// When the next frame written is presented, from the device's timestamp of its pointer and the delay it

@@ -23,8 +23,10 @@ public protocol PCMSink: AnyObject {
     var recoveries: Int { get }
     /// Where the presentation times `waitForRoom` returned came from, for the log.
     var presentationSource: String { get }
-    /// Blocks until a block fits; returns the presentation time (`HostClock` ns) of the next frame written.
-    func waitForRoom() throws(AudioOutputError) -> UInt64
+    /// Blocks until a block fits and the next frame written would be presented at most `lead` ns from now;
+    /// returns that presentation time (`HostClock` ns). A sink whose buffer holds more than `lead` keeps it
+    /// filled only that far, so that a session with a short latency is not rendered before its audio comes.
+    func waitForRoom(within lead: UInt64) throws(AudioOutputError) -> UInt64
     /// Writes interleaved stereo frames: `blockFrames`, or a multiple of it up to `longestBlockFrames`.
     func write(_ samples: [Int16]) throws(AudioOutputError)
     /// Stops the timeline (a session ended); the next `waitForRoom` starts a new one.
@@ -35,6 +37,8 @@ public protocol PCMSink: AnyObject {
 
 extension PCMSink {
     public var presentationSource: String { "the host clock (the sink paces itself)" }
+    /// Blocks until a block fits, with the whole buffer filled.
+    public func waitForRoom() throws(AudioOutputError) -> UInt64 { try waitForRoom(within: .max) }
 }
 
 /// The pacing of a sink that has no clock of its own (a WAV file; ALSA's `null` and `file` plugins), as a

@@ -27,7 +27,8 @@ public final class WAVFileOutput: PCMSink {
         guard Self.header(dataBytes: 0).withUnsafeBytes({ writeAll($0) }) else { throw AudioOutputError("cannot write \(path): \(String(cString: strerror(errno)))") }
     }
 
-    public func waitForRoom() throws(AudioOutputError) -> UInt64 { timeline.waitForRoom(lead: outputLatency) }
+    /// A file is written `outputLatency` ahead, whatever `lead` allows: it is not heard.
+    public func waitForRoom(within lead: UInt64) throws(AudioOutputError) -> UInt64 { timeline.waitForRoom(lead: outputLatency) }
 
     public func write(_ samples: [Int16]) throws(AudioOutputError) {
         // Little-endian hosts only (x86_64, arm64): the samples' memory is the WAV data as it is.

@@ -194,6 +194,14 @@ final class OutputEngine: @unchecked Sendable {
     /// before the schedule, so at 20 ms a block's last frame is there 15 ms before the block is rendered.
     /// Wake-ups are what the audio thread costs: on the 2-core test machine a thread that only sleeps
     /// and wakes uses 1.2% of a core at 200 Hz and 0.3% at 50 Hz.
+    /// How far ahead of now a block may be rendered: the session's latency less 5 ms. A Lyre sender sends each
+    /// frame half the latency before its schedule, a sender that sends none ahead at its schedule, which is
+    /// the latency before the frame is presented. A device buffer longer than that (PipeWire's 60 ms) is
+    /// kept filled only that far: filled whole, at `lyre play --latency 20` every block was rendered before
+    /// its frames came, and a 12 s song to the user unit through PipeWire was concealed from end to end
+    /// (576,480 frames). At 20 ms the lead is 15 ms, what a 20 ms device buffer holds before a block.
+    static func lead(latency: UInt64) -> UInt64 { latency > 5_000_000 ? latency - 5_000_000 : 0 }
+
     static func blockFrames(for sink: any PCMSink, latency: UInt64) -> Int {
         let blocks = min(max(Int(latency / 25_000_000), 1), 10)
         return min(sink.blockFrames * blocks, sink.longestBlockFrames)
@@ -271,9 +279,10 @@ final class OutputEngine: @unchecked Sendable {
             }
             wasPlaying = true
             do {
-                let presentation = try out.waitForRoom()
                 // One of the two is there (the guard above).
-                let frames = Self.blockFrames(for: out, latency: min(controller?.latency ?? .max, overlayLatency ?? .max))
+                let latency = min(controller?.latency ?? .max, overlayLatency ?? .max)
+                let presentation = try out.waitForRoom(within: Self.lead(latency: latency))
+                let frames = Self.blockFrames(for: out, latency: latency)
                 var (samples, record) = controller?.withPlayout {
                     $0.render(frames: frames, presentation: presentation, outputDelay: outputDelay)
                 } ?? ([Int16](repeating: 0, count: frames * 2), nil)

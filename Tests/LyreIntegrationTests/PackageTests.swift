@@ -265,6 +265,10 @@ struct PackageTests {
         let song = try await StreamingTests.sweep(network, rate: 48000, seconds: 12, signal: "music")
         try? FileManager.default.removeItem(atPath: root + "/var/tmp/song.wav")
         try FileManager.default.copyItem(atPath: song, toPath: root + "/var/tmp/song.wav")
+        // 6 s of it, for the session at 20 ms.
+        let short = try await StreamingTests.sweep(network, rate: 48000, seconds: 6, signal: "music")
+        try? FileManager.default.removeItem(atPath: root + "/var/tmp/short.wav")
+        try FileManager.default.copyItem(atPath: short, toPath: root + "/var/tmp/short.wav")
         try #"""
             #!/bin/sh
             # As root, once the system is up: the listener's lyred (its user unit) is found and played to.
@@ -290,6 +294,15 @@ struct PackageTests {
             sleep 3
             kill $(cat /tmp/parec.pid); wait $record
             sed "s/^/lyre play: /" /var/tmp/user-play.out
+            # Again at the shortest latency, 20 ms, shorter than PipeWire's 60 ms buffer.
+            as_listener sh -c 'echo $$ > /tmp/parec.pid; exec parec --device=speakers.monitor --latency-msec=50 --format=s16le --rate=48000 --channels=2' > /var/tmp/monitor-20.raw &
+            record=$!
+            sleep 1
+            lyre play /var/tmp/short.wav --to "Listener Den" --latency 20 --timeout 20 > /var/tmp/user-play-20.out 2>&1
+            echo "lyre play --latency 20 exited $?"
+            sleep 3
+            kill $(cat /tmp/parec.pid); wait $record
+            sed "s/^/lyre play --latency 20: /" /var/tmp/user-play-20.out
             as_listener journalctl --user -b --no-pager -u lyred.service > /var/tmp/user-lyred.log 2>&1
             systemctl poweroff
             """#.write(toFile: root + "/var/tmp/user-unit.sh", atomically: true, encoding: .utf8)
@@ -319,7 +332,7 @@ struct PackageTests {
         let wants = try Self.enableOneshot(root, name: "lyre-test-user-unit.service", after: "avahi-daemon.service user@.service",
                                            command: "/bin/sh /var/tmp/user-unit.sh")
         defer { try? FileManager.default.removeItem(atPath: wants) }
-        for file in ["/var/tmp/monitor.raw", "/var/tmp/sink-inputs.txt", "/var/tmp/user-lyred.log"] {
+        for file in ["/var/tmp/monitor.raw", "/var/tmp/monitor-20.raw", "/var/tmp/sink-inputs.txt", "/var/tmp/user-lyred.log"] {
             try? FileManager.default.removeItem(atPath: root + file)
         }
 
@@ -338,16 +351,30 @@ struct PackageTests {
         // last, at ffmpeg's libopus SNR, at unity gain) is a known issue, shown in every run that misses it: at
         // 60 ms it did in 8 runs of 10. In a fresh clone's suite lyred made 5 corrections and the lag moved by
         // 1536 frames; beside another suite's run, 30 corrections (at 20 ms: whole in 0 runs of 5).
+        // Heard, with under 5 % of its 10 ms windows silent where the song is not (the runs that were not whole
+        // had 2 to 36): the windows compared are the song's, so a silent monitor still matched its 12 s.
         let comparison = try await StreamingTests.compare(network, reference: song, output: root + "/var/tmp/monitor.raw", format: "raw:s16le:48000:2")
         #expect((comparison["matched_seconds"] as? Double ?? 0) > 11.5, "\(comparison)")
+        #expect((comparison["gaps"] as? Int ?? .max) < 60, "\(comparison)")
         let floors = try await StreamingTests.opusFloors(network, input: song)
-        let stats = journal.split(separator: "\n").last { $0.contains("stats: received=") }.map(String.init) ?? ""
-        print("theUserUnitPlaysThroughTheSessionsSoundServer: \(comparison) \(stats)")
+        let sessions = journal.split(separator: "\n").filter { $0.contains("stats: received=") }.map(String.init)
+        print("theUserUnitPlaysThroughTheSessionsSoundServer: \(comparison) \(sessions.first ?? "no stats")")
         withKnownIssue("the song through PipeWire is not always whole (an open defect)", isIntermittent: true) {
             StreamingTests.expectSameAudio(comparison, floor: floors.whole)
             StreamingTests.expectWhole(comparison, floor: floors.edges)
             #expect(abs(20 * log10(comparison["gain"] as? Double ?? 0)) < 0.5, "\(comparison)")
         }
+
+        // At 20 ms the 60 ms buffer is filled only 15 ms ahead (OutputEngine.lead): filled whole, every block was
+        // rendered before its frames came, and all of the song was concealed (576,480 frames of 576,480).
+        // Heard as above; whole it is not expected to be, as at a 20 ms buffer (see ALSAOutput).
+        #expect(console.contains("lyre play --latency 20 exited 0"), "\(console.suffix(3000))\n\(journal)")
+        let short20 = try await StreamingTests.compare(network, reference: short, output: root + "/var/tmp/monitor-20.raw", format: "raw:s16le:48000:2")
+        let stats20 = sessions.count == 2 ? sessions[1] : ""
+        let concealed = stats20.firstMatch(of: /concealed=(\d+)/).flatMap { Int($0.1) }
+        print("theUserUnitPlaysThroughTheSessionsSoundServer at 20 ms: \(short20) \(stats20)")
+        #expect((short20["gaps"] as? Int ?? .max) < 30, "\(short20)\n\(stats20)")
+        #expect(concealed.map { $0 < 6 * 48000 / 20 } == true, "lyred concealed \(String(describing: concealed)) frames of 288,000: \(journal)")
     }
 
     /// lyred.service killed mid-song (as a crash would end it) is started again by systemd (`Restart=on-failure`),
