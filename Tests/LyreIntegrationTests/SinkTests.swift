@@ -83,6 +83,12 @@ struct SinkTests {
                     "no output \(node): \(sink.stderr)")
         }
 
+        /// The receiver's volume, from its control socket.
+        func receiverVolume() async throws -> Double? {
+            let shown = try await network.run(["lyre", "remote", "now-playing", "--json", "--socket", "/run/lyred.sock"])
+            return (try? JSONSerialization.jsonObject(with: Data(shown.stdout.utf8)) as? [String: Any])?["volume"] as? Double
+        }
+
         /// Sets the output's slider to 50 % (libpulse's cubic scale: −18.06 dB) while a session streams, and
         /// expects the receiver's volume, read from its control socket, to follow.
         ///
@@ -94,10 +100,6 @@ struct SinkTests {
             let sink = sink
             #expect(await eventually { sink.stderr.contains("streaming to 'Speaker'") }, "lyre sink: \(sink.stderr)", sourceLocation: sourceLocation)
             #expect(try await network.run(kind.environment + ["pactl", "set-sink-volume", node, "50%"]).status == 0, sourceLocation: sourceLocation)
-            func receiverVolume() async throws -> Double? {
-                let shown = try await network.run(["lyre", "remote", "now-playing", "--json", "--socket", "/run/lyred.sock"])
-                return (try? JSONSerialization.jsonObject(with: Data(shown.stdout.utf8)) as? [String: Any])?["volume"] as? Double
-            }
             let followed = try await eventually { abs((try await receiverVolume() ?? 0) + 18.06) < 0.1 }
             let shownVolume = try await receiverVolume()
             #expect(followed, "receiver volume \(String(describing: shownVolume)): \(sink.stderr)", sourceLocation: sourceLocation)
@@ -266,12 +268,8 @@ struct SinkTests {
         #expect(try await network.run(["nft", "delete", "table", "inet", "lyrehold"]).status == 0)
 
         #expect(await eventually { sink.stderr.contains("streaming to 'Speaker'") }, "lyre sink: \(sink.stderr)")
-        func receiverVolume() async throws -> Double? {
-            let shown = try await network.run(["lyre", "remote", "now-playing", "--json", "--socket", "/run/lyred.sock"])
-            return (try? JSONSerialization.jsonObject(with: Data(shown.stdout.utf8)) as? [String: Any])?["volume"] as? Double
-        }
-        let followed = try await eventually { abs((try await receiverVolume() ?? 0) + 18.06) < 0.1 }
-        let volume = try await receiverVolume()
+        let followed = try await eventually { abs((try await rig.receiverVolume() ?? 0) + 18.06) < 0.1 }
+        let volume = try await rig.receiverVolume()
         #expect(followed, "receiver volume \(String(describing: volume)), not -18.06: \(sink.stderr)")
         let slider = try await network.run(env + ["pactl", "get-sink-volume", node]).stdout
         #expect(slider.contains("/  50% /"), "the slider was moved back: \(slider)\n\(sink.stderr)")
