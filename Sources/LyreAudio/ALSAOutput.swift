@@ -132,7 +132,7 @@ public final class ALSAOutput: PCMSink {
     /// device buffer longer than the session's latency allows), until the device has played down to `lead`:
     /// what it says of its own delay decides, since a sound server's PCM adds its graph's latency to what
     /// lyred queued. A stream that holds that much before its start threshold (the whole buffer) is started.
-    /// (With the whole buffer allowed, as for every session of 80 ms or more on PipeWire's 60 ms, nothing
+    /// (With the whole buffer allowed, as for every session of 65 ms or more on PipeWire's 60 ms, nothing
     /// changes.)
     public func waitForRoom(within lead: UInt64) throws(AudioOutputError) -> UInt64 {
         if selfPaced { return timeline.waitForRoom(lead: outputLatency) }

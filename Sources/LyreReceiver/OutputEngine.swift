@@ -188,12 +188,6 @@ final class OutputEngine: @unchecked Sendable {
         if let presentationLog { fclose(presentationLog) }
     }
 
-    /// Frames to render at once: one 5 ms block per 25 ms of the session's latency, from 1 (at
-    /// `--latency 20`) to 10 (50 ms, from 250 ms, the default), as far as the sink takes them. A block is
-    /// rendered 10 ms before it is due, and Lyre senders send each frame half the latency (at most 100 ms)
-    /// before the schedule, so at 20 ms a block's last frame is there 15 ms before the block is rendered.
-    /// Wake-ups are what the audio thread costs: on the 2-core test machine a thread that only sleeps
-    /// and wakes uses 1.2% of a core at 200 Hz and 0.3% at 50 Hz.
     /// How far ahead of now a block may be rendered: the session's latency less 5 ms. A Lyre sender sends each
     /// frame half the latency before its schedule, a sender that sends none ahead at its schedule, which is
     /// the latency before the frame is presented. A device buffer longer than that (PipeWire's 60 ms) is
@@ -202,6 +196,12 @@ final class OutputEngine: @unchecked Sendable {
     /// (576,480 frames). At 20 ms the lead is 15 ms, what a 20 ms device buffer holds before a block.
     static func lead(latency: UInt64) -> UInt64 { latency > 5_000_000 ? latency - 5_000_000 : 0 }
 
+    /// Frames to render at once: one 5 ms block per 25 ms of the session's latency, from 1 (at
+    /// `--latency 20`) to 10 (50 ms, from 250 ms, the default), as far as the sink takes them. A block is
+    /// rendered 10 ms before it is due, and Lyre senders send each frame half the latency (at most 100 ms)
+    /// before the schedule, so at 20 ms a block's last frame is there 15 ms before the block is rendered.
+    /// Wake-ups are what the audio thread costs: on the 2-core test machine a thread that only sleeps
+    /// and wakes uses 1.2% of a core at 200 Hz and 0.3% at 50 Hz.
     static func blockFrames(for sink: any PCMSink, latency: UInt64) -> Int {
         let blocks = min(max(Int(latency / 25_000_000), 1), 10)
         return min(sink.blockFrames * blocks, sink.longestBlockFrames)
