@@ -163,9 +163,14 @@ public final class SinkController: @unchecked Sendable {
             }
             return
         }
+        give(volume, to: session, output: output)
+    }
+
+    /// Sets the receiver's volume from its output's slider.
+    private func give(_ volume: Double, to session: StreamSession, output: SinkRouter.OutputID, _ when: String = "") {
         do {
             try session.setVolume(volume)
-            logger.info("volume of \(label(output)): \(volume) dB, from its output")
+            logger.info("volume of \(label(output)): \(volume) dB, from its output\(when)")
         } catch {
             logger.warning("cannot set the volume of \(label(output)): \(error)")
         }
@@ -189,12 +194,7 @@ public final class SinkController: @unchecked Sendable {
         if let moved {
             // The slider moved while the session connected: it is what the listener chose last.
             volumes[output] = moved
-            do {
-                try session.setVolume(moved)
-                logger.info("volume of \(label(output)): \(moved) dB, from its output, set while connecting")
-            } catch {
-                logger.warning("cannot set the volume of \(label(output)): \(error)")
-            }
+            give(moved, to: session, output: output, ", set while connecting")
         } else {
             showVolume(session.volume, output: output)
         }
