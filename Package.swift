@@ -189,7 +189,7 @@ let package = Package(
             dependencies: ["LyreRTSP", "LyreWire", "LyreClock", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio")]),
         .testTarget(name: "LyreAudioTests", dependencies: ["LyreAudio"]),
         .testTarget(name: "LyreSinkTests", dependencies: ["LyreSink", "LyreMPRIS", "LyreWire"]),
-        .testTarget(name: "LyreReceiverTests", dependencies: ["LyreReceiver", "LyreWire", "LyreAudio"]),
+        .testTarget(name: "LyreReceiverTests", dependencies: ["LyreReceiver", "LyreWire", "LyreAudio", "LyreSRTP"]),
         .testTarget(name: "LyreCodecTests", dependencies: ["LyreCodec"]),
         .testTarget(name: "LyreSenderTests", dependencies: ["LyreSender", "LyreWire", "LyreSRTP", "LyreCodec", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]),
         .testTarget(

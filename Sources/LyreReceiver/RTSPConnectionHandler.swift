@@ -38,12 +38,18 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     /// Requests that change a session, so only its own connection may make them.
     static let sessionMethods: Set<String> = ["SETUP", "RECORD", "FLUSH", "SET_PARAMETER", "TEARDOWN"]
 
-    enum State { case initial, announced, ready, recording }
+    /// The connection's session, from ANNOUNCE to its end: its id (the Session header) and how far it has come.
+    struct Session {
+        enum Phase { case announced, ready, recording }
+        let id: String
+        var phase: Phase
+    }
 
     private let registry: SessionRegistry
     private var logger: Logger
     private var context: ChannelHandlerContext?
-    private var state = State.initial
+    /// Nil until ANNOUNCE, and again once the session ends.
+    private var session: Session?
     private var format: AudioFormat?
     private var latencyMilliseconds = 250
     /// Set when this session plays over another (`Lyre-Mix`, streaming.md §7) rather than as the main one.
@@ -65,30 +71,20 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
 
     /// The sender as the log names it: its name, quoted, and its id when it sent one.
     var senderLabel: String { Printable.quoted(senderName) + (senderID.map { " (id \($0))" } ?? "") }
-    private var sessionID: String?
-    private(set) var controller: PlayoutController?
-    private var mediaChannels: [Channel] = []
+    /// The session's media path and playout, from SETUP to the session's end.
+    private var media: SessionMedia?
+    var controller: PlayoutController? { media?.controller }
     private var timing: TimingClient?
     private var timingPort: UInt16?
-    private var interleaved: (rtp: UInt8, rtcp: UInt8)?
-    private var lockedSSRC: UInt32?
-    /// Where RTCP feedback goes (the sender's RTCP port), and which kinds the sender takes: NACKs (§4.1)
-    /// and reception reports (§4.2).
-    private var feedbackTarget: SocketAddress?
-    private var feedback: Set<FeedbackHeader.Kind> = []
-    /// The sender's FEC packets (§4.3), when it sends them.
-    private var fec: FECHeader?
     /// The session's SRTP, when its SDP came over TLS with a key (pairing.md §6): the sender's RTP and RTCP in,
     /// and this end's RTCP out (`srtcp`), under the same key.
     private var srtp: SRTPSession?
     private var srtcp: SRTPSession?
-    private var nackTimer: Scheduled<Void>?
-    /// This end's SSRC in the RTCP it sends.
-    private let receiverSSRC = UInt32.random(in: 1...UInt32.max)
     private var peerIP = ""
-    /// The sender's address, for the per-packet check of where media comes from (no formatting per packet).
-    private var peerAddress: SocketAddress?
-    private(set) var lastActivity = HostClock.now()
+    /// When the sender last sent a request (or interleaved data) on this connection.
+    private var lastRequest = HostClock.now()
+    /// When the sender was last heard from: a request, or its session's media.
+    var lastActivity: UInt64 { max(lastRequest, media?.lastMedia ?? 0) }
     private var timer: Scheduled<Void>?
     // Now playing and remote control (now-playing.md).
     private var nowPlaying: NowPlayingInfo?
@@ -116,7 +112,6 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
         peerIP = context.remoteAddress?.hostText ?? ""
-        peerAddress = context.remoteAddress
         logger[metadataKey: "peer"] = "\(context.remoteAddress.map { "\($0)" } ?? "?")"
         registry.opened(self)
     }
@@ -154,7 +149,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        lastActivity = HostClock.now()
+        lastRequest = HostClock.now()
         switch unwrapInboundIn(data) {
         case .message(let message):
             handle(message)
@@ -165,21 +160,17 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
                 refuse(413, cseq: message.cseq, "a body of \(length) bytes is over the limit of \(RTSPParser.Limits().body)")
             }
         case .interleaved(let channel, let payload):
-            guard let interleaved else {
+            guard let media, media.isInterleaved else {
                 // Interleaved data on a connection whose session does not use TCP (streaming.md §2): nothing
                 // any sender does. The connection is closed, so that a flood of it costs one frame.
-                dropMedia(.foreign)
+                if let media { media.drop(.foreign) } else { registry.count(\.droppedMedia) }
                 logger.debug("interleaved data outside an interleaved session; closing")
                 context.close(promise: nil)
                 return
             }
-            if channel == interleaved.rtp {
-                ingest(payload)
-            } else if channel != interleaved.rtcp {
-                dropMedia(.foreign)
-            }
+            media.interleaved(channel: channel, payload)
         case .oversizedInterleaved:
-            dropMedia(.malformed)
+            if let media { media.drop(.malformed) } else { registry.count(\.droppedMedia) }
         }
     }
 
@@ -194,13 +185,13 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         let method = request.method ?? ""
         logger.trace("\(method) \(request.uri ?? "")")
         let given = request.headers["Session"].flatMap { $0.split(separator: ";").first.map(String.init) }
-        if let sessionID, let given, given != sessionID {
+        if let session, let given, given != session.id {
             send(.response(454, cseq: cseq))
             return
         }
         // Only a session's own connection changes it (streaming.md §3): a connection without one gets 454 when
         // it names a session (it is not this connection's) and 455 when it names none, and changes nothing.
-        if sessionID == nil, Self.sessionMethods.contains(method) {
+        if session == nil, Self.sessionMethods.contains(method) {
             registry.count(\.badRequests)
             return given != nil
                 ? refuse(454, cseq: cseq, "no such session on this connection")
@@ -348,8 +339,8 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         self.channels = channels
         self.srtp = srtp
         self.srtcp = srtcp
-        sessionID = sessionID ?? Self.newSessionID()
-        state = .announced
+        // A second ANNOUNCE starts over under the same id.
+        session = Session(id: session?.id ?? Self.newSessionID(), phase: .announced)
         overlay = over?.mix
         overlayDuckDB = over?.mix == .duck ? duckDB : nil
         askedMix = mix.map { ($0, $0 == .duck ? duckDB : nil) }
@@ -365,7 +356,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     }
 
     private func setup(_ request: RTSPMessage, cseq: Int) {
-        guard state == .announced, let format, let context else {
+        guard let id = session?.id, session?.phase == .announced, let format, let context else {
             send(.response(455, cseq: cseq))
             return
         }
@@ -402,42 +393,34 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             return
         }
         let controller = PlayoutController(playout: playout, senderName: senderName)
-        self.controller = controller
-        lockedSSRC = transport.ssrc
-        let session = "\(sessionID!);timeout=60"
+        let sessionHeader = "\(id);timeout=60"
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let media: SessionMedia
         let reply: EventLoopFuture<TransportSpec>
         switch transport.lower {
         case .tcp(let channels):
-            interleaved = channels
+            let ingress = MediaIngress(sender: context.remoteAddress, srtp: srtp, ssrc: transport.ssrc, interleaved: channels)
+            media = SessionMedia(controller: controller, ingress: ingress, srtcp: srtcp, registry: registry, eventLoop: context.eventLoop)
             reply = context.eventLoop.makeSucceededFuture(TransportSpec(lower: .tcp(channels: channels), ssrc: transport.ssrc))
-        case .udp:
-            let local = context.localAddress?.hostText ?? "127.0.0.1"
+        case .udp(let client, _):
             // A sender that takes RTCP feedback (NACKs, reports) names its RTCP port: the second client port.
             let kinds = FeedbackHeader.kinds(request.headers[FeedbackHeader.name])
-            if !kinds.isEmpty, case .udp(let client?, _) = transport.lower,
-                let target = try? SocketAddress.numeric(peerIP, port: Int(client.1))
-            {
-                (feedbackTarget, feedback) = (target, kinds)
+            var feedback: (target: SocketAddress, kinds: Set<FeedbackHeader.Kind>)?
+            if !kinds.isEmpty, let client, let target = try? SocketAddress.numeric(peerIP, port: Int(client.1)) {
+                feedback = (target, kinds)
             }
-            // FEC on a payload type of its own, other than the media's.
-            fec = FECHeader(parsing: request.headers[FECHeader.name]).flatMap { $0.payloadType == format.payloadType ? nil : $0 }
-            reply = MediaPorts.bindPair(host: local, eventLoop: context.eventLoop) { channel, rtcp in
-                try channel.pipeline.syncOperations.addHandler(MediaHandler(owner: bound, rtcp: rtcp))
-            }.map { ports in
-                bound.value.mediaChannels = [ports.0, ports.1]
-                let p = (UInt16(ports.0.localAddress?.port ?? 0), UInt16(ports.1.localAddress?.port ?? 0))
-                if case .udp(let client, _) = transport.lower {
-                    return TransportSpec(lower: .udp(client: client, server: p), ssrc: transport.ssrc)
-                }
-                return TransportSpec(lower: .udp(client: nil, server: p), ssrc: transport.ssrc)
+            let ingress = MediaIngress(
+                sender: context.remoteAddress, srtp: srtp, ssrc: transport.ssrc,
+                // FEC on a payload type of its own, other than the media's.
+                fec: FECHeader(parsing: request.headers[FECHeader.name]).flatMap { $0.payloadType == format.payloadType ? nil : $0 },
+                feedbackTarget: feedback?.target, feedback: feedback?.kinds ?? [])
+            media = SessionMedia(controller: controller, ingress: ingress, srtcp: srtcp, registry: registry, eventLoop: context.eventLoop)
+            reply = media.bind(host: context.localAddress?.hostText ?? "127.0.0.1").map { ports in
+                TransportSpec(lower: .udp(client: client, server: (ports.rtp, ports.rtcp)), ssrc: transport.ssrc)
             }
         }
-        let (asks, repairs) = (feedback.contains(.nack), fec != nil)
-        controller.withPlayout {
-            $0.asksForResends = asks
-            $0.repairsFromFEC = repairs
-        }
+        self.media = media
+        let (feedback, fec) = (media.feedback, media.fec)
         if let timingPort {
             do {
                 let registry = registry
@@ -459,7 +442,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             let me = bound.value
             switch result {
             case .success(let spec):
-                me.state = .ready
+                me.session?.phase = .ready
                 if me.overlay != nil {
                     me.registry.output.mix(controller, duckDB: me.overlayDuckDB)
                     me.registry.output.setOverlayVolume(controller, me.overlayVolume)
@@ -467,9 +450,9 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
                     me.registry.output.play(controller)
                 }
                 me.startTimer()
-                var headers = [("Transport", spec.serialized), ("Session", session)]
-                if !me.feedback.isEmpty { headers.append((FeedbackHeader.name, FeedbackHeader.value(me.feedback))) }
-                if let fec = me.fec { headers.append((FECHeader.name, fec.serialized)) }
+                var headers = [("Transport", spec.serialized), ("Session", sessionHeader)]
+                if !feedback.isEmpty { headers.append((FeedbackHeader.name, FeedbackHeader.value(feedback))) }
+                if let fec { headers.append((FECHeader.name, fec.serialized)) }
                 me.send(.response(200, cseq: cseq, headers: headers))
             case .failure(let error):
                 me.logger.error("SETUP failed: \(error)")
@@ -479,7 +462,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     }
 
     private func record(_ request: RTSPMessage, cseq: Int) {
-        guard state == .ready || state == .recording, let controller else {
+        guard let id = session?.id, session?.phase != .announced, let controller else {
             send(.response(455, cseq: cseq))
             return
         }
@@ -499,8 +482,8 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             // An anchor without RTP-Info: the room joins a playback under way (streaming.md §9.3).
             playout.record(anchor: anchor, joining: anchor != nil && info == nil, startAt: startAt)
         }
-        state = .recording
-        var headers = [("Session", sessionID!), ("Lyre-Output-Latency", Self.milliseconds(registry.output.outputLatency)),
+        session?.phase = .recording
+        var headers = [("Session", id), ("Lyre-Output-Latency", Self.milliseconds(registry.output.outputLatency)),
                        ("Lyre-Output-Delay", String(registry.outputDelayMilliseconds))]
         if let info { headers.append(("RTP-Info", info.serialized)) }
         if let startAt { headers.append(("Lyre-Start-At", String(startAt))) }
@@ -508,14 +491,14 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     }
 
     private func flush(_ request: RTSPMessage, cseq: Int) {
-        guard state == .ready || state == .recording, let controller else {
+        guard let id = session?.id, session?.phase != .announced, let controller else {
             send(.response(455, cseq: cseq))
             return
         }
         let info = request.headers["RTP-Info"].map(RTPInfo.init(parsing:))
         let stopped = controller.withPlayout { $0.flush(nextSequence: info?.sequence) }
-        state = .ready
-        send(.response(200, cseq: cseq, headers: [("Session", sessionID!)] + (stopped.map { [("Lyre-Stopped-At", String($0))] } ?? [])))
+        session?.phase = .ready
+        send(.response(200, cseq: cseq, headers: [("Session", id)] + (stopped.map { [("Lyre-Stopped-At", String($0))] } ?? [])))
     }
 
     /// Only on a connection with a session (`handle` refuses the rest), so every parameter is that session's.
@@ -715,7 +698,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
 
     /// Sends a command to this session's sender over its own connection (now-playing.md §4).
     func relay(_ event: RemoteCommandEvent, promise: EventLoopPromise<RemoteCommandOutcome>) {
-        guard let context, state != .initial, let sessionID else {
+        guard let context, let sessionID = session?.id else {
             return promise.succeed(RemoteCommandOutcome(.noSession, "nothing is playing"))
         }
         guard enabled.commands.contains(event.command) else {
@@ -761,150 +744,6 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         "rtsp://\(context?.localAddress.map { HostPort.uri($0.hostText ?? "", $0.port ?? 0) } ?? "")/"
     }
 
-    // MARK: media
-
-    enum DroppedMedia { case foreign, malformed, replayed, unauthentic }
-
-    /// Counts media that was dropped: in the session's statistics when there is one, and receiver-wide.
-    private func dropMedia(_ kind: DroppedMedia) {
-        switch kind {
-        case .foreign: controller?.withPlayout { $0.countForeign() }
-        case .malformed: controller?.withPlayout { $0.countMalformed() }
-        case .replayed: controller?.withPlayout { $0.countReplayed() }
-        case .unauthentic: controller?.withPlayout { $0.countUnauthentic() }
-        }
-        registry.count(\.droppedMedia)
-    }
-
-    /// What an SRTP or SRTCP packet holds, or nil when it was dropped (and counted) for what it is.
-    private func verified(_ result: Result<[UInt8], SRTPSession.Failure>) -> [UInt8]? {
-        switch result {
-        case .success(let plain): return plain
-        case .failure(.replayed): dropMedia(.replayed)
-        case .failure(.malformed): dropMedia(.malformed)
-        case .failure: dropMedia(.unauthentic)
-        }
-        return nil
-    }
-
-    private func ingest(_ received: [UInt8]) {
-        guard let controller else {
-            registry.count(\.droppedMedia)
-            return
-        }
-        if RTPPacket.isRTCP(received) { return }
-        // A paired session's media is SRTP: what does not verify, or came before, is dropped and counted.
-        guard let bytes = srtp.map({ verified($0.unprotect(received)) }) ?? received else { return }
-        if let fec, bytes.count >= 2, bytes[1] & 0x7F == fec.payloadType {
-            // FEC for the locked stream only (its CSRC), from the sender's address (checked by the caller).
-            guard let parity = try? FECPacket(parsing: bytes) else {
-                dropMedia(.malformed)
-                return
-            }
-            guard parity.protectedSSRC == lockedSSRC else {
-                dropMedia(.foreign)
-                return
-            }
-            controller.withPlayout { $0.receiveParity(parity) }
-            return
-        }
-        guard let packet = try? RTPPacket(parsing: bytes) else {
-            dropMedia(.malformed)
-            return
-        }
-        if let lockedSSRC, packet.ssrc != lockedSSRC {
-            dropMedia(.foreign)
-            return
-        }
-        lockedSSRC = packet.ssrc
-        let now = HostClock.now()
-        lastActivity = now
-        let missing = controller.withPlayout { $0.receive(packet, arrival: now) }
-        askAgain(missing)
-        armRetransmissionTimer()
-    }
-
-    /// Asks the sender for packets again with an RTCP generic NACK (streaming.md §4.1), when it takes them.
-    private func askAgain(_ sequences: [UInt16]) {
-        guard !sequences.isEmpty, feedback.contains(.nack), let lockedSSRC else { return }
-        sendFeedback(RTCPGenericNACK(senderSSRC: receiverSSRC, mediaSSRC: lockedSSRC, sequences: sequences).serialized())
-    }
-
-    /// Sends the receiver report and Lyre's reception report (streaming.md §4.2), when the sender takes them.
-    private func report() {
-        guard feedback.contains(.report), let lockedSSRC, let controller else { return }
-        sendFeedback(controller.withPlayout { $0.receptionReport(receiverSSRC: receiverSSRC, mediaSSRC: lockedSSRC, now: HostClock.now()) })
-    }
-
-    /// RTCP from the session's RTCP port to the sender's.
-    private func sendFeedback(_ plain: [UInt8]) {
-        guard let feedbackTarget, mediaChannels.count == 2, let bytes = srtcp.map({ $0.protectRTCP(plain) }) ?? plain else { return }
-        mediaChannels[1].writeAndFlush(AddressedEnvelope(remoteAddress: feedbackTarget, data: ByteBuffer(bytes: bytes)), promise: nil)
-    }
-
-    /// One timer, for the next time a missing packet is to be asked for again.
-    private func armRetransmissionTimer() {
-        guard feedback.contains(.nack), nackTimer == nil, let context, let next = controller?.withPlayout({ $0.nextRetransmission }) else { return }
-        let now = HostClock.now()
-        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        nackTimer = context.eventLoop.scheduleTask(in: .nanoseconds(Int64(next > now ? next - now : 0))) {
-            let me = bound.value
-            me.nackTimer = nil
-            guard let again = me.controller?.withPlayout({ $0.retransmissionsDue(now: HostClock.now()) }) else { return }
-            me.askAgain(again)
-            me.armRetransmissionTimer()
-        }
-    }
-
-    /// True when `a` and `b` are the same IP address (whatever their ports).
-    static func sameHost(_ a: SocketAddress, _ b: SocketAddress?) -> Bool {
-        switch (a, b) {
-        case (.v4(let x), .v4(let y)?):
-            return x.address.sin_addr.s_addr == y.address.sin_addr.s_addr
-        case (.v6(let x), .v6(let y)?):
-            return withUnsafeBytes(of: x.address.sin6_addr) { p in withUnsafeBytes(of: y.address.sin6_addr) { q in p.elementsEqual(q) } }
-        default:
-            return false
-        }
-    }
-
-    /// A UDP datagram on the session's RTP or RTCP port.
-    fileprivate func datagram(_ envelope: AddressedEnvelope<ByteBuffer>, rtcp: Bool) {
-        guard Self.sameHost(envelope.remoteAddress, peerAddress) else {
-            dropMedia(.foreign)
-            return
-        }
-        var buffer = envelope.data
-        guard !rtcp else {
-            // The sender's reports (§4.2) from its RTCP port; other RTCP is accepted and ignored (§4).
-            guard envelope.remoteAddress == feedbackTarget, let controller else { return }
-            guard buffer.readableBytes <= RTPPacket.maximumSize else { return dropMedia(.malformed) }
-            let received = buffer.readBytes(length: buffer.readableBytes) ?? []
-            guard let bytes = srtp.map({ verified($0.unprotectRTCP(received)) }) ?? received else { return }
-            guard let packets = try? RTCPPacket.all(in: bytes) else {
-                dropMedia(.malformed)
-                return
-            }
-            let now = HostClock.now()
-            for packet in packets {
-                switch packet {
-                case .senderReport(let report) where report.ssrc == lockedSSRC:
-                    controller.withPlayout { $0.senderReport(report, arrival: now) }
-                case .lyreSent(let sent) where sent.ssrc == lockedSSRC && feedback.contains(.nack):
-                    controller.withPlayout { $0.senderSent(sent, arrival: now) }
-                    armRetransmissionTimer()
-                default: continue
-                }
-            }
-            return
-        }
-        guard buffer.readableBytes <= RTPPacket.maximumSize else {
-            dropMedia(.malformed)
-            return
-        }
-        ingest(buffer.readBytes(length: buffer.readableBytes) ?? [])
-    }
-
     // MARK: idle timeout
 
     /// Once a second: checks that the sender is still there (the timing exchange has its own thread), and
@@ -922,7 +761,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
                     me.end(.timeout)
                     return
                 }
-                me.report()
+                me.media?.report()
                 schedule(after: .seconds(1))
             }
         }
@@ -934,24 +773,17 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     private func releaseMedia(drain: Bool = false) {
         timer?.cancel()
         timer = nil
-        nackTimer?.cancel()
-        nackTimer = nil
-        feedbackTarget = nil
-        feedback = []
-        fec = nil
-        for channel in mediaChannels { channel.close(promise: nil) }
-        mediaChannels = []
+        media?.close()
+        let controller = media?.controller
+        media = nil
         timing?.close()
         timing = nil
         timingPort = nil
-        interleaved = nil
-        lockedSSRC = nil
         if let controller {
             logger.info("session from \(Printable.quoted(senderName)) stats: \(controller.statistics.text)")
             registry.output.stopIfPlaying(
                 controller, drain: drain, drainLimit: UInt64(latencyMilliseconds + 200) * 1_000_000)
         }
-        controller = nil
         nowPlaying = nil
         artworkPath = nil
         artworkType = nil
@@ -976,13 +808,12 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
 
     /// Ends the session, if any; tells the sender why when it should know, and closes the connection then.
     func end(_ reason: SessionEnd) {
-        guard state != .initial || controller != nil else { return }
+        guard session != nil || controller != nil else { return }
         // Told to the sender: the sample where the output stopped, as FLUSH answers it, so that a sender that
         // waits for this room resumes there (streaming.md §7).
         let stopped = reason.notice == nil ? nil : controller.flatMap { $0.withPlayout { $0.flush(nextSequence: nil) } }
         releaseMedia(drain: reason == .teardown || reason == .connectionClosed)
-        state = .initial
-        sessionID = nil
+        session = nil
         overlay = nil
         overlayDuckDB = nil
         askedMix = nil
@@ -1019,20 +850,4 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     }
 
     static func newSessionID() -> String { DeviceID.randomHex(bytes: 8).uppercased() }
-}
-
-/// Passes a session's UDP media to its connection handler.
-private final class MediaHandler: ChannelInboundHandler {
-    typealias InboundIn = AddressedEnvelope<ByteBuffer>
-    let owner: NIOLoopBound<RTSPConnectionHandler>
-    let rtcp: Bool
-
-    init(owner: NIOLoopBound<RTSPConnectionHandler>, rtcp: Bool) {
-        self.owner = owner
-        self.rtcp = rtcp
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        owner.value.datagram(unwrapInboundIn(data), rtcp: rtcp)
-    }
 }
