@@ -35,21 +35,11 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     typealias OutboundOut = RTSPOutbound
 
     static let methods = "OPTIONS, ANNOUNCE, SETUP, RECORD, FLUSH, SET_PARAMETER, GET_PARAMETER, TEARDOWN, PAIR"
-    /// Requests that change a session, so only its own connection may make them.
-    static let sessionMethods: Set<String> = ["SETUP", "RECORD", "FLUSH", "SET_PARAMETER", "TEARDOWN"]
-
-    /// The connection's session, from ANNOUNCE to its end: its id (the Session header) and how far it has come.
-    struct Session {
-        enum Phase { case announced, ready, recording }
-        let id: String
-        var phase: Phase
-    }
-
     private let registry: SessionRegistry
     private var logger: Logger
     private var context: ChannelHandlerContext?
     /// Nil until ANNOUNCE, and again once the session ends.
-    private var session: Session?
+    private var session: ReceiverSession?
     private var format: AudioFormat?
     private var latencyMilliseconds = 250
     /// Set when this session plays over another (`Lyre-Mix`, streaming.md §7) rather than as the main one.
@@ -184,18 +174,16 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         }
         let method = request.method ?? ""
         logger.trace("\(method) \(request.uri ?? "")")
-        let given = request.headers["Session"].flatMap { $0.split(separator: ";").first.map(String.init) }
-        if let session, let given, given != session.id {
-            send(.response(454, cseq: cseq))
-            return
-        }
-        // Only a session's own connection changes it (streaming.md §3): a connection without one gets 454 when
-        // it names a session (it is not this connection's) and 455 when it names none, and changes nothing.
-        if session == nil, Self.sessionMethods.contains(method) {
+        switch ReceiverSession.admission(of: method, naming: ReceiverSession.id(inHeader: request.headers["Session"]), on: session) {
+        case .admitted: break
+        case .otherSession: return send(.response(454, cseq: cseq))
+        case .notNow: return send(.response(455, cseq: cseq))
+        case .notThisConnections:
             registry.count(\.badRequests)
-            return given != nil
-                ? refuse(454, cseq: cseq, "no such session on this connection")
-                : refuse(455, cseq: cseq, "no session: ANNOUNCE first")
+            return refuse(454, cseq: cseq, "no such session on this connection")
+        case .noSession:
+            registry.count(\.badRequests)
+            return refuse(455, cseq: cseq, "no session: ANNOUNCE first")
         }
         switch method {
         case "OPTIONS":
@@ -340,7 +328,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         self.srtp = srtp
         self.srtcp = srtcp
         // A second ANNOUNCE starts over under the same id.
-        session = Session(id: session?.id ?? Self.newSessionID(), phase: .announced)
+        session = ReceiverSession(id: session?.id ?? Self.newSessionID(), phase: .announced)
         overlay = over?.mix
         overlayDuckDB = over?.mix == .duck ? duckDB : nil
         askedMix = mix.map { ($0, $0 == .duck ? duckDB : nil) }
@@ -356,7 +344,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     }
 
     private func setup(_ request: RTSPMessage, cseq: Int) {
-        guard let id = session?.id, session?.phase == .announced, let format, let context else {
+        guard let id = session?.id, let format, let context else {
             send(.response(455, cseq: cseq))
             return
         }
@@ -462,7 +450,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     }
 
     private func record(_ request: RTSPMessage, cseq: Int) {
-        guard let id = session?.id, session?.phase != .announced, let controller else {
+        guard let id = session?.id, let controller else {
             send(.response(455, cseq: cseq))
             return
         }
@@ -491,7 +479,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     }
 
     private func flush(_ request: RTSPMessage, cseq: Int) {
-        guard let id = session?.id, session?.phase != .announced, let controller else {
+        guard let id = session?.id, let controller else {
             send(.response(455, cseq: cseq))
             return
         }
