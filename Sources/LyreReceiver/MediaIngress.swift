@@ -50,16 +50,15 @@ struct MediaIngress {
         self.interleaved = interleaved
     }
 
-    /// A UDP datagram on the session's RTP port (`rtcp` false) or RTCP port.
-    mutating func datagram(_ bytes: [UInt8], from source: SocketAddress, rtcp: Bool) -> [Outcome] {
+    /// A UDP datagram on the session's RTP port (`rtcp` false) or RTCP port. Its bytes are copied out only
+    /// after its source and size are checked, so a flood from a stranger costs no copy.
+    mutating func datagram(_ buffer: ByteBuffer, from source: SocketAddress, rtcp: Bool) -> [Outcome] {
         guard Self.sameHost(source, sender) else { return [.dropped(.foreign)] }
-        guard rtcp else {
-            guard bytes.count <= RTPPacket.maximumSize else { return [.dropped(.malformed)] }
-            return [media(bytes)]
-        }
         // The sender's reports (§4.2) from its RTCP port; other RTCP is accepted and ignored (§4).
-        guard source == feedbackTarget else { return [.ignored] }
-        guard bytes.count <= RTPPacket.maximumSize else { return [.dropped(.malformed)] }
+        if rtcp, source != feedbackTarget { return [.ignored] }
+        guard buffer.readableBytes <= RTPPacket.maximumSize else { return [.dropped(.malformed)] }
+        let bytes = Array(buffer.readableBytesView)
+        guard rtcp else { return [media(bytes)] }
         let plain: [UInt8]
         switch srtp.map({ $0.unprotectRTCP(bytes) }) ?? .success(bytes) {
         case .success(let bytes): plain = bytes

@@ -153,15 +153,20 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             guard let media, media.isInterleaved else {
                 // Interleaved data on a connection whose session does not use TCP (streaming.md §2): nothing
                 // any sender does. The connection is closed, so that a flood of it costs one frame.
-                if let media { media.drop(.foreign) } else { registry.count(\.droppedMedia) }
+                dropInterleaved(.foreign)
                 logger.debug("interleaved data outside an interleaved session; closing")
                 context.close(promise: nil)
                 return
             }
             media.interleaved(channel: channel, payload)
         case .oversizedInterleaved:
-            if let media { media.drop(.malformed) } else { registry.count(\.droppedMedia) }
+            dropInterleaved(.malformed)
         }
+    }
+
+    /// Counts interleaved data dropped: in the session's statistics when there is one, and receiver-wide.
+    private func dropInterleaved(_ kind: MediaIngress.Dropped) {
+        if let media { media.drop(kind) } else { registry.count(\.droppedMedia) }
     }
 
     // MARK: requests

@@ -78,9 +78,7 @@ final class SessionMedia {
     /// A UDP datagram on the session's RTP or RTCP port.
     fileprivate func datagram(_ envelope: AddressedEnvelope<ByteBuffer>, rtcp: Bool) {
         guard !closed else { return registry.count(\.droppedMedia) }
-        var buffer = envelope.data
-        let bytes = buffer.readBytes(length: buffer.readableBytes) ?? []
-        for outcome in ingress.datagram(bytes, from: envelope.remoteAddress, rtcp: rtcp) { take(outcome) }
+        for outcome in ingress.datagram(envelope.data, from: envelope.remoteAddress, rtcp: rtcp) { take(outcome) }
     }
 
     /// Does what the ingress made of a packet: media and parity to the playout (asking again for what it

@@ -31,10 +31,10 @@ import Testing
     @Test func mediaIsTakenOnlyFromTheSendersAddress() throws {
         var ingress = MediaIngress(sender: Self.sender, srtp: nil, ssrc: 0x1234)
         let bytes = Self.packet(1).serialized()
-        #expect(ingress.datagram(bytes, from: try SocketAddress(ipAddress: "10.77.0.2", port: 6000), rtcp: false) == [.dropped(.foreign)])
-        #expect(ingress.datagram(bytes, from: try SocketAddress(ipAddress: "10.77.0.1", port: 6000), rtcp: false) == [.media(Self.packet(1))])
-        #expect(ingress.datagram(Array(repeating: 0x80, count: RTPPacket.maximumSize + 1), from: Self.sender, rtcp: false) == [.dropped(.malformed)])
-        #expect(ingress.datagram([0x80, 0x60, 0], from: Self.sender, rtcp: false) == [.dropped(.malformed)])
+        #expect(ingress.datagram(ByteBuffer(bytes: bytes), from: try SocketAddress(ipAddress: "10.77.0.2", port: 6000), rtcp: false) == [.dropped(.foreign)])
+        #expect(ingress.datagram(ByteBuffer(bytes: bytes), from: try SocketAddress(ipAddress: "10.77.0.1", port: 6000), rtcp: false) == [.media(Self.packet(1))])
+        #expect(ingress.datagram(ByteBuffer(bytes: Array(repeating: 0x80, count: RTPPacket.maximumSize + 1)), from: Self.sender, rtcp: false) == [.dropped(.malformed)])
+        #expect(ingress.datagram(ByteBuffer(bytes: [0x80, 0x60, 0]), from: Self.sender, rtcp: false) == [.dropped(.malformed)])
     }
 
     @Test func theStreamLocksToItsFirstSSRCWhenSetupNamedNone() {
@@ -82,13 +82,13 @@ import Testing
         let report = RTCPSenderReport(ssrc: 0x1234, ntpTime: 1 << 32, rtpTime: 480, packetCount: 1, octetCount: 40)
         let sent = LyreSentReport(ssrc: 0x1234, highestSequence: 9)
         let compound = report.serialized() + sent.serialized() + RTCPSenderReport(ssrc: 5, ntpTime: 0, rtpTime: 0, packetCount: 0, octetCount: 0).serialized()
-        #expect(ingress.datagram(compound, from: Self.senderRTCP, rtcp: true) == [.senderReport(report), .senderSent(sent), .ignored])
-        #expect(ingress.datagram(compound, from: try SocketAddress(ipAddress: "10.77.0.1", port: 6003), rtcp: true) == [.ignored])
-        #expect(ingress.datagram(compound, from: try SocketAddress(ipAddress: "10.77.0.9", port: 6001), rtcp: true) == [.dropped(.foreign)])
-        #expect(ingress.datagram([0x80, 200, 0, 9], from: Self.senderRTCP, rtcp: true) == [.dropped(.malformed)])
+        #expect(ingress.datagram(ByteBuffer(bytes: compound), from: Self.senderRTCP, rtcp: true) == [.senderReport(report), .senderSent(sent), .ignored])
+        #expect(ingress.datagram(ByteBuffer(bytes: compound), from: try SocketAddress(ipAddress: "10.77.0.1", port: 6003), rtcp: true) == [.ignored])
+        #expect(ingress.datagram(ByteBuffer(bytes: compound), from: try SocketAddress(ipAddress: "10.77.0.9", port: 6001), rtcp: true) == [.dropped(.foreign)])
+        #expect(ingress.datagram(ByteBuffer(bytes: [0x80, 200, 0, 9]), from: Self.senderRTCP, rtcp: true) == [.dropped(.malformed)])
         // What the sender sent is read only from a sender that takes NACKs.
         var reportsOnly = MediaIngress(sender: Self.sender, srtp: nil, ssrc: 0x1234, feedbackTarget: Self.senderRTCP, feedback: [.report])
-        #expect(reportsOnly.datagram(sent.serialized(), from: Self.senderRTCP, rtcp: true) == [.ignored])
+        #expect(reportsOnly.datagram(ByteBuffer(bytes: sent.serialized()), from: Self.senderRTCP, rtcp: true) == [.ignored])
     }
 
     @Test func aPairedSessionsRTCPMustVerify() throws {
@@ -96,10 +96,10 @@ import Testing
         let room = try SRTPSession(.send, key: key)
         var ingress = MediaIngress(sender: Self.sender, srtp: try SRTPSession(.receive, key: key), ssrc: 0x1234, feedbackTarget: Self.senderRTCP, feedback: [.report])
         let report = RTCPSenderReport(ssrc: 0x1234, ntpTime: 1 << 32, rtpTime: 480, packetCount: 1, octetCount: 40)
-        #expect(ingress.datagram(report.serialized(), from: Self.senderRTCP, rtcp: true) != [.senderReport(report)])
+        #expect(ingress.datagram(ByteBuffer(bytes: report.serialized()), from: Self.senderRTCP, rtcp: true) != [.senderReport(report)])
         let protected = try #require(room.protectRTCP(report.serialized()))
-        #expect(ingress.datagram(protected, from: Self.senderRTCP, rtcp: true) == [.senderReport(report)])
-        #expect(ingress.datagram(protected, from: Self.senderRTCP, rtcp: true) == [.dropped(.replayed)])
+        #expect(ingress.datagram(ByteBuffer(bytes: protected), from: Self.senderRTCP, rtcp: true) == [.senderReport(report)])
+        #expect(ingress.datagram(ByteBuffer(bytes: protected), from: Self.senderRTCP, rtcp: true) == [.dropped(.replayed)])
     }
 
     @Test func interleavedDataIsTakenOnTheSessionsChannelsOnly() {
