@@ -21,7 +21,9 @@
   audio.py presentation LOG.csv
       Print JSON percentiles of |presented_ns - scheduled_ns| in microseconds (first 10 blocks skipped).
   audio.py level FILE [--format wav|raw:s16le:RATE:CHANNELS]
-      Print one JSON line: rms_dbfs (of the mono mix; a full-scale sine is -3.01) and seconds.
+      Print one JSON line: rms_dbfs (of the mono mix; a full-scale sine is -3.01), median_window_dbfs (of
+      100 ms windows), sound_dbfs and sound_seconds (the median of the 100 ms windows from the first sample
+      above -60 dBFS to the last, and how long that is), first_second_dbfs, last_second_dbfs and seconds.
 
 Exit status 2 (one line on stderr) for unreadable input. Needs numpy only.
 """
@@ -685,6 +687,9 @@ def cmd_level(a):
     first, last = (int(sounding[0]), int(sounding[-1]) + 1) if len(sounding) else (0, 0)
     print(json.dumps({"rms_dbfs": round(20 * math.log10(max(rms, 1e-12)), 3),
                       "median_window_dbfs": round(20 * math.log10(max(median, 1e-12)), 3),
+                      # The sound's level, whatever silence a recording holds before it starts or after it ends.
+                      "sound_dbfs": edge_level(first, last),
+                      "sound_seconds": round((last - first) / rate, 3),
                       "first_second_dbfs": edge_level(first, min(last, first + rate)),
                       "last_second_dbfs": edge_level(max(first, last - rate), last),
                       "seconds": round(len(x) / rate, 3)}))
