@@ -40,8 +40,8 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     private var context: ChannelHandlerContext?
     /// Nil until ANNOUNCE, and again once the session ends.
     private var session: ReceiverSession?
-    private var format: AudioFormat?
-    private var latencyMilliseconds = 250
+    /// What the session's ANNOUNCE asked: kept after it ends, for the log.
+    private var terms: AnnounceTerms?
     /// Set when this session plays over another (`Lyre-Mix`, streaming.md §7) rather than as the main one.
     private(set) var overlay: MixRequest?
     /// How far this overlay lowers the main session, dB, when it ducks.
@@ -53,11 +53,10 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     /// What its ANNOUNCE asked (`Lyre-Mix`, and the depth it ducks by), kept while it plays as the main
     /// session for want of one to play over: a plain session that comes then plays under it (`playOver`).
     private var askedMix: (mix: MixRequest, duckDB: Double?)?
-    private var channels = ChannelMap.stereo
-    private(set) var senderName = "RTSP sender"
+    var senderName: String { terms?.senderName ?? "RTSP sender" }
     /// The sender's stable id from `Lyre-Sender-ID` (32 hex digits), for the log; nil when it sent none or
     /// something else.
-    private(set) var senderID: DeviceID?
+    var senderID: DeviceID? { terms?.senderID }
 
     /// The sender as the log names it: its name, quoted, and its id when it sent one.
     var senderLabel: String { Printable.quoted(senderName) + (senderID.map { " (id \($0))" } ?? "") }
@@ -222,33 +221,15 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
                 return refuse(403, cseq: cseq, "not paired: this receiver plays only paired senders; pair with 'lyre pair \(name)'")
             }
         }
-        if let type = request.headers["Content-Type"], !type.lowercased().hasPrefix("application/sdp") {
-            send(.response(415, cseq: cseq))
-            return
-        }
-        if refuseLongText(request, cseq: cseq) { return }
-        let format: AudioFormat
-        let crypto: SDPCrypto?
-        do {
-            let sdp = try SessionDescription(parsing: request.bodyText)
-            format = try sdp.audioFormat()
-            crypto = try sdp.crypto()
-        } catch {
-            registry.count(\.badRequests)
-            logger.debug("ANNOUNCE refused: \(error)")
-            if case .unsupported = error { send(.response(415, cseq: cseq)) } else { send(.response(400, cseq: cseq)) }
-            return
+        let terms: AnnounceTerms
+        switch AnnounceTerms.read(request, overTLS: peerKey != nil, latency: registry.configuration.defaultLatencyMilliseconds,
+                                  duckDB: registry.configuration.duckDB) {
+        case .success(let read): terms = read
+        case .failure(let refusal): return refuse(refusal, cseq: cseq)
         }
         var srtp: SRTPSession?
         var srtcp: SRTPSession?
-        if let crypto {
-            guard peerKey != nil else {
-                registry.count(\.badRequests)
-                return refuse(400, cseq: cseq, "an SRTP key is taken only over TLS")
-            }
-            guard crypto.suite == SRTPSession.suite else {
-                return refuse(415, cseq: cseq, "SRTP suite \(crypto.suite) is not supported; use \(SRTPSession.suite)")
-            }
+        if let crypto = terms.crypto {
             do {
                 srtp = try SRTPSession(.receive, key: crypto.key)
                 srtcp = try SRTPSession(.send, key: crypto.key)
@@ -256,65 +237,14 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
                 return refuse(400, cseq: cseq, error.description)
             }
         }
-        var channels = ChannelMap.stereo
-        if let text = request.headers["Lyre-Channels"] {
-            guard let map = ChannelMap(parsing: text) else {
-                refuse(400, cseq: cseq, "Lyre-Channels must be one of \(ChannelMap.choices)")
-                return
-            }
-            channels = map
-        }
-        var latency = registry.configuration.defaultLatencyMilliseconds
-        if let text = request.headers["Lyre-Latency"] {
-            guard let value = Int(text), (20...2000).contains(value) else {
-                send(.response(400, cseq: cseq))
-                return
-            }
-            latency = value
-        }
         // Asked to mix or duck over a session that plays (another connection, even from the same device: a
         // doorbell on the laptop that plays the music), it plays over it, up to `maximumOverlays` at once
         // (§7). With nothing playing there is nothing to mix with, and it plays as the main session.
-        var mix: MixRequest?
-        if let text = request.headers["Lyre-Mix"] {
-            guard let asked = MixRequest(parsing: text) else {
-                registry.count(\.badRequests)
-                return refuse(400, cseq: cseq, "Lyre-Mix must be one of \(MixRequest.choices)")
-            }
-            mix = asked
-        }
-        // The depth an announcement asks (`Lyre-Duck-DB`), else the receiver's own.
-        var duckDB = registry.configuration.duckDB
-        if let text = request.headers["Lyre-Duck-DB"] {
-            guard mix == .duck else {
-                registry.count(\.badRequests)
-                return refuse(400, cseq: cseq, "Lyre-Duck-DB goes with Lyre-Mix: duck")
-            }
-            guard let depth = MixRequest.duckDepth(parsing: text) else {
-                registry.count(\.badRequests)
-                return refuse(400, cseq: cseq, "Lyre-Duck-DB must be a number of dB from \(Int(MixRequest.duckDepthRange.lowerBound)) to \(Int(MixRequest.duckDepthRange.upperBound))")
-            }
-            duckDB = depth
-        }
-        // Spoken audio (`Lyre-Mode`), which an overlay that asks `Lyre-Interrupt` pauses rather than mixes over.
-        let mode = request.headers["Lyre-Mode"].map { MixRequest.mode(parsing: $0) }
-        if case .some(nil) = mode {
-            registry.count(\.badRequests)
-            return refuse(400, cseq: cseq, "Lyre-Mode must be one of \(MixRequest.modes.joined(separator: ", "))")
-        }
-        var interrupts = false
-        if let text = request.headers["Lyre-Interrupt"] {
-            guard mix != nil, MixRequest.interruptsSpokenAudio(text) else {
-                registry.count(\.badRequests)
-                return refuse(400, cseq: cseq, "Lyre-Interrupt must be \(MixRequest.spokenAudio), with Lyre-Mix")
-            }
-            interrupts = true
-        }
         var over: (playing: RTSPConnectionHandler, mix: MixRequest)?
-        if let mix, let playing = registry.active, playing !== self {
+        if let mix = terms.mix, let playing = registry.active, playing !== self {
             let others = registry.overlays.filter { $0 !== self }.count
             guard others < SessionRegistry.maximumOverlays else {
-                logger.notice("refused '\(request.headers["Lyre-Sender-Name"] ?? "a sender")': \(others) sessions play over \(playing.senderLabel) already")
+                logger.notice("refused \(Printable.quoted(terms.senderName)): \(others) sessions play over \(playing.senderLabel) already")
                 return refuse(453, cseq: cseq, "it plays \(others) sessions over \(Printable.quoted(playing.senderName)) already, the most it mixes; try again when one ends")
             }
             over = (playing, mix)
@@ -324,69 +254,46 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             return
         }
         releaseMedia()
-        let name = request.headers["Lyre-Sender-Name"] ?? request.headers["User-Agent"] ?? "RTSP sender"
-        senderName = String(decoding: name.utf8.prefix(64), as: UTF8.self)
-        senderID = request.headers["Lyre-Sender-ID"].flatMap { DeviceID($0) }
-        self.format = format
-        latencyMilliseconds = latency
-        self.channels = channels
+        self.terms = terms
         self.srtp = srtp
         self.srtcp = srtcp
         // A second ANNOUNCE starts over under the same id.
         session = ReceiverSession(id: session?.id ?? Self.newSessionID(), phase: .announced)
         overlay = over?.mix
-        overlayDuckDB = over?.mix == .duck ? duckDB : nil
-        askedMix = mix.map { ($0, $0 == .duck ? duckDB : nil) }
-        isSpokenAudio = mode == .some(MixRequest.spokenAudio)
+        overlayDuckDB = over?.mix == .duck ? terms.duckDB : nil
+        askedMix = terms.mix.map { ($0, $0 == .duck ? terms.duckDB : nil) }
+        isSpokenAudio = terms.spokenAudio
         if let over {
-            registry.addOverlay(self, over: over.playing, duckDB: overlayDuckDB, interruptsSpokenAudio: interrupts)
+            registry.addOverlay(self, over: over.playing, duckDB: overlayDuckDB, interruptsSpokenAudio: terms.interrupts)
         } else {
             registry.claim(self)
         }
-        logger.info("session from \(Printable.quoted(senderName)): \(format.encoding.rawValue), latency \(latency) ms, channels \(channels.rawValue)\(srtp != nil ? ", TLS and SRTP" : "")\(senderID.map { ", sender id \($0)" } ?? "")")
-        // Echoed, so the sender knows this receiver applies the map (a version 1 receiver does not answer it).
-        send(.response(200, cseq: cseq, headers: [("Lyre-Channels", channels.rawValue)]))
+        logger.info("session from \(Printable.quoted(senderName)): \(terms.format.encoding.rawValue), latency \(terms.latencyMilliseconds) ms, channels \(terms.channels.rawValue)\(srtp != nil ? ", TLS and SRTP" : "")\(senderID.map { ", sender id \($0)" } ?? "")")
+        send(.response(200, cseq: cseq, headers: terms.answer))
     }
 
     private func setup(_ request: RTSPMessage, cseq: Int) {
-        guard let id = session?.id, let format, let context else {
+        guard let id = session?.id, let terms, let context else {
             send(.response(455, cseq: cseq))
             return
         }
-        guard let transport = request.headers["Transport"].flatMap(TransportSpec.init(parsing:)) else {
-            send(.response(461, cseq: cseq))
-            return
+        let asked: SetupTerms
+        switch SetupTerms.read(request, overTLS: peerKey != nil, format: terms.format) {
+        case .success(let read): asked = read
+        case .failure(let refusal): return refuse(refusal, cseq: cseq)
         }
-        if let text = request.headers["Lyre-Timing-Port"] {
-            guard let port = UInt16(text), port > 0 else {
-                send(.response(400, cseq: cseq))
-                return
-            }
-            timingPort = port
-        }
-        // A paired session's timing is authenticated, under a key that comes only over TLS (pairing.md §6.4).
-        var timingAuthenticator: TimingAuthenticator?
-        if let text = request.headers["Lyre-Timing-Key"] {
-            guard peerKey != nil else {
-                registry.count(\.badRequests)
-                return refuse(400, cseq: cseq, "a timing key is taken only over TLS")
-            }
-            guard let key = Data(base64Encoded: text).flatMap({ TimingAuthenticator(key: Array($0)) }) else {
-                registry.count(\.badRequests)
-                return refuse(400, cseq: cseq, "Lyre-Timing-Key must be 32 bytes in base64")
-            }
-            timingAuthenticator = key
-        }
+        let transport = asked.transport
+        timingPort = asked.timingPort
         let playout: Playout
         do {
             playout = try Playout(
-                format: format, latency: UInt64(latencyMilliseconds) * 1_000_000, timed: timingPort != nil, channels: channels)
+                format: terms.format, latency: UInt64(terms.latencyMilliseconds) * 1_000_000, timed: timingPort != nil,
+                channels: terms.channels)
         } catch {
             send(.response(500, cseq: cseq))
             return
         }
         let controller = PlayoutController(playout: playout, senderName: senderName)
-        let sessionHeader = "\(id);timeout=60"
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
         let media: SessionMedia
         let reply: EventLoopFuture<TransportSpec>
@@ -397,16 +304,12 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             reply = context.eventLoop.makeSucceededFuture(TransportSpec(lower: .tcp(channels: channels), ssrc: transport.ssrc))
         case .udp(let client, _):
             // A sender that takes RTCP feedback (NACKs, reports) names its RTCP port: the second client port.
-            let kinds = FeedbackHeader.kinds(request.headers[FeedbackHeader.name])
             var feedback: (target: SocketAddress, kinds: Set<FeedbackHeader.Kind>)?
-            if !kinds.isEmpty, let client, let target = try? SocketAddress.numeric(peerIP, port: Int(client.1)) {
-                feedback = (target, kinds)
+            if !asked.feedback.isEmpty, let client, let target = try? SocketAddress.numeric(peerIP, port: Int(client.1)) {
+                feedback = (target, asked.feedback)
             }
             let ingress = MediaIngress(
-                sender: context.remoteAddress, srtp: srtp, ssrc: transport.ssrc,
-                // FEC on a payload type of its own, other than the media's.
-                fec: FECHeader(parsing: request.headers[FECHeader.name]).flatMap { $0.payloadType == format.payloadType ? nil : $0 },
-                feedbackTarget: feedback?.target, feedback: feedback?.kinds ?? [])
+                sender: context.remoteAddress, srtp: srtp, ssrc: transport.ssrc, fec: asked.fec, feedbackTarget: feedback?.target, feedback: feedback?.kinds ?? [])
             media = SessionMedia(controller: controller, ingress: ingress, srtcp: srtcp, registry: registry, eventLoop: context.eventLoop)
             reply = media.bind(host: context.localAddress?.hostText ?? "127.0.0.1").map { ports in
                 TransportSpec(lower: .udp(client: client, server: (ports.rtp, ports.rtcp)), ssrc: transport.ssrc)
@@ -419,7 +322,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
                 let registry = registry
                 timing = try TimingClient(
                     host: context.localAddress?.hostText ?? "127.0.0.1", peer: peerIP, peerPort: timingPort,
-                    authenticator: timingAuthenticator,
+                    authenticator: asked.timingAuthenticator,
                     onSample: { sample in
                         controller.withPlayout { $0.addTimingSample(localTime: sample.localTime, offset: sample.offset, delay: sample.delay) }
                     },
@@ -443,10 +346,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
                     me.registry.output.play(controller)
                 }
                 me.startTimer()
-                var headers = [("Transport", spec.serialized), ("Session", sessionHeader)]
-                if !feedback.isEmpty { headers.append((FeedbackHeader.name, FeedbackHeader.value(feedback))) }
-                if let fec { headers.append((FECHeader.name, fec.serialized)) }
-                me.send(.response(200, cseq: cseq, headers: headers))
+                me.send(.response(200, cseq: cseq, headers: SetupTerms.answer(session: id, transport: spec, feedback: feedback, fec: fec)))
             case .failure(let error):
                 me.logger.error("SETUP failed: \(error)")
                 me.send(.response(500, cseq: cseq))
@@ -505,64 +405,33 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         }
     }
 
-    /// `text/parameters` and SDP bodies are read only up to this (streaming.md §2): theirs are a few hundred
-    /// bytes, and parsing 2 MiB of short lines would hold the event loop, and every session on it, for seconds.
-    static let maximumTextBody = 64 * 1024
-
     private func refuseLongText(_ request: RTSPMessage, cseq: Int) -> Bool {
-        guard request.body.count > Self.maximumTextBody else { return false }
-        registry.count(\.badRequests)
-        refuse(413, cseq: cseq, "a \(request.method ?? "") text body is at most \(Self.maximumTextBody) bytes")
+        guard let refusal = SessionRefusal.longText(request) else { return false }
+        refuse(refusal, cseq: cseq)
         return true
     }
 
     private func setTextParameters(_ request: RTSPMessage, cseq: Int) {
-        if refuseLongText(request, cseq: cseq) { return }
-        guard String(validating: request.body, as: UTF8.self) != nil else {
-            registry.count(\.badRequests)
-            return refuse(400, cseq: cseq, NowPlayingError.invalidUTF8.description)
+        let update: ParameterUpdate
+        switch ParameterUpdate.read(request) {
+        case .success(let read): update = read
+        case .failure(let refusal): return refuse(refusal, cseq: cseq)
         }
-        let parameters = TextParameters(parsing: request.bodyText)
-        let roomList: RoomList?
-        do { roomList = try RoomList(parsing: parameters) } catch {
-            registry.count(\.badRequests)
-            return refuse(451, cseq: cseq, error.description)
-        }
-        var commands: EnabledCommands?
-        for (name, value) in parameters.entries {
-            switch name {
-            case "volume":
-                guard let db = Double(value).flatMap(ReceiverTXT.validVolume) else {
-                    return refuse(451, cseq: cseq, "volume must be -30 to 0 dB, or -144 for mute")
-                }
-                if overlay != nil {
-                    // An overlay's volume is its own: the receiver's stays the main session's.
-                    overlayVolume = db
-                    if let controller { registry.output.setOverlayVolume(controller, db) }
-                } else {
-                    registry.setVolume(db)
-                }
-            case "remote-commands":
-                do {
-                    commands = try EnabledCommands(list: value, skipInterval: parameters["skip-interval"])
-                } catch {
-                    registry.count(\.badRequests)
-                    return refuse(451, cseq: cseq, error.description)
-                }
-            case "skip-interval", "room": continue
-            case "remote-command":
-                registry.count(\.badRequests)
-                return refuse(403, cseq: cseq, "remote commands go from the receiver to the sender, not to a receiver")
-            default:
-                return refuse(451, cseq: cseq, "unknown parameter '\(String(decoding: name.utf8.prefix(64), as: UTF8.self))'")
+        if let db = update.volume {
+            if overlay != nil {
+                // An overlay's volume is its own: the receiver's stays the main session's.
+                overlayVolume = db
+                if let controller { registry.output.setOverlayVolume(controller, db) }
+            } else {
+                registry.setVolume(db)
             }
         }
-        if let roomList, roomList.names != rooms {
+        if let roomList = update.rooms, roomList.names != rooms {
             rooms = roomList.names
             logger.info("the playback's rooms: \(rooms.map(Printable.quoted).joined(separator: ", "))")
             registry.roomsChanged(self)
         }
-        if let commands {
+        if let commands = update.commands {
             enabled = commands
             logger.info("\(Printable.quoted(senderName)) accepts: \(RemoteCommand.allCases.filter(commands.commands.contains).map(\.rawValue).joined(separator: ", "))")
             registry.nowPlayingChanged(self)
@@ -647,6 +516,12 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             if let seconds = refusal.retryAfter { headers.append(("Retry-After", String(seconds))) }
             send(.response(refusal.status, cseq: cseq, headers: headers))
         }
+    }
+
+    private func refuse(_ refusal: SessionRefusal, cseq: Int) {
+        if refusal.counted { registry.count(\.badRequests) }
+        if let detail = refusal.detail { logger.debug("\(refusal.status): \(detail)") }
+        if let reason = refusal.reason { refuse(refusal.status, cseq: cseq, reason) } else { send(.response(refusal.status, cseq: cseq)) }
     }
 
     /// A 4xx/5xx with the reason in `Lyre-Error`, so a sender can say what went wrong.
@@ -775,7 +650,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         if let controller {
             logger.info("session from \(Printable.quoted(senderName)) stats: \(controller.statistics.text)")
             registry.output.stopIfPlaying(
-                controller, drain: drain, drainLimit: UInt64(latencyMilliseconds + 200) * 1_000_000)
+                controller, drain: drain, drainLimit: UInt64((terms?.latencyMilliseconds ?? 0) + 200) * 1_000_000)
         }
         nowPlaying = nil
         artworkPath = nil

@@ -140,41 +140,17 @@ final class Link: Sendable {
             throw RTSPClient.Failure(description: "cannot open the media sockets: \(error)")
         }
         do {
-            let options = try Self.check(client.request("OPTIONS", uri: "*"), "OPTIONS")
-            // A route found by id (discovery, or an address remembered from it) must reach that receiver:
-            // another may have the address now. A receiver that tells no id (version 1, or not Lyre) is taken.
-            let told = options.headers[ReceiverIDHeader.name]?.lowercased()
-            if let id = route.id, let told, told != id {
-                throw RTSPClient.Failure(description: "\(route.address) is now another receiver (id \(told), not \(id))")
+            var handshake = SenderHandshake(.init(
+                route: route, configuration: configuration, local: local, ssrc: ssrc,
+                ports: (UInt16(rtp.localAddress?.port ?? 0), UInt16(rtcp.localAddress?.port ?? 0)), timingPort: timing.port,
+                fec: fec, srtpKey: srtpKey, timingKey: timingKey))
+            let connection = client
+            let agreed = try handshake.run { request throws(LyreSenderError) in
+                try connection.request(request.method, uri: request.uri, headers: request.headers, body: request.body)
             }
-            receiverID = route.id ?? told
-            // Over TLS, the link's media is SRTP, keyed in the SDP the TLS session carries (pairing.md §6).
-            let sdp = SessionDescription(audio: AudioFormat(encoding: .opus, payloadType: FrameEncoder.payloadType), origin: local,
-                                         crypto: srtpKey.map { SDPCrypto(suite: SRTPSession.suite, key: $0) })
-            var announce = [("Content-Type", "application/sdp"), ("Lyre-Sender-Name", configuration.senderName),
-                            ("Lyre-Latency", String(configuration.latencyMilliseconds)), ("Lyre-Channels", route.channels.rawValue)]
-            if let id = configuration.senderID { announce.append(("Lyre-Sender-ID", id)) }
-            if let mixing = configuration.mixing { announce.append(("Lyre-Mix", mixing.rawValue)) }
-            if configuration.mixing == .duck, let depth = configuration.duckDB { announce.append(("Lyre-Duck-DB", "\(depth)")) }
-            if configuration.mixing != nil, configuration.interruptsSpokenAudio { announce.append(("Lyre-Interrupt", MixRequest.spokenAudio)) }
-            if configuration.mode != .default { announce.append(("Lyre-Mode", configuration.mode.rawValue)) }
-            let announced = try Self.check(client.request("ANNOUNCE", headers: announce, body: Array(sdp.serialized().utf8)), "ANNOUNCE")
-            // A version 1 receiver does not echo the map: it would play both channels.
-            if route.channels != .stereo, announced.headers["Lyre-Channels"].flatMap(ChannelMap.init(parsing:)) != route.channels {
-                throw RTSPClient.Failure(description: "it cannot play only the \(route.channels.rawValue) channel (a version 1 receiver: update its lyred)")
-            }
-            let ports = (UInt16(rtp.localAddress?.port ?? 0), UInt16(rtcp.localAddress?.port ?? 0))
-            let transport = TransportSpec(lower: .udp(client: ports, server: nil), ssrc: ssrc)
-            var setup = [("Transport", transport.serialized), ("Lyre-Timing-Port", String(timing.port)),
-                         (FeedbackHeader.name, FeedbackHeader.value(configuration.resend ? [.nack, .report] : [.report]))]
-            if let fec { setup.append((FECHeader.name, fec.serialized)) }
-            if let timingKey { setup.append(("Lyre-Timing-Key", Data(timingKey).base64EncodedString())) }
-            let reply = try Self.check(client.request("SETUP", uri: "rtsp://\(HostPort.uri(route.host, route.port))/streamid=0", headers: setup), "SETUP")
-            guard let session = reply.headers["Session"]?.split(separator: ";").first.map(String.init),
-                let answer = reply.headers["Transport"].flatMap(TransportSpec.init(parsing:)),
-                case .udp(_, let server?) = answer.lower
-            else { throw RTSPClient.Failure(description: "the receiver's SETUP answer has no Session or server_port") }
-            sessionID = session
+            receiverID = agreed.receiverID
+            sessionID = agreed.sessionID
+            let server = agreed.server
             // Out: RTP and this end's RTCP; in: the receiver's RTCP, as SRTCP under the same key (its SSRC is its own).
             let srtp: SRTPSession?
             let srtcp: SRTPSession?
@@ -187,8 +163,8 @@ final class Link: Sendable {
             self.srtp = srtp
             let destination = try SocketAddress.numeric(peer, port: Int(server.0))
             self.destination = destination
-            feedbackKinds = FeedbackHeader.kinds(reply.headers[FeedbackHeader.name])
-            takesFEC = fec != nil && FECHeader(parsing: reply.headers[FECHeader.name]) == fec
+            feedbackKinds = agreed.feedback
+            takesFEC = agreed.takesFEC
             let receiverRTCP = try SocketAddress.numeric(peer, port: Int(server.1))
             if !feedbackKinds.isEmpty {
                 let (rtcp, kinds) = (rtcp, feedbackKinds)
@@ -217,10 +193,7 @@ final class Link: Sendable {
                 sendReports = nil
                 reportTask = nil
             }
-            // The sender owns the volume (as in AirPlay): start from what the receiver has now.
-            let volumeReply = try client.request("GET_PARAMETER", headers: [("Session", session), ("Content-Type", "text/parameters")],
-                                                 body: Array("volume\r\n".utf8))
-            initialVolume = volumeReply.status == 200 ? TextParameters(parsing: volumeReply.bodyText)["volume"].flatMap(Double.init) : nil
+            initialVolume = agreed.volume
         } catch {
             client.close()
             timing.dismiss(timingAdmission)
@@ -233,17 +206,6 @@ final class Link: Sendable {
         box.withLockedValue { $0 = self }
     }
 
-    @discardableResult
-    static func check(_ response: RTSPMessage, _ method: String) throws(RTSPClient.Failure) -> RTSPMessage {
-        guard let status = response.status, status == 200 else {
-            let status = response.status ?? 0
-            let why = status == 503 ? "its audio output is unavailable"
-                : response.headers["Lyre-Error"] ?? "\(status) \(RTSPStatus.reason(status))"
-            throw .refused(what: method, status: status, reason: why)
-        }
-        return response
-    }
-
     var isClosed: Bool { client.isClosed }
 
     /// Waits until the connection's notices so far (a session-end, the connection lost) have been handled.
@@ -254,7 +216,7 @@ final class Link: Sendable {
     func request(_ method: String, headers: [(String, String)] = [], body: [UInt8] = [], what: String? = nil, timeout: Double = 5)
         throws(RTSPClient.Failure) -> RTSPMessage
     {
-        try Self.check(client.request(method, headers: [("Session", sessionID)] + headers, body: body, timeout: timeout), what ?? method)
+        try SenderHandshake.check(client.request(method, headers: [("Session", sessionID)] + headers, body: body, timeout: timeout), what ?? method)
     }
 
     /// Sends one RTP packet (from the pacing thread): media, or an FEC packet (not counted in the sender

@@ -1612,6 +1612,9 @@ struct StreamingTests {
         for value in ["-30.0", "0.0", "-144", "-12.5"] { #expect(status("volume_\(value)") == 200, "volume \(value): \(got)") }
         for value in ["-30.1", "0.1", "-143", "loud"] { #expect(status("volume_\(value)") == 451, "volume \(value): \(got)") }
         #expect(status("set_unknown") == 451 && status("get_unknown") == 451, "\(got)")
+        // One refused parameter refuses the request whole (RFC 2326 §10.9): the volume before it stays unset.
+        #expect(status("set_partly_unknown") == 451, "\(got)")
+        #expect((got["get_volume"] as? [Any])?.last as? String == "volume: -12.5", "\(String(describing: got["get_volume"]))")
         // GET_PARAMETER answers each name it knows; an empty one is a keep-alive.
         for name in ["output-latency", "output-delay", "volume"] {
             let answer = got["get_\(name)"] as? [Any]

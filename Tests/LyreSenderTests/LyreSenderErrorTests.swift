@@ -58,7 +58,7 @@ struct LyreSenderErrorTests {
             (.response(454, cseq: 1), .refused(what: "volume SET_PARAMETER", status: 454, reason: "454 Session Not Found")),
         ]
         for (answer, expected) in answers {
-            #expect(throws: expected) { try Link.check(answer, "volume SET_PARAMETER") }
+            #expect(throws: expected) { try SenderHandshake.check(answer, "volume SET_PARAMETER") }
         }
     }
 

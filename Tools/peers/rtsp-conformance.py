@@ -431,6 +431,8 @@ def main():
     for value in ("-30.0", "0.0", "-144", "-12.5", "-30.1", "0.1", "-143", "loud"):
         out[f"volume_{value}"] = s.req("SET_PARAMETER", target.url, params, f"volume: {value}\r\n".encode(), expect=None).status
     out["set_unknown"] = s.req("SET_PARAMETER", target.url, params, b"loudness: 3\r\n", expect=None).status
+    # RFC 2326 §10.9: a request with one parameter refused changes none; the volume stays the last taken (-12.5).
+    out["set_partly_unknown"] = s.req("SET_PARAMETER", target.url, params, b"volume: -20.0\r\nloudness: 3\r\n", expect=None).status
     out["get_unknown"] = s.req("GET_PARAMETER", target.url, params, b"loudness\r\n", expect=None).status
     for name in ("output-latency", "output-delay", "volume"):
         reply = s.req("GET_PARAMETER", target.url, params, f"{name}\r\n".encode(), expect=None)
