@@ -51,12 +51,12 @@ struct AnnounceTerms: Equatable {
     /// The sender's stable id (`Lyre-Sender-ID`, 32 hex digits); nil when it sent none or something else.
     var senderID: DeviceID?
 
-    /// The terms `request` asks, checked in the order a sender is told of them; `overTLS` when it came on a
-    /// TLS connection; `latency` and `duckDB` are the receiver's own, taken when the request names none.
     /// The answer's headers: the channel map echoed, so the sender knows this receiver applies it (a version 1
     /// receiver does not answer it).
     var answer: [(String, String)] { [("Lyre-Channels", channels.rawValue)] }
 
+    /// The terms `request` asks, checked in the order a sender is told of them; `overTLS` when it came on a
+    /// TLS connection; `latency` and `duckDB` are the receiver's own, taken when the request names none.
     static func read(_ request: RTSPMessage, overTLS: Bool, latency: Int, duckDB: Double) -> Result<AnnounceTerms, SessionRefusal> {
         if let type = request.headers["Content-Type"], !type.lowercased().hasPrefix("application/sdp") {
             return .failure(SessionRefusal(415))
