@@ -178,7 +178,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         }
         let method = request.method ?? ""
         logger.trace("\(method) \(request.uri ?? "")")
-        switch ReceiverSession.admission(of: method, naming: ReceiverSession.id(inHeader: request.headers["Session"]), on: session) {
+        switch ReceiverSession.admission(of: method, naming: SessionHeader.id(request.headers[SessionHeader.name]), on: session) {
         case .admitted: break
         case .otherSession: return send(.response(454, cseq: cseq))
         case .notNow: return send(.response(455, cseq: cseq))
@@ -241,13 +241,12 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         // doorbell on the laptop that plays the music), it plays over it, up to `maximumOverlays` at once
         // (§7). With nothing playing there is nothing to mix with, and it plays as the main session.
         var over: (playing: RTSPConnectionHandler, mix: MixRequest)?
-        if let mix = terms.mix, let playing = registry.active, playing !== self {
-            let others = registry.overlays.filter { $0 !== self }.count
-            guard others < SessionRegistry.maximumOverlays else {
-                logger.notice("refused \(Printable.quoted(terms.senderName)): \(others) sessions play over \(playing.senderLabel) already")
-                return refuse(453, cseq: cseq, "it plays \(others) sessions over \(Printable.quoted(playing.senderName)) already, the most it mixes; try again when one ends")
-            }
-            over = (playing, mix)
+        switch registry.stage.placement(of: self, mixing: terms.mix != nil) {
+        case .main: break
+        case .over(let playing): over = terms.mix.map { (playing, $0) }
+        case .full(let playing, let others):
+            logger.notice("refused \(Printable.quoted(terms.senderName)): \(others) sessions play over \(playing.senderLabel) already")
+            return refuse(453, cseq: cseq, "it plays \(others) sessions over \(Printable.quoted(playing.senderName)) already, the most it mixes; try again when one ends")
         }
         guard registry.output.isAvailable else {
             send(.response(503, cseq: cseq, headers: [("Retry-After", "5")]))

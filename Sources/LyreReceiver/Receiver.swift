@@ -161,13 +161,9 @@ final class SessionRegistry: @unchecked Sendable {
     let output: OutputEngine
     let logger: Logger
     private let events: AsyncStream<ReceiverEvent>.Continuation
-    private(set) var active: RTSPConnectionHandler?
-    /// Sessions mixed over the active one (`Lyre-Mix`, streaming.md §7), at most `maximumOverlays`.
-    private(set) var overlays: [RTSPConnectionHandler] = []
-    /// The overlays that paused the active session, spoken audio (`Lyre-Interrupt`, streaming.md §7): it is
-    /// told to play on when the last of them ends.
-    private var interrupting: [RTSPConnectionHandler] = []
-    static let maximumOverlays = 4
+    /// The main session and those that play over it (`Lyre-Mix`, `Lyre-Interrupt`, streaming.md §7).
+    private(set) var stage = SessionStage<RTSPConnectionHandler>()
+    var active: RTSPConnectionHandler? { stage.active }
     private(set) var volume: Double = 0
     private(set) var counters = ReceiverCounters()
     private var outputAvailable = true
@@ -245,26 +241,18 @@ final class SessionRegistry: @unchecked Sendable {
     /// `handler` takes the session; whoever had it is told it was taken over.
     func claim(_ handler: RTSPConnectionHandler) {
         eventLoop.assertInEventLoop()
-        overlays.removeAll { $0 === handler }
-        if let previous = active, previous !== handler {
-            // The new session was never paused: the interruptions end with the one they paused.
-            let paused = !interrupting.isEmpty
-            interrupting.removeAll()
-            active = handler
-            // It asked to play over others, and had none: it goes on over this one, unless it was paused for an
-            // interruption (nothing would tell it to play) or the overlays are full.
-            if !paused, overlays.count < Self.maximumOverlays, let mix = previous.playOver() {
-                overlays.insert(previous, at: 0)
-                let how = mix == .duck ? "ducking it \(abs(previous.overlayDuckDB ?? 0)) dB" : "mixed in"
-                logger.notice("\(handler.senderLabel) plays under \(previous.senderLabel), which asked to play over others and goes on, \(how)")
-                changed(.receiver)
-            } else {
-                logger.notice("\(handler.senderLabel) takes over from \(previous.senderLabel)")
-                previous.end(.takenOver(by: handler.senderName))
-            }
+        // It asked to play over others, and had none: it goes on over this one.
+        switch stage.claim(handler, goesOn: { $0.playOver() != nil }) {
+        case .alone: break
+        case .playsOver(let previous):
+            let how = previous.overlay == .duck ? "ducking it \(abs(previous.overlayDuckDB ?? 0)) dB" : "mixed in"
+            logger.notice("\(handler.senderLabel) plays under \(previous.senderLabel), which asked to play over others and goes on, \(how)")
+            changed(.receiver)
+        case .tookOver(let previous):
+            logger.notice("\(handler.senderLabel) takes over from \(previous.senderLabel)")
+            previous.end(.takenOver(by: handler.senderName))
         }
         let statusBefore = lastStatus
-        active = handler
         publishStatus()
         // The same sender again (its status unchanged): the page still learns the new session's rooms.
         if lastStatus == statusBefore { changed(.receiver) }
@@ -276,11 +264,11 @@ final class SessionRegistry: @unchecked Sendable {
     /// one, if it is spoken audio, is paused through its sender until this (and any other that did so) ends.
     func addOverlay(_ handler: RTSPConnectionHandler, over playing: RTSPConnectionHandler, duckDB: Double?, interruptsSpokenAudio: Bool) {
         eventLoop.assertInEventLoop()
-        if !overlays.contains(where: { $0 === handler }) { overlays.append(handler) }
-        if interruptsSpokenAudio, playing.isSpokenAudio {
+        let pauses = interruptsSpokenAudio && playing.isSpokenAudio
+        let pauseNow = stage.addOverlay(handler, pauses: pauses)
+        if pauses {
             logger.notice("\(handler.senderLabel) plays over \(playing.senderLabel), pausing it (spoken audio)")
-            if interrupting.isEmpty { tell(playing, .pause) }
-            if !interrupting.contains(where: { $0 === handler }) { interrupting.append(handler) }
+            if pauseNow { tell(playing, .pause) }
         } else {
             let how = duckDB.map { "ducking it \(abs($0)) dB" } ?? "mixed in"
             logger.notice("\(handler.senderLabel) plays over \(playing.senderLabel), \(how)")
@@ -293,8 +281,8 @@ final class SessionRegistry: @unchecked Sendable {
     /// paused for it).
     var overlayStates: [ReceiverOverlay] {
         eventLoop.assertInEventLoop()
-        return overlays.map { overlay in
-            if interrupting.contains(where: { $0 === overlay }) { return ReceiverOverlay(sender: overlay.senderName, how: .pause) }
+        return stage.overlays.map { overlay in
+            if stage.interrupts(overlay) { return ReceiverOverlay(sender: overlay.senderName, how: .pause) }
             return ReceiverOverlay(sender: overlay.senderName, how: overlay.overlayDuckDB == nil ? .mix : .duck, duckDB: overlay.overlayDuckDB)
         }
     }
@@ -316,17 +304,10 @@ final class SessionRegistry: @unchecked Sendable {
 
     func release(_ handler: RTSPConnectionHandler) {
         eventLoop.assertInEventLoop()
-        let wasOverlay = overlays.contains { $0 === handler }
-        overlays.removeAll { $0 === handler }
-        defer { if wasOverlay { changed(.receiver) } }
-        if let index = interrupting.firstIndex(where: { $0 === handler }) {
-            interrupting.remove(at: index)
-            if interrupting.isEmpty, let active { tell(active, .play) }
-        }
-        if active === handler {
-            // What paused it pauses nothing now.
-            interrupting.removeAll()
-            active = nil
+        let release = stage.release(handler)
+        defer { if release.wasOverlay { changed(.receiver) } }
+        if let playsOn = release.playsOn { tell(playsOn, .play) }
+        if release.wasActive {
             loggedInfo = nil
             artwork?.remove()
             events.yield(.nowPlaying(nil))

@@ -37,9 +37,4 @@ struct ReceiverSession: Equatable {
         default: return .admitted
         }
     }
-
-    /// The id a Session header names: what comes before its parameters (`;timeout=60`).
-    static func id(inHeader value: String?) -> String? {
-        value.flatMap { $0.split(separator: ";").first.map(String.init) }
-    }
 }

@@ -95,7 +95,7 @@ struct SenderHandshake {
             return .send(setup)
         case .setup:
             try Self.check(response, "SETUP")
-            guard let session = response.headers["Session"]?.split(separator: ";").first.map(String.init),
+            guard let session = SessionHeader.id(response.headers[SessionHeader.name]),
                 let answer = response.headers["Transport"].flatMap(TransportSpec.init(parsing:)),
                 case .udp(_, let server?) = answer.lower
             else { throw .failed("the receiver's SETUP answer has no Session or server_port") }

@@ -730,7 +730,7 @@ public final class StreamSession: @unchecked Sendable {
         }
         // Only a room's own receiver may command it: the request came over the room's own connection, and it
         // must name the room's session.
-        guard request.headers["Session"]?.split(separator: ";").first.map(String.init) == link.sessionID else {
+        guard SessionHeader.id(request.headers[SessionHeader.name]) == link.sessionID else {
             reply(454, [("Lyre-Error", "not this session")])
             return
         }

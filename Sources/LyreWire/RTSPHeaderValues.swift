@@ -178,3 +178,14 @@ public struct TextParameters: Sendable, Equatable {
 public enum ReceiverIDHeader {
     public static let name = "Lyre-Receiver-ID"
 }
+
+/// The `Session` header (RFC 2326 §12.37): the session's id, then its parameters (`;timeout=60`), which
+/// Lyre's two ends do not act on.
+public enum SessionHeader {
+    public static let name = "Session"
+
+    /// The id a Session header names: what comes before its parameters; nil with no header.
+    public static func id(_ value: String?) -> String? {
+        value.flatMap { $0.split(separator: ";").first.map(String.init) }
+    }
+}

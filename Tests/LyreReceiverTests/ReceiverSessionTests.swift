@@ -1,3 +1,4 @@
+import LyreWire
 import Testing
 
 @testable import LyreReceiver
@@ -44,8 +45,8 @@ import Testing
     }
 
     @Test func theSessionHeadersIdIsWhatComesBeforeItsParameters() {
-        #expect(ReceiverSession.id(inHeader: "1A2B3C;timeout=60") == "1A2B3C")
-        #expect(ReceiverSession.id(inHeader: "1A2B3C") == "1A2B3C")
-        #expect(ReceiverSession.id(inHeader: nil) == nil)
+        #expect(SessionHeader.id("1A2B3C;timeout=60") == "1A2B3C")
+        #expect(SessionHeader.id("1A2B3C") == "1A2B3C")
+        #expect(SessionHeader.id(nil) == nil)
     }
 }

@@ -40,7 +40,7 @@ import Testing
 
         mutating func answer(_ sent: SenderHandshake.Request) -> RTSPMessage {
             let request = RTSPMessage.request(sent.method, uri: sent.uri, cseq: 1, headers: sent.headers, body: sent.body)
-            let named = ReceiverSession.id(inHeader: request.headers["Session"])
+            let named = SessionHeader.id(request.headers[SessionHeader.name])
             guard ReceiverSession.admission(of: sent.method, naming: named, on: session) == .admitted else { return .response(455, cseq: 1) }
             switch sent.method {
             case "OPTIONS":
