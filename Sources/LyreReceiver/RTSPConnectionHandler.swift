@@ -17,11 +17,11 @@ enum SessionEnd: Equatable {
     case teardown
     case connectionClosed
 
-    var notice: String? {
+    var notice: ReceiverNotice.SessionEnd.Reason? {
         switch self {
-        case .takenOver: "taken-over"
-        case .shutdown: "shutdown"
-        case .timeout: "timeout"
+        case .takenOver: .takenOver
+        case .shutdown: .shutdown
+        case .timeout: .timeout
         case .teardown, .connectionClosed: nil
         }
     }
@@ -575,8 +575,8 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         nextCommand += 1
         pendingCommands[id] = promise
         logger.info("relaying \(event.command.rawValue) to \(Printable.quoted(senderName))")
-        let request = RTSPRequest("SET_PARAMETER", uri: serverURI, headers: [("Session", sessionID), ("Content-Type", "text/parameters")],
-                                  body: Array(event.parameters.serialized.utf8), timeout: 5)
+        let notice = ReceiverNotice.command(event).request(session: sessionID)
+        let request = RTSPRequest("SET_PARAMETER", uri: serverURI, headers: notice.headers, body: notice.body, timeout: 5)
         let sender = senderName
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
         context.channel.rtspRequest(request).whenComplete { result in
@@ -592,19 +592,16 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     }
 
     /// What the sender's answer to a relayed command says.
-    private static func outcome(of response: RTSPMessage, command: RemoteCommand, sender: String) -> RemoteCommandOutcome {
-        let status = response.status ?? 500
-        let said = response.headers["Lyre-Command-Status"].flatMap(RemoteCommandStatus.init(rawValue:))
+    static func outcome(of response: RTSPMessage, command: RemoteCommand, sender: String) -> RemoteCommandOutcome {
+        let (status, detail) = ReceiverNotice.status(of: response)
         let kind: RemoteCommandOutcome.Kind =
-            switch said {
-            case .success?: .success
-            case .noSuchContent?: .noSuchContent
-            case .commandFailed?: .commandFailed
-            case .disabled?: .disabled
-            case nil: status == 200 ? .success : status == 404 ? .noSuchContent : status == 403 ? .disabled : .commandFailed
+            switch status {
+            case .success: .success
+            case .noSuchContent: .noSuchContent
+            case .commandFailed: .commandFailed
+            case .disabled: .disabled
             }
-        let detail = response.headers["Lyre-Error"].map { ": \($0)" } ?? ""
-        return RemoteCommandOutcome(kind, kind == .success ? "ok" : "'\(sender)' answered \(kind.rawValue) to \(command.rawValue)\(detail)")
+        return RemoteCommandOutcome(kind, kind == .success ? "ok" : "'\(sender)' answered \(kind.rawValue) to \(command.rawValue)\(detail.map { ": \($0)" } ?? "")")
     }
 
     private var serverURI: String {
@@ -688,11 +685,11 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         overlayVolume = 0
         registry.release(self)
         logger.info("session from \(Printable.quoted(senderName)) ended: \(reason)")
-        guard let notice = reason.notice, let context else { return }
-        var headers: [(String, String)] = [("Content-Type", "text/parameters")]
-        if case .takenOver(let by) = reason { headers.append(("Lyre-Taken-Over-By", by)) }
-        if let stopped { headers.append(("Lyre-Stopped-At", String(stopped))) }
-        let request = RTSPRequest("SET_PARAMETER", uri: serverURI, headers: headers, body: Array("session-end: \(notice)\r\n".utf8))
+        guard let told = reason.notice, let context else { return }
+        var byName: String?
+        if case .takenOver(let by) = reason { byName = by }
+        let notice = ReceiverNotice.sessionEnd(.init(told, takenOverBy: byName, stoppedAt: stopped)).request()
+        let request = RTSPRequest("SET_PARAMETER", uri: serverURI, headers: notice.headers, body: notice.body)
         context.writeAndFlush(wrapOutboundOut(.request(request, promise: nil)), promise: nil)
         context.close(promise: nil)
     }

@@ -717,35 +717,22 @@ public final class StreamSession: @unchecked Sendable {
             reply(request.method == "OPTIONS" || request.method == "GET_PARAMETER" ? 200 : 501, [])
             return
         }
-        let parameters = TextParameters(parsing: request.bodyText)
-        if let end = parameters["session-end"] {
-            reply(200, [])
-            linkLost(link, reason: end == "taken-over" ? .takenOver(by: request.headers["Lyre-Taken-Over-By"]) : .oldDeviceUnavailable,
-                     stoppedAt: request.headers["Lyre-Stopped-At"].flatMap(UInt32.init))
-            return
-        }
-        guard parameters["remote-command"] != nil else {
-            reply(451, [("Lyre-Error", "a sender takes session-end and remote-command")])
-            return
-        }
         // Only a room's own receiver may command it: the request came over the room's own connection, and it
         // must name the room's session.
-        guard SessionHeader.id(request.headers[SessionHeader.name]) == link.sessionID else {
-            reply(454, [("Lyre-Error", "not this session")])
-            return
-        }
-        let event: RemoteCommandEvent
-        do {
-            event = try RemoteCommandEvent(parsing: parameters)
-        } catch {
-            reply(451, [("Lyre-Error", error.description)])
-            return
-        }
-        commandQueue.async { [self] in
-            commandOrigin = link
-            let status = remoteCommands.handle(event)
-            commandOrigin = nil
-            reply(status.rtspStatus, [("Lyre-Command-Status", status.rawValue)])
+        switch ReceiverNotice.read(request, session: link.sessionID) {
+        case .failure(let refusal):
+            reply(refusal.status, [("Lyre-Error", refusal.reason)])
+        case .success(.sessionEnd(let end)):
+            reply(200, [])
+            linkLost(link, reason: end.known == .takenOver ? .takenOver(by: end.takenOverBy) : .oldDeviceUnavailable, stoppedAt: end.stoppedAt)
+        case .success(.command(let event)):
+            commandQueue.async { [self] in
+                commandOrigin = link
+                let status = remoteCommands.handle(event)
+                commandOrigin = nil
+                let answer = ReceiverNotice.answer(status)
+                reply(answer.status, answer.headers)
+            }
         }
     }
 
