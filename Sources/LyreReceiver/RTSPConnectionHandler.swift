@@ -358,28 +358,18 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             send(.response(455, cseq: cseq))
             return
         }
-        var anchor: PlaybackAnchor?
-        if timingPort != nil {
-            guard let text = request.headers["Lyre-Anchor"], let parsed = PlaybackAnchor(parsing: text) else {
-                send(.response(400, cseq: cseq))
-                return
-            }
-            anchor = parsed
+        guard let asked = RecordRequest.read(request, timed: timingPort != nil) else {
+            send(.response(400, cseq: cseq))
+            return
         }
-        let info = request.headers["RTP-Info"].map(RTPInfo.init(parsing:))
-        // Where the output starts after a resume: what comes before primes the decoder (streaming.md §3).
-        let startAt = request.headers["Lyre-Start-At"].flatMap { UInt32($0) }
         controller.withPlayout { playout in
-            if let sequence = info?.sequence { playout.flush(nextSequence: sequence) }
-            // An anchor without RTP-Info: the room joins a playback under way (streaming.md §9.3).
-            playout.record(anchor: anchor, joining: anchor != nil && info == nil, startAt: startAt)
+            if let sequence = asked.info?.sequence { playout.flush(nextSequence: sequence) }
+            // Where the output starts after a resume: what comes before primes the decoder (streaming.md §3).
+            playout.record(anchor: asked.anchor, joining: asked.joins, startAt: asked.startAt)
         }
         session?.phase = .recording
-        var headers = [("Session", id), ("Lyre-Output-Latency", Self.milliseconds(registry.output.outputLatency)),
-                       ("Lyre-Output-Delay", String(registry.outputDelayMilliseconds))]
-        if let info { headers.append(("RTP-Info", info.serialized)) }
-        if let startAt { headers.append(("Lyre-Start-At", String(startAt))) }
-        send(.response(200, cseq: cseq, headers: headers))
+        let answer = RecordAnswer(outputLatency: registry.output.outputLatency, outputDelayMilliseconds: registry.outputDelayMilliseconds, echoing: asked)
+        send(.response(200, cseq: cseq, headers: [(SessionHeader.name, id)] + answer.headers))
     }
 
     private func flush(_ request: RTSPMessage, cseq: Int) {
@@ -387,10 +377,9 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             send(.response(455, cseq: cseq))
             return
         }
-        let info = request.headers["RTP-Info"].map(RTPInfo.init(parsing:))
-        let stopped = controller.withPlayout { $0.flush(nextSequence: info?.sequence) }
+        let stopped = controller.withPlayout { $0.flush(nextSequence: FlushTerms.nextSequence(request)) }
         session?.phase = .ready
-        send(.response(200, cseq: cseq, headers: [("Session", id)] + (stopped.map { [("Lyre-Stopped-At", String($0))] } ?? [])))
+        send(.response(200, cseq: cseq, headers: [(SessionHeader.name, id)] + FlushTerms.answer(stoppedAt: stopped)))
     }
 
     /// Only on a connection with a session (`handle` refuses the rest), so every parameter is that session's.
@@ -537,7 +526,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         for (name, _) in TextParameters(parsing: request.bodyText).entries where asked.insert(name).inserted {
             switch name {
             case "volume": answers.append((name, "\(registry.volume)"))
-            case "output-latency": answers.append((name, Self.milliseconds(registry.output.outputLatency)))
+            case "output-latency": answers.append((name, RecordAnswer.milliseconds(registry.output.outputLatency)))
             case "output-delay": answers.append((name, String(registry.outputDelayMilliseconds)))
             case "stats": answers.append((name, controller?.statistics.text ?? ""))
             default:
@@ -707,11 +696,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         context.writeAndFlush(wrapOutboundOut(.response(message)), promise: nil)
     }
 
-    static func milliseconds(_ ns: UInt64) -> String {
-        let us = ns / 1000
-        let frac = String(us % 1000)
-        return "\(us / 1000).\(String(repeating: "0", count: 3 - frac.count))\(frac)"
-    }
+
 
     static func newSessionID() -> String { DeviceID.randomHex(bytes: 8).uppercased() }
 }

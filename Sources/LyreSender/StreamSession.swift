@@ -283,7 +283,7 @@ public final class StreamSession: @unchecked Sendable {
                 if isRunning {
                     // No RTP-Info: the packets sent since SETUP (and those sent before it that are not yet
                     // due, `add` sent them) are already in the receiver's buffer, in step.
-                    let reply = try link.request("RECORD", headers: [("Lyre-Anchor", anchor.serialized)] + Self.startAtHeader(start))
+                    let reply = try link.request("RECORD", headers: RecordRequest(anchor: anchor, info: nil, startAt: start).headers)
                     recordAnswered(link, reply)
                 }
                 if let enabled { try link.request("SET_PARAMETER", headers: [("Content-Type", "text/parameters")], body: Array(enabled.parameters.serialized.utf8)) }
@@ -405,18 +405,13 @@ public final class StreamSession: @unchecked Sendable {
         bestEffort("the room list") { _ = try broadcast("SET_PARAMETER", what: "rooms SET_PARAMETER") { _ in ([("Content-Type", "text/parameters")], body) } }
     }
 
-    /// RECORD's `Lyre-Start-At` (streaming.md §3): where a resumed playback's rooms start to play, when it has one.
-    private static let startAtName = "Lyre-Start-At"
-    private static func startAtHeader(_ start: UInt32?) -> [(String, String)] {
-        start.map { [(startAtName, String($0))] } ?? []
-    }
-
     private func recordAnswered(_ link: Link, _ reply: RTSPMessage) {
         let id = ObjectIdentifier(link)
         lock.withLock {
             joining.remove(id)
-            outputLatencies[id] = reply.headers["Lyre-Output-Latency"].flatMap(Double.init) ?? 0
-            outputDelays[id] = reply.headers["Lyre-Output-Delay"].flatMap { Int($0) } ?? 0
+            let answer = RecordAnswer.read(reply)
+            outputLatencies[id] = answer.outputLatencyMilliseconds
+            outputDelays[id] = answer.outputDelayMilliseconds
         }
     }
 
@@ -463,12 +458,10 @@ public final class StreamSession: @unchecked Sendable {
             // Waiting for a lost room (`waitsForLostRooms`): nothing would hear it, so the position stays.
             guard !lock.withLock({ links.isEmpty }) else { throw LyreSenderError.rooms("no room is left to play on") }
             let (anchor, seq, start) = lock.withLock { timeline.anchor(at: HostClock.now(), startDelay: startDelay, backdate: backdate) }
-            let headers = [("RTP-Info", RTPInfo(sequence: seq, rtpTime: anchor.rtpTime).serialized),
-                           ("Lyre-Anchor", anchor.serialized)]
-                + Self.startAtHeader(start)
+            let headers = RecordRequest(anchor: anchor, info: RTPInfo(sequence: seq, rtpTime: anchor.rtpTime), startAt: start).headers
             let answers = try broadcast("RECORD", { _ in (headers, []) })
             for (link, reply) in answers { recordAnswered(link, reply) }
-            let echoed = answers.allSatisfy { $0.1.headers[Self.startAtName] == start.map(String.init) }
+            let echoed = answers.allSatisfy { RecordAnswer.read($0.1).startAt == start }
             lock.withLock { timeline.began(echoedStart: echoed) }
             pacerWake.signal()
         }
@@ -482,11 +475,11 @@ public final class StreamSession: @unchecked Sendable {
             let (seq, rtp, estimate) = lock.withLock { timeline.pause(at: HostClock.now()) }
             wakePacerForAudio()
             wakeQueueWaiters()
-            let headers = [("RTP-Info", RTPInfo(sequence: seq, rtpTime: rtp).serialized)]
+            let headers = FlushTerms.request(next: RTPInfo(sequence: seq, rtpTime: rtp))
             var answers: [(Link, RTSPMessage)] = []
             defer {
                 // The rooms stopped at slightly different samples: resume from the earliest, so none skips audio.
-                let stops = answers.compactMap { $0.1.headers["Lyre-Stopped-At"].flatMap(UInt32.init) }
+                let stops = answers.compactMap { FlushTerms.stoppedAt($0.1) }
                 lock.withLock { timeline.takeBack(from: stops.min { Int32(bitPattern: $0 &- $1) < 0 } ?? estimate) }
             }
             answers = try broadcast("FLUSH") { _ in (headers, []) }

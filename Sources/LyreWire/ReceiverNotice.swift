@@ -32,7 +32,7 @@ public enum ReceiverNotice: Sendable, Equatable {
         case .sessionEnd(let end):
             var headers = [("Content-Type", "text/parameters")]
             if let by = end.takenOverBy { headers.append(("Lyre-Taken-Over-By", by)) }
-            if let at = end.stoppedAt { headers.append(("Lyre-Stopped-At", String(at))) }
+            if let at = end.stoppedAt { headers.append((FlushTerms.stoppedAtName, String(at))) }
             return (headers, Array("session-end: \(end.reason)\r\n".utf8))
         case .command(let event):
             let named = session.map { [(SessionHeader.name, $0)] } ?? []
@@ -58,7 +58,7 @@ public enum ReceiverNotice: Sendable, Equatable {
         let parameters = TextParameters(parsing: request.bodyText)
         if let reason = parameters["session-end"] {
             var end = SessionEnd(.shutdown, takenOverBy: request.headers["Lyre-Taken-Over-By"],
-                                 stoppedAt: request.headers["Lyre-Stopped-At"].flatMap(UInt32.init))
+                                 stoppedAt: request.headers[FlushTerms.stoppedAtName].flatMap(UInt32.init))
             end.reason = reason
             return .success(.sessionEnd(end))
         }
