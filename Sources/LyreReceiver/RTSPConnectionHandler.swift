@@ -213,13 +213,11 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
 
     private func announce(_ request: RTSPMessage, cseq: Int) {
         // --access paired: a session only for a sender that proved a paired key over TLS (pairing.md §6).
-        if registry.access == .paired {
-            guard let key = peerKey, registry.pairing?.isPaired(key) == true else {
-                let who = request.headers["Lyre-Sender-Name"] ?? request.headers["User-Agent"] ?? "a sender"
-                logger.notice("refused '\(who)' at \(peerIP): not paired (\(peerKey == nil ? "plain RTSP" : "TLS, unknown key"))")
-                let name = registry.pairing?.receiverName ?? "NAME"
-                return refuse(403, cseq: cseq, "not paired: this receiver plays only paired senders; pair with 'lyre pair \(name)'")
-            }
+        let pairing = registry.pairing
+        if let refusal = registry.access.admits(key: peerKey, isPaired: { pairing?.isPaired($0) == true }, receiverName: pairing?.receiverName ?? "NAME") {
+            let who = request.headers["Lyre-Sender-Name"] ?? request.headers["User-Agent"] ?? "a sender"
+            logger.notice("refused '\(who)' at \(peerIP): not paired (\(refusal.detail ?? ""))")
+            return refuse(refusal.status, cseq: cseq, refusal.reason ?? "")
         }
         let terms: AnnounceTerms
         switch AnnounceTerms.read(request, overTLS: peerKey != nil, latency: registry.configuration.defaultLatencyMilliseconds,

@@ -77,6 +77,16 @@ public enum ReceiverAccess: String, Sendable, CaseIterable {
     case paired
     /// Anyone: paired senders over TLS, and plain RTSP publishers (ffmpeg, GStreamer, unpaired Lyre senders).
     case open
+
+    /// Whether a session may start for a sender that proved `key` over TLS (nil: plain RTSP), `isPaired`
+    /// saying whether the receiver paired that key (pairing.md §6); the refusal, 403 with the command that
+    /// pairs (`receiverName` in it), when not. Logged with `detail`.
+    func admits(key: [UInt8]?, isPaired: ([UInt8]) -> Bool, receiverName: String) -> SessionRefusal? {
+        guard self == .paired else { return nil }
+        if let key, isPaired(key) { return nil }
+        return SessionRefusal(403, "not paired: this receiver plays only paired senders; pair with 'lyre pair \(receiverName)'",
+                              detail: key == nil ? "plain RTSP" : "TLS, unknown key")
+    }
 }
 
 /// `lyred --web`: who may open the receiver's page and use its API (control-api.md §1).

@@ -162,4 +162,17 @@ import Testing
         #expect(utf8.status == 400 && utf8.counted)
         #expect((try? Self.update(String(repeating: "volume: 0\r\n", count: 7000)).get()) == nil)
     }
+
+    @Test func onlyAPairedKeyStartsASessionOnAPairedOnlyReceiver() {
+        let key = [UInt8](repeating: 7, count: 32)
+        let paired = { (asked: [UInt8]) in asked == key }
+        #expect(ReceiverAccess.open.admits(key: nil, isPaired: paired, receiverName: "Kitchen") == nil)
+        #expect(ReceiverAccess.open.admits(key: [1], isPaired: paired, receiverName: "Kitchen") == nil)
+        #expect(ReceiverAccess.paired.admits(key: key, isPaired: paired, receiverName: "Kitchen") == nil)
+        let reason = "not paired: this receiver plays only paired senders; pair with 'lyre pair Kitchen'"
+        #expect(ReceiverAccess.paired.admits(key: nil, isPaired: paired, receiverName: "Kitchen")
+                == SessionRefusal(403, reason, detail: "plain RTSP"))
+        #expect(ReceiverAccess.paired.admits(key: [1], isPaired: paired, receiverName: "Kitchen")
+                == SessionRefusal(403, reason, detail: "TLS, unknown key"))
+    }
 }
