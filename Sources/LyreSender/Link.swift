@@ -161,11 +161,11 @@ final class Link: Sendable {
                 throw RTSPClient.Failure(description: "\(error)")
             }
             self.srtp = srtp
-            let destination = try SocketAddress.numeric(peer, port: Int(server.0))
+            let destination = try SocketAddress.numeric(peer, port: Int(server.rtp))
             self.destination = destination
             feedbackKinds = agreed.feedback
             takesFEC = agreed.takesFEC
-            let receiverRTCP = try SocketAddress.numeric(peer, port: Int(server.1))
+            let receiverRTCP = try SocketAddress.numeric(peer, port: Int(server.rtcp))
             if !feedbackKinds.isEmpty {
                 let (rtcp, kinds) = (rtcp, feedbackKinds)
                 let (sender, own) = (self.sender, rtp)

@@ -38,15 +38,15 @@ struct SenderHandshake {
         var receiverID: String?
         var sessionID: String
         /// The receiver's RTP and RTCP ports.
-        var server: (rtp: UInt16, rtcp: UInt16)
+        var server: Ports
         var feedback: Set<FeedbackHeader.Kind>
         var takesFEC: Bool
         /// The receiver's volume when the link was made (the sender owns it from then on); nil when it did not say.
         var volume: Double?
 
-        static func == (a: Agreed, b: Agreed) -> Bool {
-            (a.receiverID, a.sessionID, a.server.rtp, a.server.rtcp) == (b.receiverID, b.sessionID, b.server.rtp, b.server.rtcp)
-                && (a.feedback, a.takesFEC, a.volume) == (b.feedback, b.takesFEC, b.volume)
+        struct Ports: Equatable {
+            var rtp: UInt16
+            var rtcp: UInt16
         }
     }
 
@@ -59,7 +59,7 @@ struct SenderHandshake {
 
     let offer: Offer
     private var step = Step.options
-    private var agreed = Agreed(sessionID: "", server: (0, 0), feedback: [], takesFEC: false)
+    private var agreed = Agreed(sessionID: "", server: .init(rtp: 0, rtcp: 0), feedback: [], takesFEC: false)
 
     init(_ offer: Offer) {
         self.offer = offer
@@ -100,7 +100,7 @@ struct SenderHandshake {
                 case .udp(_, let server?) = answer.lower
             else { throw .failed("the receiver's SETUP answer has no Session or server_port") }
             agreed.sessionID = session
-            agreed.server = server
+            agreed.server = .init(rtp: server.0, rtcp: server.1)
             agreed.feedback = FeedbackHeader.kinds(response.headers[FeedbackHeader.name])
             agreed.takesFEC = offer.fec != nil && FECHeader(parsing: response.headers[FECHeader.name]) == offer.fec
             step = .volume

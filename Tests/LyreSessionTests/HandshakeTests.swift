@@ -96,7 +96,7 @@ import Testing
         #expect(setup.timingPort == 6002 && setup.timingAuthenticator != nil)
         #expect(setup.feedback == [.nack, .report] && setup.fec == offer.fec)
         // And what the sender read from the receiver's answers.
-        #expect(agreed == SenderHandshake.Agreed(receiverID: "0123456789abcdef0123456789abcdef", sessionID: "C0FFEE", server: (7000, 7001),
+        #expect(agreed == SenderHandshake.Agreed(receiverID: "0123456789abcdef0123456789abcdef", sessionID: "C0FFEE", server: .init(rtp: 7000, rtcp: 7001),
                                                  feedback: [.nack, .report], takesFEC: true, volume: -12.5))
     }
 
