@@ -694,7 +694,5 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         context.writeAndFlush(wrapOutboundOut(.response(message)), promise: nil)
     }
 
-
-
     static func newSessionID() -> String { DeviceID.randomHex(bytes: 8).uppercased() }
 }
