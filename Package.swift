@@ -189,7 +189,7 @@ let package = Package(
             dependencies: ["LyreRTSP", "LyreWire", "LyreClock", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio")]),
         .testTarget(name: "LyreAudioTests", dependencies: ["LyreAudio"]),
         .testTarget(name: "LyreSinkTests", dependencies: ["LyreSink", "LyreMPRIS", "LyreWire"]),
-        .testTarget(name: "LyreReceiverTests", dependencies: ["LyreReceiver", "LyreWire", "LyreAudio", "LyreSRTP"]),
+        .testTarget(name: "LyreReceiverTests", dependencies: ["LyreReceiver", "LyreWire", "LyreAudio", "LyreSRTP", "LyreCodec"]),
         .testTarget(name: "LyreCodecTests", dependencies: ["LyreCodec"]),
         // The two ends' session rules against each other, in process.
         .testTarget(name: "LyreSessionTests", dependencies: ["LyreSender", "LyreReceiver", "LyreWire", .product(name: "NIOCore", package: "swift-nio")]),

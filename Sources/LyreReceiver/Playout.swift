@@ -134,6 +134,8 @@ public struct Playout: ~Copyable {
     static let integralTime = 1.0
     /// Extended RTP time: RTP timestamps unwrapped around the anchor.
     private var lastExtended: Int64?
+    /// The length of the last packet decoded: what an undecodable one after it is taken to have lasted.
+    private var lastPacketFrames = 480
 
     public init(format: AudioFormat, latency: UInt64, timed: Bool, channels: ChannelMap = .stereo) throws {
         self.format = format
@@ -554,16 +556,21 @@ public struct Playout: ~Copyable {
             } else if position < stagedEnd {
                 // Overlaps what is staged (already concealed): keep the decoder in step, drop the overlap.
                 var scratch: [Int16] = []
-                decode(head.packet, into: &scratch)
+                let concealedFrames = decode(head.packet, sequence: head.sequence, into: &scratch)
                 let overlap = Int(min(stagedEnd - position, Int64(scratch.count / 2)))
                 staged.append(contentsOf: scratch.dropFirst(overlap * 2))
+                if concealedFrames > 0 { countConcealed(from: stagedEnd, to: stagedStart + Int64(staged.count / 2)) }
                 continue
             }
             // Decoded straight onto the end of `staged` (moved out and back: no copy, no scratch buffer).
             var target: [Int16] = []
             swap(&target, &staged)
-            decode(head.packet, into: &target)
+            let concealedFrames = decode(head.packet, sequence: head.sequence, into: &target)
             swap(&target, &staged)
+            if concealedFrames > 0 {
+                let end = stagedStart + Int64(staged.count / 2)
+                countConcealed(from: end - Int64(concealedFrames), to: end)
+            }
             if let startAt, stagedStart < startAt {
                 // The priming: decoded, not played.
                 let primed = Int(min(startAt - stagedStart, Int64(staged.count / 2)))
@@ -573,6 +580,18 @@ public struct Playout: ~Copyable {
             countStarved(audioFrom: position)
         }
         // Samples before the cursor are stale (the cursor jumped ahead): they are dropped by `render`.
+    }
+
+    /// Input positions `from…to` were concealed in place of a packet that came but did not decode: counted,
+    /// apart from the priming before a resume's start (never heard) and what the output already went past
+    /// (`countStarved` counts that).
+    private mutating func countConcealed(from: Int64, to: Int64) {
+        var from = max(from, startAt ?? from)
+        if let starved, starved.from < to, from < starved.to {
+            statistics.concealed += Int(max(0, starved.from - from))
+            from = starved.to
+        }
+        statistics.concealed += Int(max(0, to - from))
     }
 
     /// Audio from input position `from` to the end of what is staged just came; what of it the output already
@@ -585,12 +604,31 @@ public struct Playout: ~Copyable {
         self.starved = end >= starved.to ? nil : (max(starved.from, end), starved.to)
     }
 
-    private func decode(_ packet: RTPPacket, into output: inout [Int16]) {
+    /// Decodes one packet onto the end of `output`; returns the frames concealed in its place (0 when it decoded).
+    ///
+    /// An Opus payload libopus refuses (it passed RTP's checks, not Opus's) is counted `malformed` and concealed
+    /// for as long as it lasted (streaming.md §6.1): up to the next packet's timestamp when that packet is
+    /// here, else its own table-of-contents byte's length when that reads, else the length of the packet
+    /// before it (a stream's packets are one length). Concealing a fixed 10 ms instead cut the audio of the
+    /// packets after a shorter one (2.5 or 5 ms frames) and left a longer one's rest silent.
+    private mutating func decode(_ packet: RTPPacket, sequence: Int64, into output: inout [Int16]) -> Int {
         switch format.encoding {
         case .opus:
-            if (try? decoder?.decode(packet.payload, into: &output)) == nil {
-                // A corrupt packet: conceal its expected length instead.
-                _ = try? decoder?.conceal(frames: 480, into: &output)
+            do throws(OpusError) {
+                if let frames = try decoder?.decode(packet.payload, into: &output) { lastPacketFrames = frames }
+                return 0
+            } catch {
+                let untilNext = buffer.first.flatMap { $0.sequence == sequence + 1 ? Int($0.packet.timestamp &- packet.timestamp) : nil }
+                let frames = untilNext.flatMap { (1...OpusFormat.maximumFrame).contains($0) ? $0 : nil }
+                    ?? OpusDecoder.frames(in: packet.payload) ?? lastPacketFrames
+                statistics.malformed += 1
+                let before = output.count
+                if (try? decoder?.conceal(frames: frames, into: &output)) == nil {
+                    // libopus conceals whenever it decodes; should it not, the place is kept with silence.
+                    output.removeSubrange(before...)
+                    output.append(contentsOf: repeatElement(0, count: frames * 2))
+                }
+                return frames
             }
         case .l16:
             let p = packet.payload
@@ -604,6 +642,7 @@ public struct Playout: ~Copyable {
                     output.append(s)
                 }
             }
+            return 0
         }
     }
 
