@@ -2,6 +2,7 @@ import Foundation
 import LyreAudio
 import LyreClock
 import LyreWire
+import Logging
 import NIOConcurrencyHelpers
 
 /// Where audio comes from: a file (anything FFmpeg's libraries read) or raw PCM on a file descriptor.
@@ -256,12 +257,13 @@ public final class QueuePlayer: @unchecked Sendable {
         }
     }
 
-    /// Moves to `position` seconds into item `index`; what was queued is dropped.
-    func jump(to index: Int, position: Double) -> RemoteCommandStatus {
+    /// Moves to `position` seconds into item `index`, for `command`; what was queued is dropped.
+    func jump(to index: Int, position: Double, for command: RemoteCommand) -> RemoteCommandStatus {
         control.withLock {
             let paused = state.withLockedValue { $0.paused }
             if !paused, state.withLockedValue({ $0.jump == nil }) {
-                do { try session.pause() } catch { return .commandFailed }
+                let paused = outcome(of: command, session.pause)
+                guard paused == .success else { return paused }
             }
             state.withLockedValue { $0.jump = Target(index: index, position: max(0, position), kind: .jump(resume: !paused)) }
             wakeup.signal()
@@ -277,6 +279,20 @@ public final class QueuePlayer: @unchecked Sendable {
 
     // MARK: remote commands
 
+    private static let logger = Logger(label: "lyre.sender")
+
+    /// A command's status from what it did; one that failed says why in the log (the receiver is told only
+    /// `commandFailed`).
+    private func outcome(of command: RemoteCommand, _ body: () throws -> Void) -> RemoteCommandStatus {
+        do {
+            try body()
+            return .success
+        } catch {
+            Self.logger.warning("the remote command \(command) failed: \(error)")
+            return .commandFailed
+        }
+    }
+
     private static let handled: [RemoteCommand] = [
         .play, .pause, .togglePlayPause, .stop, .nextTrack, .previousTrack, .skipForward, .skipBackward, .changePlaybackPosition,
     ]
@@ -289,9 +305,9 @@ public final class QueuePlayer: @unchecked Sendable {
 
     func handle(_ event: RemoteCommandEvent) -> RemoteCommandStatus {
         switch event.command {
-        case .play: return (try? resume()) != nil ? .success : .commandFailed
-        case .pause: return (try? pause()) != nil ? .success : .commandFailed
-        case .togglePlayPause: return (try? (isPaused ? resume() : pause())) != nil ? .success : .commandFailed
+        case .play: return outcome(of: event.command, resume)
+        case .pause: return outcome(of: event.command, pause)
+        case .togglePlayPause: return outcome(of: event.command, isPaused ? resume : pause)
         case .stop:
             stop()
             return .success
@@ -300,10 +316,10 @@ public final class QueuePlayer: @unchecked Sendable {
         guard let (shown, position) = currentPosition() else { return .noSuchContent }
         switch event.command {
         case .nextTrack:
-            return shown.index + 1 < items.count ? jump(to: shown.index + 1, position: 0) : .noSuchContent
+            return shown.index + 1 < items.count ? jump(to: shown.index + 1, position: 0, for: event.command) : .noSuchContent
         case .previousTrack:
             // As media players do: restart the item unless it has only just begun.
-            return jump(to: position > 3 || shown.index == 0 ? shown.index : shown.index - 1, position: 0)
+            return jump(to: position > 3 || shown.index == 0 ? shown.index : shown.index - 1, position: 0, for: event.command)
         case .skipForward, .skipBackward, .changePlaybackPosition:
             guard items[shown.index].source.isSeekable else { return .commandFailed }
             let target: Double =
@@ -314,9 +330,9 @@ public final class QueuePlayer: @unchecked Sendable {
                 }
             if let duration = shown.duration, target >= duration {
                 guard event.command == .skipForward else { return .commandFailed }
-                return shown.index + 1 < items.count ? jump(to: shown.index + 1, position: 0) : .noSuchContent
+                return shown.index + 1 < items.count ? jump(to: shown.index + 1, position: 0, for: event.command) : .noSuchContent
             }
-            return jump(to: shown.index, position: target)
+            return jump(to: shown.index, position: target, for: event.command)
         default:
             return .commandFailed
         }

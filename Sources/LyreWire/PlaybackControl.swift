@@ -51,11 +51,16 @@ public struct RecordAnswer: Sendable, Equatable {
     public var info: RTPInfo?
     public var startAt: UInt32?
 
-    public init(outputLatency: UInt64, outputDelayMilliseconds: Int, echoing request: RecordRequest) {
+    public init(outputLatency: UInt64, outputDelayMilliseconds: Int, info: RTPInfo?, startAt: UInt32?) {
         self.outputLatency = outputLatency
         self.outputDelayMilliseconds = outputDelayMilliseconds
-        info = request.info
-        startAt = request.startAt
+        self.info = info
+        self.startAt = startAt
+    }
+
+    /// The receiver's answer: its output's figures, and the request's `RTP-Info` and start echoed.
+    public init(outputLatency: UInt64, outputDelayMilliseconds: Int, echoing request: RecordRequest) {
+        self.init(outputLatency: outputLatency, outputDelayMilliseconds: outputDelayMilliseconds, info: request.info, startAt: request.startAt)
     }
 
     public var headers: [(String, String)] {
@@ -68,10 +73,9 @@ public struct RecordAnswer: Sendable, Equatable {
     /// What a room answered; what it did not say is 0 (a version 1 receiver).
     public static func read(_ response: RTSPMessage) -> RecordAnswer {
         let latency = response.headers["Lyre-Output-Latency"].flatMap(Double.init).map { UInt64((max(0, $0) * 1_000_000).rounded()) } ?? 0
-        var answer = RecordAnswer(outputLatency: latency, outputDelayMilliseconds: response.headers["Lyre-Output-Delay"].flatMap { Int($0) } ?? 0,
-                                  echoing: RecordRequest(anchor: nil, info: nil, startAt: response.headers[RecordRequest.startAtName].flatMap { UInt32($0) }))
-        answer.info = response.headers["RTP-Info"].map(RTPInfo.init(parsing:))
-        return answer
+        return RecordAnswer(outputLatency: latency, outputDelayMilliseconds: response.headers["Lyre-Output-Delay"].flatMap { Int($0) } ?? 0,
+                            info: response.headers["RTP-Info"].map(RTPInfo.init(parsing:)),
+                            startAt: response.headers[RecordRequest.startAtName].flatMap { UInt32($0) })
     }
 
     /// `ns` as milliseconds with three decimals.

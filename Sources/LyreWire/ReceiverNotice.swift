@@ -18,7 +18,12 @@ public enum ReceiverNotice: Sendable, Equatable {
         public var stoppedAt: UInt32?
 
         public init(_ reason: Reason, takenOverBy: String? = nil, stoppedAt: UInt32? = nil) {
-            self.reason = reason.rawValue
+            self.init(sent: reason.rawValue, takenOverBy: takenOverBy, stoppedAt: stoppedAt)
+        }
+
+        /// The reason as it came, known or not.
+        public init(sent reason: String, takenOverBy: String?, stoppedAt: UInt32?) {
+            self.reason = reason
             self.takenOverBy = takenOverBy
             self.stoppedAt = stoppedAt
         }
@@ -57,10 +62,8 @@ public enum ReceiverNotice: Sendable, Equatable {
     public static func read(_ request: RTSPMessage, session: String?) -> Result<ReceiverNotice, Refusal> {
         let parameters = TextParameters(parsing: request.bodyText)
         if let reason = parameters["session-end"] {
-            var end = SessionEnd(.shutdown, takenOverBy: request.headers["Lyre-Taken-Over-By"],
-                                 stoppedAt: request.headers[FlushTerms.stoppedAtName].flatMap(UInt32.init))
-            end.reason = reason
-            return .success(.sessionEnd(end))
+            return .success(.sessionEnd(SessionEnd(sent: reason, takenOverBy: request.headers["Lyre-Taken-Over-By"],
+                                                   stoppedAt: request.headers[FlushTerms.stoppedAtName].flatMap(UInt32.init))))
         }
         guard parameters["remote-command"] != nil else {
             return .failure(Refusal(status: 451, reason: "a sender takes session-end and remote-command"))
