@@ -64,7 +64,7 @@ let package = Package(
         .target(name: "LyreAudio", dependencies: ["CALSA", "CALSAShim", "CFFmpegShim", "LyreWire", "LyreClock"]),
         .target(name: "LyreCodec", dependencies: ["COpus", "COpusShim"]),
         // SRTP (libsrtp2): paired sessions' audio, encrypted and authenticated.
-        .target(name: "LyreSRTP", dependencies: ["CSRTP", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")]),
+        .target(name: "LyreSRTP", dependencies: ["CSRTP"]),
 
         // A local control socket (lines in, lines out, this user only): lyred's, and lyre play's group socket.
         .target(
@@ -89,7 +89,6 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 // The web page and its API (Protocol/control-api.md): NIO's own HTTP/1 and WebSocket codecs.
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
@@ -104,7 +103,6 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]),
 
         // lyre sink: one sound output per receiver on PulseAudio or PipeWire (libpulse), decided by SinkRouter and
@@ -114,7 +112,6 @@ let package = Package(
             dependencies: [
                 "CPulse", "CPulseShim", "LyreAudio", "LyreDiscovery", "LyreSender", "LyreWire", "LyreMPRIS",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]),
 
         // MPRIS: the receiver's now-playing state and controls on D-Bus (libdbus-1).
@@ -168,7 +165,6 @@ let package = Package(
             dependencies: [
                 "LyreDiscovery", "LyreIdentity", "LyreWire", "LyreAudio", "LyreClock", "LyreCommandLine", "LyreControl", "LyreReceiver", "LyreMPRIS", "LyrePairing", "LyreRTSP",
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

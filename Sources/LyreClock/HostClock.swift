@@ -23,7 +23,9 @@ public enum HostClock {
 /// something to happen, which returns at the signal or at the deadline, whichever comes first. Signals
 /// before the wait are not lost (the next wait returns at once), and several coalesce into one.
 public final class Wakeup: @unchecked Sendable {
-    // @unchecked: `signalled` is guarded by `mutex`. Both pthread objects live at fixed addresses.
+    // @unchecked: `signalled` is guarded by `mutex`. Both pthread objects live at fixed addresses. The one lock
+    // that is not a `Synchronization.Mutex`: a wait with a CLOCK_MONOTONIC deadline needs a condition variable,
+    // and a condition variable needs its pthread mutex.
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private var signalled = false

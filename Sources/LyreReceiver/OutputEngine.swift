@@ -2,7 +2,7 @@ import Foundation
 import Logging
 import LyreAudio
 import LyreClock
-import NIOConcurrencyHelpers
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -15,7 +15,7 @@ import Glibc
 final class OutputEngine: @unchecked Sendable {
     private let target: OutputTarget
     private let logger: Logger
-    private let lock = NIOLock()
+    private let lock = Mutex<Void>(())
     private var current: PlayoutController?
     /// When set, `current` is draining: it stops when empty or at this time.
     private var drainDeadline: UInt64?
@@ -77,12 +77,12 @@ final class OutputEngine: @unchecked Sendable {
     }
 
     /// Output latency of the open sink, ns.
-    var outputLatency: UInt64 { lock.withLock { latency } }
-    var isAvailable: Bool { lock.withLock { available ?? false } }
+    var outputLatency: UInt64 { lock.withLock { _ in latency } }
+    var isAvailable: Bool { lock.withLock { _ in available ?? false } }
 
     /// Records whether the output is usable and tells the owner when that changed (or is first known).
     private func setAvailable(_ value: Bool) {
-        let changed = lock.withLock {
+        let changed = lock.withLock { _ in
             defer { available = value }
             return available != value
         }
@@ -90,7 +90,7 @@ final class OutputEngine: @unchecked Sendable {
     }
 
     func play(_ controller: PlayoutController?) {
-        lock.withLock { current = controller; drainDeadline = nil }
+        lock.withLock { _ in current = controller; drainDeadline = nil }
         wake.signal()
     }
 
@@ -98,7 +98,7 @@ final class OutputEngine: @unchecked Sendable {
     /// plays, as `duck` says but by that depth.
     func mix(_ controller: PlayoutController, duckDB: Double?) {
         let overlay = overlay(controller, duckDB: duckDB)
-        lock.withLock { overlays.append(overlay) }
+        lock.withLock { _ in overlays.append(overlay) }
         wake.signal()
     }
 
@@ -107,7 +107,7 @@ final class OutputEngine: @unchecked Sendable {
     /// is the main session until `play` gives it one. In one step, so that not a block of it is skipped.
     func demote(_ controller: PlayoutController, duckDB: Double?) {
         var overlay = overlay(controller, duckDB: duckDB)
-        lock.withLock {
+        lock.withLock { _ in
             guard current === controller else { return }
             overlay.ending = drainDeadline
             current = nil
@@ -124,7 +124,7 @@ final class OutputEngine: @unchecked Sendable {
 
     /// An overlay's own volume (dB, RAOP scale; −144 mutes it).
     func setOverlayVolume(_ controller: PlayoutController, _ db: Double) {
-        lock.withLock {
+        lock.withLock { _ in
             guard let index = overlays.firstIndex(where: { $0.controller === controller }) else { return }
             overlays[index].gain = Float(VolumePolicy.gain(db))
         }
@@ -135,7 +135,7 @@ final class OutputEngine: @unchecked Sendable {
     /// packets heard), for at most `drainLimit` ns. An overlay that ends brings what it ducked back up over
     /// the envelope's release, drained or not: a stop without its end heard starts the release where it is.
     func stopIfPlaying(_ controller: PlayoutController, drain: Bool, drainLimit: UInt64) {
-        lock.withLock {
+        lock.withLock { _ in
             if let index = overlays.firstIndex(where: { $0.controller === controller }) {
                 overlays[index].ending = drain ? HostClock.now() + drainLimit : 0
                 return
@@ -148,14 +148,14 @@ final class OutputEngine: @unchecked Sendable {
     /// The extra latency of what is plugged into the output (ns, −500…500 ms): blocks carry the samples due
     /// that much later, so the room is heard in time with the others. Takes effect with the next block.
     var outputDelay: Int64 {
-        get { lock.withLock { delay } }
-        set { lock.withLock { delay = newValue } }
+        get { lock.withLock { _ in delay } }
+        set { lock.withLock { _ in delay = newValue } }
     }
 
     /// Volume in dB (RAOP scale), played at the policy's level: on the output's mixer when it has one and
     /// the policy uses it, else as a gain on the samples.
     func setVolume(_ db: Double) {
-        lock.withLock {
+        lock.withLock { _ in
             volume = db
             volumeChanged = true
         }
@@ -164,7 +164,7 @@ final class OutputEngine: @unchecked Sendable {
 
     /// The level a sender's full volume plays at (`--max-volume-db`), at once.
     func setMaximumVolume(_ db: Double) {
-        lock.withLock {
+        lock.withLock { _ in
             policy.maximumDB = db
             volumeChanged = true
         }
@@ -181,10 +181,10 @@ final class OutputEngine: @unchecked Sendable {
     /// Stops the audio thread, after letting a draining session finish (at most 3 s).
     func stop() {
         let deadline = HostClock.now() + 3_000_000_000
-        while lock.withLock({ drainDeadline != nil && current != nil }), HostClock.now() < deadline { settled.wait(until: deadline) }
-        lock.withLock { running = false }
+        while lock.withLock({ _ in drainDeadline != nil && current != nil }), HostClock.now() < deadline { settled.wait(until: deadline) }
+        lock.withLock { _ in running = false }
         wake.signal()
-        while thread != nil, !lock.withLock({ loopEnded }) { settled.wait(until: HostClock.now() + 1_000_000_000) }
+        while thread != nil, !lock.withLock({ _ in loopEnded }) { settled.wait(until: HostClock.now() + 1_000_000_000) }
         if let presentationLog { fclose(presentationLog) }
     }
 
@@ -209,7 +209,7 @@ final class OutputEngine: @unchecked Sendable {
 
     private func loop() {
         defer {
-            lock.withLock { loopEnded = true }
+            lock.withLock { _ in loopEnded = true }
             settled.signal()
         }
         var loggedFrames = 0
@@ -217,13 +217,13 @@ final class OutputEngine: @unchecked Sendable {
         var wasPlaying = false
         var lastFailure: String?
         var gain = 1.0
-        while lock.withLock({ running }) {
+        while lock.withLock({ _ in running }) {
             if sink == nil {
                 do {
-                    let volumeControl = lock.withLock { self.policy.control }
+                    let volumeControl = lock.withLock { _ in self.policy.control }
                     let opened = try target.open(volumeControl: volumeControl)
                     sink = opened
-                    lock.withLock {
+                    lock.withLock { _ in
                         latency = opened.outputLatency
                         volumeChanged = true
                     }
@@ -242,7 +242,7 @@ final class OutputEngine: @unchecked Sendable {
                 }
             }
             guard let out = sink else { continue }
-            let (controller, newVolume, outputDelay, overlayLatency) = lock.withLock {
+            let (controller, newVolume, outputDelay, overlayLatency) = lock.withLock { _ in
                 if let deadline = drainDeadline, let playing = current,
                     HostClock.now() > deadline || playing.withPlayout({ $0.isDrained })
                 {
@@ -321,7 +321,7 @@ final class OutputEngine: @unchecked Sendable {
     /// this block was rendered from, which, demoted to an overlay since (`demote`), is not rendered twice.
     private func renderOverlays(over main: [Int16]?, rendered mainController: PlayoutController?, frames: Int, presentation: UInt64,
                                 outputDelay: Int64) -> [Int16] {
-        var playing = lock.withLock { overlays.filter { $0.controller !== mainController } }
+        var playing = lock.withLock { _ in overlays.filter { $0.controller !== mainController } }
         var mainGains = [Float](repeating: 1, count: frames)
         var rendered: [(samples: [Int16], gain: Float)] = []
         var done: [ObjectIdentifier] = []
@@ -359,7 +359,7 @@ final class OutputEngine: @unchecked Sendable {
             if over { done.append(ObjectIdentifier(overlay.controller)) }
             playing[index] = overlay
         }
-        lock.withLock {
+        lock.withLock { _ in
             // Written back by identity: an overlay added or ended meanwhile keeps what the event loop set.
             for updated in playing {
                 guard let index = overlays.firstIndex(where: { $0.controller === updated.controller }) else { continue }

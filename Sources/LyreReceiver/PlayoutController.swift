@@ -1,5 +1,5 @@
 import LyreWire
-import NIOConcurrencyHelpers
+import Synchronization
 
 /// The current session's `Playout`, shared by the event loop (packets, anchors, timing) and the output
 /// thread (`render`).
@@ -7,7 +7,7 @@ import NIOConcurrencyHelpers
 /// `@unchecked Sendable`: `playout` is only touched with `lock` held, and the lock is held only for
 /// short, non-blocking work (decoding one block at most).
 final class PlayoutController: @unchecked Sendable {
-    private let lock = NIOLock()
+    private let lock = Mutex<Void>(())
     private var playout: Playout
     let senderName: String
     /// The session's target latency, ns.
@@ -20,8 +20,8 @@ final class PlayoutController: @unchecked Sendable {
     }
 
     func withPlayout<T>(_ body: (inout Playout) -> T) -> T {
-        lock.withLock { body(&playout) }
+        lock.withLock { _ in body(&playout) }
     }
 
-    var statistics: PlayoutStatistics { lock.withLock { playout.statistics } }
+    var statistics: PlayoutStatistics { lock.withLock { _ in playout.statistics } }
 }

@@ -5,9 +5,9 @@ import LyrePairing
 import LyreRTSP
 import LyreSRTP
 import LyreWire
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
+import Synchronization
 
 /// How a receiver is set up.
 public struct ReceiverConfiguration: Sendable {
@@ -439,10 +439,10 @@ public final class Receiver: Sendable {
     private let group: MultiThreadedEventLoopGroup
     private let registry: SessionRegistry
     private let output: OutputEngine
-    private let servers: NIOLockedValueBox<[Channel]> = NIOLockedValueBox([])
-    private let statisticsTask: NIOLockedValueBox<RepeatedTask?> = NIOLockedValueBox(nil)
-    private let control: NIOLockedValueBox<Channel?> = NIOLockedValueBox(nil)
-    private let webServers: NIOLockedValueBox<[Channel]> = NIOLockedValueBox([])
+    private let servers: Mutex<[Channel]> = Mutex([])
+    private let statisticsTask: Mutex<RepeatedTask?> = Mutex(nil)
+    private let control: Mutex<Channel?> = Mutex(nil)
+    private let webServers: Mutex<[Channel]> = Mutex([])
 
     public init(configuration: ReceiverConfiguration, logger: Logger) {
         self.configuration = configuration
@@ -451,16 +451,16 @@ public final class Receiver: Sendable {
         // One loop for every connection and socket: session state needs no locks.
         group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let loop = group.next()
-        let box = NIOLockedValueBox<SessionRegistry?>(nil)
+        let box = Mutex<SessionRegistry?>(nil)
         output = OutputEngine(
             target: configuration.output, volume: configuration.initialVolumeDB, policy: configuration.volume,
             duck: DuckEnvelope(depthDB: configuration.duckDB), presentationLogPath: configuration.presentationLogPath, logger: logger
         ) { available in
-            loop.execute { box.withLockedValue { $0 }?.setOutputAvailable(available) }
+            loop.execute { box.withLock { $0 }?.setOutputAvailable(available) }
         }
         output.outputDelay = Int64(configuration.outputDelayMilliseconds) * 1_000_000
         registry = SessionRegistry(eventLoop: loop, configuration: configuration, output: output, logger: logger, events: continuation)
-        box.withLockedValue { $0 = registry }
+        box.withLock { $0 = registry }
     }
 
     /// Opens the output and listens; returns the TCP port.
@@ -513,11 +513,11 @@ public final class Receiver: Sendable {
                 logger.warning("listening on IPv4 only: cannot listen on [::]:\(port): \(error)")
             }
         }
-        servers.withLockedValue { $0 = channels }
+        servers.withLock { $0 = channels }
         if let path = configuration.controlSocketPath {
             do {
                 let socket = try await ControlServer.bind(path: path, registry: registry)
-                control.withLockedValue { $0 = socket }
+                control.withLock { $0 = socket }
                 logger.info("control socket \(path)")
             } catch LineServerError.inUse where !configuration.controlSocketRequired {
                 logger.warning("control socket \(path) belongs to another lyred; running without one (pass --control-socket PATH)")
@@ -530,13 +530,13 @@ public final class Receiver: Sendable {
             do {
                 let web = try await WebServer.bind(registry: registry, access: configuration.web, port: configuration.webPort,
                                                    host: configuration.host)
-                webServers.withLockedValue { $0 = web }
+                webServers.withLock { $0 = web }
                 logger.info("web page on port \(configuration.webPort) (\(configuration.web.rawValue))")
             } catch let error as IOError where error.errnoCode == EADDRINUSE && !configuration.webRequired {
                 logger.warning("no web page: port \(configuration.webPort) is in use (another lyred?); pass --web-port PORT")
             } catch {
                 for channel in channels { try? await channel.close() }
-                try? await control.withLockedValue { $0 }?.close()
+                try? await control.withLock { $0 }?.close()
                 throw WebServerError(port: configuration.webPort, underlying: error)
             }
         }
@@ -547,19 +547,19 @@ public final class Receiver: Sendable {
             ) { _ in
                 logger.info("stats: \(registry.statisticsLine)")
             }
-            statisticsTask.withLockedValue { $0 = task }
+            statisticsTask.withLock { $0 = task }
         }
         return channel.localAddress?.port ?? configuration.port
     }
 
     /// Tells the current sender the receiver is going away, stops listening and closes the output.
     public func stop() async {
-        statisticsTask.withLockedValue { $0?.cancel() }
+        statisticsTask.withLock { $0?.cancel() }
         let registry = self.registry
         try? await registry.eventLoop.submit { registry.active?.end(.shutdown) }.get()
-        for server in servers.withLockedValue({ $0 }) + webServers.withLockedValue({ $0 }) { try? await server.close() }
-        try? await control.withLockedValue { $0 }?.close()
-        if let path = configuration.controlSocketPath, control.withLockedValue({ $0 }) != nil { unlink(path) }
+        for server in servers.withLock({ $0 }) + webServers.withLock({ $0 }) { try? await server.close() }
+        try? await control.withLock { $0 }?.close()
+        if let path = configuration.controlSocketPath, control.withLock({ $0 }) != nil { unlink(path) }
         await registry.artwork?.removed()
         output.stop()
         continuation.finish()

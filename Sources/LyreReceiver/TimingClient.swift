@@ -1,7 +1,7 @@
 import Foundation
 import LyreClock
 import LyreWire
-import NIOConcurrencyHelpers
+import Synchronization
 
 /// The receiver's side of the timing exchange (streaming.md §5), on its own thread: 5 requests 20 ms
 /// apart, then one a second, each answer turned into an offset and round trip for the session's playout.
@@ -21,7 +21,7 @@ final class TimingClient: @unchecked Sendable {
     private let peerPort: UInt16
     private let onSample: @Sendable (Sample) -> Void
     private let onDropped: @Sendable () -> Void
-    private let stopped = NIOLockedValueBox(false)
+    private let stopped = Mutex(false)
     private let authenticator: TimingAuthenticator?
 
     /// Binds on `host` and starts asking `peer`:`peerPort` at once. With `authenticator` (a paired session,
@@ -41,13 +41,13 @@ final class TimingClient: @unchecked Sendable {
 
     /// Stops the thread at once (its wait ends with the socket's shutdown); the socket closes with the client.
     func close() {
-        stopped.withLockedValue { $0 = true }
+        stopped.withLock { $0 = true }
         socket.shutdown()
     }
 
     private func loop() {
         var exchange = TimingExchange(start: HostClock.now())
-        while !stopped.withLockedValue({ $0 }) {
+        while !stopped.withLock({ $0 }) {
             if let request = exchange.request(at: HostClock.now()) {
                 socket.send(authenticator?.seal(request) ?? request, to: peer, port: peerPort)
             }

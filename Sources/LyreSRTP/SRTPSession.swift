@@ -1,6 +1,6 @@
 import CSRTP
 import Foundation
-import NIOConcurrencyHelpers
+import Synchronization
 
 /// One direction of SRTP for one session (RFC 3711), with AEAD_AES_128_GCM (RFC 7714), through libsrtp2:
 /// the sender protects every RTP packet it sends on a link (media, resends, FEC), the receiver unprotects what
@@ -51,7 +51,7 @@ public final class SRTPSession: @unchecked Sendable {
         Thread.detachNewThread { prepare() }
     }
 
-    private let lock = NIOLock()
+    private let lock = Mutex<Void>(())
     private var context: srtp_t?
 
     /// A fresh random master key and salt.
@@ -89,7 +89,7 @@ public final class SRTPSession: @unchecked Sendable {
         guard packet.count >= 12 else { return nil }
         var buffer = packet + [UInt8](repeating: 0, count: Int(SRTP_MAX_TRAILER_LEN))
         var length = Int32(packet.count)
-        let status = lock.withLock { buffer.withUnsafeMutableBytes { srtp_protect(context, $0.baseAddress, &length) } }
+        let status = lock.withLock { _ in buffer.withUnsafeMutableBytes { srtp_protect(context, $0.baseAddress, &length) } }
         guard status == srtp_err_status_ok else { return nil }
         buffer.removeSubrange(Int(length)...)
         return buffer
@@ -101,7 +101,7 @@ public final class SRTPSession: @unchecked Sendable {
         // SRTCP adds its 4-byte index to what SRTP adds.
         var buffer = packet + [UInt8](repeating: 0, count: Int(SRTP_MAX_TRAILER_LEN) + 4)
         var length = Int32(packet.count)
-        let status = lock.withLock { buffer.withUnsafeMutableBytes { srtp_protect_rtcp(context, $0.baseAddress, &length) } }
+        let status = lock.withLock { _ in buffer.withUnsafeMutableBytes { srtp_protect_rtcp(context, $0.baseAddress, &length) } }
         guard status == srtp_err_status_ok else { return nil }
         buffer.removeSubrange(Int(length)...)
         return buffer
@@ -112,7 +112,7 @@ public final class SRTPSession: @unchecked Sendable {
         guard packet.count >= 8 + 4 + Self.overhead else { return .failure(.malformed) }
         var buffer = packet
         var length = Int32(packet.count)
-        let status = lock.withLock { buffer.withUnsafeMutableBytes { srtp_unprotect_rtcp(context, $0.baseAddress, &length) } }
+        let status = lock.withLock { _ in buffer.withUnsafeMutableBytes { srtp_unprotect_rtcp(context, $0.baseAddress, &length) } }
         return Self.result(status, buffer, length)
     }
 
@@ -130,7 +130,7 @@ public final class SRTPSession: @unchecked Sendable {
         guard packet.count >= 12 + Self.overhead else { return .failure(.malformed) }
         var buffer = packet
         var length = Int32(packet.count)
-        let status = lock.withLock { buffer.withUnsafeMutableBytes { srtp_unprotect(context, $0.baseAddress, &length) } }
+        let status = lock.withLock { _ in buffer.withUnsafeMutableBytes { srtp_unprotect(context, $0.baseAddress, &length) } }
         return Self.result(status, buffer, length)
     }
 }

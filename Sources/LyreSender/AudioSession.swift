@@ -1,7 +1,7 @@
 import Foundation
 import LyreAudio
 import LyreClock
-import NIOConcurrencyHelpers
+import Synchronization
 
 /// The app's audio session, as `AVAudioSession` on iOS: its category, mode and options say where the app's
 /// audio goes (`AudioRouting`).
@@ -54,7 +54,7 @@ public final class AudioSession: @unchecked Sendable {
 
     public static let shared = AudioSession()
 
-    private let lock = NIOLock()
+    private let lock = Mutex<Void>(())
     private var setting = AudioRouting.Setting(category: .soloAmbient, mode: .default, options: [])
     private var preferred: String?
     private var local: OutputTarget
@@ -68,17 +68,17 @@ public final class AudioSession: @unchecked Sendable {
         voice = environment["LYRE_VOICE_OUTPUT"].map { OutputTarget($0) }
     }
 
-    public var category: Category { lock.withLock { setting.category } }
-    public var mode: Mode { lock.withLock { setting.mode } }
+    public var category: Category { lock.withLock { _ in setting.category } }
+    public var mode: Mode { lock.withLock { _ in setting.mode } }
     /// The options as set, with what they imply (`duckOthers` sets `mixWithOthers`).
-    public var categoryOptions: CategoryOptions { lock.withLock { setting.options } }
+    public var categoryOptions: CategoryOptions { lock.withLock { _ in setting.options } }
 
     /// Sets the category, mode and options; an invalid combination is refused (`AudioRouting.validate`)
     /// and changes nothing. When the change moves the app's audio, with a receiver chosen or without,
     /// observers hear `.categoryChange`.
     public func setCategory(_ category: Category, mode: Mode = .default, options: CategoryOptions = []) throws {
         let options = try AudioRouting.validate(category: category, mode: mode, options: options)
-        let notify: [@Sendable (OutputRouteChangeReason) -> Void] = lock.withLock {
+        let notify: [@Sendable (OutputRouteChangeReason) -> Void] = lock.withLock { _ in
             let before = [true, false].map { AudioRouting.destination(setting, receiverChosen: $0) }
             setting = AudioRouting.Setting(category: category, mode: mode, options: options)
             let after = [true, false].map { AudioRouting.destination(setting, receiverChosen: $0) }
@@ -89,40 +89,40 @@ public final class AudioSession: @unchecked Sendable {
 
     /// Where the app's audio goes now, with a receiver chosen or not (`AudioRouting.destination`).
     public func destination(receiverChosen: Bool) -> AudioRouting.Destination {
-        lock.withLock { AudioRouting.destination(setting, receiverChosen: receiverChosen) }
+        lock.withLock { _ in AudioRouting.destination(setting, receiverChosen: receiverChosen) }
     }
 
     /// Calls `handler` (on the thread that set the category) each time a category change moves the app's
     /// audio, until `cancelObservation` is called with what this returns (a change already being told may
     /// still reach it once).
     public func observeRouteChange(_ handler: @escaping @Sendable (OutputRouteChangeReason) -> Void) -> Int {
-        lock.withLock {
+        lock.withLock { _ in
             defer { nextObserver += 1 }
             observers[nextObserver] = handler
             return nextObserver
         }
     }
 
-    public func cancelObservation(_ id: Int) { _ = lock.withLock { observers.removeValue(forKey: id) } }
+    public func cancelObservation(_ id: Int) { _ = lock.withLock { _ in observers.removeValue(forKey: id) } }
 
     /// The receiver to use, by id or name (`setPreferredInput` / AirPlay route picker on iOS).
-    public var preferredOutput: String? { lock.withLock { preferred } }
+    public var preferredOutput: String? { lock.withLock { _ in preferred } }
 
-    public func setPreferredOutput(_ idOrName: String?) { lock.withLock { preferred = idOrName } }
+    public func setPreferredOutput(_ idOrName: String?) { lock.withLock { _ in preferred = idOrName } }
 
     /// The local output, for system sounds and the local categories: an ALSA PCM (default `default`), or
     /// what `LYRE_LOCAL_OUTPUT` names (`wav:PATH` too).
     public var localOutput: OutputTarget {
-        get { lock.withLock { local } }
-        set { lock.withLock { local = newValue } }
+        get { lock.withLock { _ in local } }
+        set { lock.withLock { _ in local = newValue } }
     }
 
     /// The voice output (a headset; iOS's earpiece), where a `playAndRecord` app without
     /// `defaultToSpeaker` plays when it stays on this machine: what `LYRE_VOICE_OUTPUT` names, else the
     /// local output.
     public var voiceOutput: OutputTarget {
-        get { lock.withLock { voice ?? local } }
-        set { lock.withLock { voice = newValue } }
+        get { lock.withLock { _ in voice ?? local } }
+        set { lock.withLock { _ in voice = newValue } }
     }
 
     /// The output a local destination plays on; nil for `.receivers`.

@@ -3,8 +3,8 @@ import LyreClock
 import LyreRTSP
 import LyreSRTP
 import LyreWire
-import NIOConcurrencyHelpers
 import NIOCore
+import Synchronization
 
 /// A receiver a playback can go to: where it is, what to call it, and which channels it plays.
 public struct OutputRoute: Sendable, Hashable, CustomStringConvertible {
@@ -103,7 +103,7 @@ final class Link: Sendable {
          onRequest: @escaping @Sendable (Link, RTSPMessage, @escaping RTSPClient.Reply) -> Void,
          onClose: @escaping @Sendable (Link) -> Void) throws {
         self.route = route
-        let box = NIOLockedValueBox<Link?>(nil)
+        let box = Mutex<Link?>(nil)
         let tls = try configuration.security?.connection(to: route)
         let srtpKey = tls == nil ? nil : SRTPSession.makeKey()
         // libsrtp2's first use initializes NSS (about 25 ms): started now, off this thread, so that it overlaps
@@ -112,9 +112,9 @@ final class Link: Sendable {
         client = try RTSPClient(
             host: route.host, port: route.port, connectTimeout: .milliseconds(Int64(configuration.connectTimeoutMilliseconds)), tls: tls,
             onRequest: { request, reply in
-                if let link = box.withLockedValue({ $0 }) { onRequest(link, request, reply) } else { reply(503, []) }
+                if let link = box.withLock({ $0 }) { onRequest(link, request, reply) } else { reply(503, []) }
             },
-            onClose: { if let link = box.withLockedValue({ $0 }) { onClose(link) } })
+            onClose: { if let link = box.withLock({ $0 }) { onClose(link) } })
         let local = client.localHost
         let peer = client.channel.remoteAddress?.hostText ?? route.host
         // Over TLS, the timing exchange is authenticated too, under a key of the link's own (pairing.md §6.4).
@@ -203,7 +203,7 @@ final class Link: Sendable {
             if client.keyMismatch { throw SenderSecurity.keyChanged(route) }
             throw error
         }
-        box.withLockedValue { $0 = self }
+        box.withLock { $0 = self }
     }
 
     var isClosed: Bool { client.isClosed }

@@ -1,8 +1,8 @@
 import LyreClock
 import LyreSRTP
 import LyreWire
-import NIOConcurrencyHelpers
 import NIOCore
+import Synchronization
 
 /// A room's RTCP feedback at the sender: what arrives on the link's RTCP socket, taken only from the
 /// receiver's own RTCP address and for this stream's SSRC.
@@ -32,12 +32,12 @@ final class LinkFeedback: Sendable {
     }
 
     let ssrc: UInt32
-    private let lock: NIOLockedValueBox<State>
+    private let lock: Mutex<State>
 
     init(ssrc: UInt32, bitrate: Int) {
         self.ssrc = ssrc
         // The cap: the stream's own bitrate, with a second of it to spend at once (a burst of losses).
-        lock = NIOLockedValueBox(State(budget: RetransmissionBudget(bytesPerSecond: Double(bitrate) / 8)))
+        lock = Mutex(State(budget: RetransmissionBudget(bytesPerSecond: Double(bitrate) / 8)))
     }
 
     /// Starts taking feedback from `receiver`: resends from `lookup`, sent with `send`; with `srtcp` (a paired
@@ -45,7 +45,7 @@ final class LinkFeedback: Sendable {
     func start(receiver: SocketAddress, lookup: @escaping @Sendable (UInt16) -> [UInt8]?,
                srtcp: SRTPSession? = nil, now: UInt64 = HostClock.now(),
                send: @escaping @Sendable ([UInt8]) -> Void) {
-        lock.withLockedValue {
+        lock.withLock {
             $0.expected = receiver
             $0.lastHeard = now
             $0.lookup = lookup
@@ -54,19 +54,19 @@ final class LinkFeedback: Sendable {
         }
     }
 
-    var report: RetransmissionReport { lock.withLockedValue { $0.counters } }
+    var report: RetransmissionReport { lock.withLock { $0.counters } }
 
     /// How long nothing has come from the receiver, at `now`; nil before feedback started.
     func silence(now: UInt64 = HostClock.now()) -> UInt64? {
-        lock.withLockedValue { state in state.lastHeard.map { now > $0 ? now - $0 : 0 } }
+        lock.withLock { state in state.lastHeard.map { now > $0 ? now - $0 : 0 } }
     }
 
     /// The room's link quality from its last reception report; nil before the first.
-    var quality: LinkQuality? { lock.withLockedValue { $0.quality } }
+    var quality: LinkQuality? { lock.withLock { $0.quality } }
 
     /// RTP packet `sequence` of `payloadBytes` went to the room.
     func sent(sequence: UInt16, payloadBytes: Int) {
-        lock.withLockedValue {
+        lock.withLock {
             $0.packetsSent &+= 1
             $0.octetsSent &+= UInt32(truncatingIfNeeded: payloadBytes)
             if $0.highestSent.map({ Int16(bitPattern: sequence &- $0) > 0 }) ?? true { $0.highestSent = sequence }
@@ -77,7 +77,7 @@ final class LinkFeedback: Sendable {
     /// (§4.2) when the room takes reports, `now` on the sender's clock and `rtpTime` the stream's timestamp
     /// for it; and Lyre's sent report (§4.1) when it takes NACKs and something was sent.
     func reports(now: UInt64, rtpTime: UInt32, kinds: Set<FeedbackHeader.Kind>) -> [UInt8]? {
-        lock.withLockedValue {
+        lock.withLock {
             var packets: [[UInt8]] = []
             if kinds.contains(.report) {
                 packets.append(RTCPSenderReport(ssrc: ssrc, ntpTime: NTPTime.from(nanoseconds: now), rtpTime: rtpTime,
@@ -92,7 +92,7 @@ final class LinkFeedback: Sendable {
 
     /// A datagram on the link's RTCP socket.
     func received(_ datagram: [UInt8], from source: SocketAddress, now: UInt64 = HostClock.now()) {
-        let (packets, send) = lock.withLockedValue { state -> ([[UInt8]], (@Sendable ([UInt8]) -> Void)?) in
+        let (packets, send) = lock.withLock { state -> ([[UInt8]], (@Sendable ([UInt8]) -> Void)?) in
             guard let expected = state.expected, let lookup = state.lookup, source == expected,
                 let plain = state.srtcp.map({ try? $0.unprotectRTCP(datagram).get() }) ?? datagram,
                 let rtcp = try? RTCPPacket.all(in: plain)

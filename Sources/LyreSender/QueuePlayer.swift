@@ -1,9 +1,9 @@
 import Foundation
+import Logging
 import LyreAudio
 import LyreClock
 import LyreWire
-import Logging
-import NIOConcurrencyHelpers
+import Synchronization
 
 /// Where audio comes from: a file (anything FFmpeg's libraries read) or raw PCM on a file descriptor.
 public enum AudioSource: Sendable, Equatable, CustomStringConvertible {
@@ -157,8 +157,8 @@ public final class QueuePlayer: @unchecked Sendable {
 
     private let session: StreamSession
     private let items: [QueueItem]
-    private let state = NIOLockedValueBox(State())
-    private let control = NIOLock()
+    private let state = Mutex(State())
+    private let control = Mutex<Void>(())
     /// Wakes `play()`'s thread when something it waits for may have happened: a command, the route lost,
     /// the session's queue drained (`StreamSession.whenQueued`).
     private let wakeup = Wakeup()
@@ -195,7 +195,7 @@ public final class QueuePlayer: @unchecked Sendable {
     }
 
     public func stop() {
-        state.withLockedValue { $0.stopped = true }
+        state.withLock { $0.stopped = true }
         wakeup.signal()
     }
 
@@ -206,7 +206,7 @@ public final class QueuePlayer: @unchecked Sendable {
     public func routeChanged(_ reason: OutputRouteChangeReason) {
         // A category that keeps the audio local ends the playback: no room is to be waited for.
         let waiting = reason != .categoryChange && session.isWaitingForRooms
-        state.withLockedValue { s in
+        state.withLock { s in
             s.paused = true
             if waiting {
                 if case .jump = s.jump?.kind { s.jump?.kind = .jump(resume: false) }
@@ -220,14 +220,14 @@ public final class QueuePlayer: @unchecked Sendable {
         wakeup.signal()
     }
 
-    public var isPaused: Bool { state.withLockedValue { $0.paused } }
+    public var isPaused: Bool { state.withLock { $0.paused } }
 
     /// Pauses at once (FLUSH); `resume()` carries on where it stopped.
     public func pause() throws {
-        try control.withLock {
-            guard !state.withLockedValue({ $0.paused || $0.stopped }) else { return }
-            if state.withLockedValue({ $0.jump == nil }) { try session.pause() }
-            state.withLockedValue { s in
+        try control.withLock { _ in
+            guard !state.withLock({ $0.paused || $0.stopped }) else { return }
+            if state.withLock({ $0.jump == nil }) { try session.pause() }
+            state.withLock { s in
                 s.paused = true
                 if case .jump = s.jump?.kind { s.jump?.kind = .jump(resume: false) }
             }
@@ -237,8 +237,8 @@ public final class QueuePlayer: @unchecked Sendable {
     }
 
     public func resume() throws {
-        try control.withLock {
-            let (wasPaused, jumping) = state.withLockedValue { s in
+        try control.withLock { _ in
+            let (wasPaused, jumping) = state.withLock { s in
                 defer {
                     s.paused = false
                     if case .jump = s.jump?.kind { s.jump?.kind = .jump(resume: true) }
@@ -250,7 +250,7 @@ public final class QueuePlayer: @unchecked Sendable {
             do {
                 try session.start()
             } catch {
-                state.withLockedValue { $0.paused = true }  // no room to play on (the session waits for one)
+                state.withLock { $0.paused = true }  // no room to play on (the session waits for one)
                 throw error
             }
             publishNowPlaying(force: true)
@@ -259,13 +259,13 @@ public final class QueuePlayer: @unchecked Sendable {
 
     /// Moves to `position` seconds into item `index`, for `command`; what was queued is dropped.
     func jump(to index: Int, position: Double, for command: RemoteCommand) -> RemoteCommandStatus {
-        control.withLock {
-            let paused = state.withLockedValue { $0.paused }
-            if !paused, state.withLockedValue({ $0.jump == nil }) {
+        control.withLock { _ in
+            let paused = state.withLock { $0.paused }
+            if !paused, state.withLock({ $0.jump == nil }) {
                 let paused = outcome(of: command, session.pause)
                 guard paused == .success else { return paused }
             }
-            state.withLockedValue { $0.jump = Target(index: index, position: max(0, position), kind: .jump(resume: !paused)) }
+            state.withLock { $0.jump = Target(index: index, position: max(0, position), kind: .jump(resume: !paused)) }
             wakeup.signal()
             return .success
         }
@@ -273,7 +273,7 @@ public final class QueuePlayer: @unchecked Sendable {
 
     /// Seconds into the item that is playing (or paused), and that item.
     func currentPosition() -> (Boundary, Double)? {
-        guard let shown = state.withLockedValue({ $0.shown }) else { return nil }
+        guard let shown = state.withLock({ $0.shown }) else { return nil }
         return (shown, shown.position(played: session.playedFrames()))
     }
 
@@ -344,7 +344,7 @@ public final class QueuePlayer: @unchecked Sendable {
     /// Call with `control` held.
     private func publishNowPlaying(force: Bool = false) {
         let played = session.playedFrames()
-        let (boundary, changed, sendArtwork) = state.withLockedValue { s -> (Boundary?, Bool, Bool) in
+        let (boundary, changed, sendArtwork) = state.withLock { s -> (Boundary?, Bool, Bool) in
             guard let boundary = s.boundaries.last(where: { $0.frame <= played }) ?? s.boundaries.first else { return (nil, false, false) }
             let changed = boundary.id != s.shown?.id
             s.shown = boundary
@@ -381,15 +381,15 @@ public final class QueuePlayer: @unchecked Sendable {
     }
 
     private func checkTransition() {
-        let force = state.withLockedValue { s in defer { s.showPaused = false }; return s.showPaused }
-        guard !state.withLockedValue({ $0.awaitingStart }) else { return }
-        control.withLock { publishNowPlaying(force: force) }
+        let force = state.withLock { s in defer { s.showPaused = false }; return s.showPaused }
+        guard !state.withLock({ $0.awaitingStart }) else { return }
+        control.withLock { _ in publishNowPlaying(force: force) }
     }
 
     /// When the next queued item starts to play (sender clock), for `checkTransition`; nil while paused.
     private func nextTransition() -> UInt64? {
         let played = session.playedFrames()
-        guard let next = state.withLockedValue({ $0.boundaries.first { $0.frame > played } }) else { return nil }
+        guard let next = state.withLock({ $0.boundaries.first { $0.frame > played } }) else { return nil }
         return session.playTime(ofFrame: next.frame)
     }
 
@@ -415,7 +415,7 @@ public final class QueuePlayer: @unchecked Sendable {
     private func awaitInterruption() -> OutputRouteChangeReason? {
         let deadline = HostClock.now() + 500_000_000
         while true {
-            if let reason = state.withLockedValue({ $0.interruption }) { return reason }
+            if let reason = state.withLock({ $0.interruption }) { return reason }
             if HostClock.now() > deadline { return nil }
             wakeup.wait(until: deadline)
         }
@@ -428,7 +428,7 @@ public final class QueuePlayer: @unchecked Sendable {
                 return .interrupted(.categoryChange)
             }
             // A category that went local and back before the playback began stops nothing.
-            state.withLockedValue { s in
+            state.withLock { s in
                 guard s.interruption == .categoryChange else { return }
                 s.interruption = nil
                 s.stopped = false
@@ -452,7 +452,7 @@ public final class QueuePlayer: @unchecked Sendable {
         /// next progress report or item change, or `doneAt` (sender clock), when `done` turns true by itself.
         func wait(until done: () -> Bool, queueBelow: Int? = nil, doneAt: () -> UInt64? = { nil }) -> Bool {
             while true {
-                if state.withLockedValue({ $0.stopped || $0.jump != nil }) { return false }
+                if state.withLock({ $0.stopped || $0.jump != nil }) { return false }
                 if done() { return true }
                 checkTransition()
                 report()
@@ -466,10 +466,10 @@ public final class QueuePlayer: @unchecked Sendable {
             }
         }
 
-        queue: while !state.withLockedValue({ $0.stopped }) {
+        queue: while !state.withLock({ $0.stopped }) {
             if case .jump(let resume) = target.kind {
                 session.dropQueued()
-                state.withLockedValue { $0.awaitingStart = resume }
+                state.withLock { $0.awaitingStart = resume }
             }
             guard target.index < items.count else {
                 // The end of the queue: wait until everything has played (a command may still move back).
@@ -484,16 +484,16 @@ public final class QueuePlayer: @unchecked Sendable {
             var position = target.position
             if position > 0, !source.seek(toSeconds: position) { position = 0 }
             let duration = source.duration
-            state.withLockedValue { s in
+            state.withLock { s in
                 s.boundaries.append(Boundary(id: s.nextBoundaryID, frame: session.enqueuedFrames, position: position,
                                              index: target.index, duration: duration))
                 s.nextBoundaryID += 1
                 if s.boundaries.count > 16 { s.boundaries.removeFirst() }
             }
-            if case .jump(resume: false) = target.kind { control.withLock { publishNowPlaying(force: true) } }
+            if case .jump(resume: false) = target.kind { control.withLock { _ in publishNowPlaying(force: true) } }
             while true {
                 if let jump = takeJump() { target = jump; continue queue }
-                if state.withLockedValue({ $0.stopped }) { break queue }
+                if state.withLock({ $0.stopped }) { break queue }
                 guard wait(until: { session.queuedFrames < 48000 }, queueBelow: 48000) else { continue }
                 let stereo = source.read()
                 if !stereo.isEmpty {
@@ -502,17 +502,17 @@ public final class QueuePlayer: @unchecked Sendable {
                 // Start once enough is queued that the first frames, sent `lead` early, do not outrun the
                 // decoder while the RECORD and now-playing requests are answered.
                 let queuedEnough = session.queuedFrames >= Self.startQueue || source.sourceEnded
-                if queuedEnough, session.queuedFrames > 0, state.withLockedValue({ $0.awaitingStart }) {
-                    try control.withLock {
-                        guard state.withLockedValue({ $0.jump == nil && !$0.paused }) else { return }
+                if queuedEnough, session.queuedFrames > 0, state.withLock({ $0.awaitingStart }) {
+                    try control.withLock { _ in
+                        guard state.withLock({ $0.jump == nil && !$0.paused }) else { return }
                         do {
                             try session.start()
                         } catch where session.isWaitingForRooms {
                             // The rooms went away before it started: paused, `resume()` starts it when one is back.
-                            state.withLockedValue { $0.paused = true; $0.awaitingStart = false }
+                            state.withLock { $0.paused = true; $0.awaitingStart = false }
                             return
                         }
-                        state.withLockedValue { $0.awaitingStart = false }
+                        state.withLock { $0.awaitingStart = false }
                         publishNowPlaying(force: true)
                     }
                 }
@@ -521,8 +521,8 @@ public final class QueuePlayer: @unchecked Sendable {
             }
             target = Target(index: target.index + 1, position: 0, kind: .natural)
         }
-        if session.hasEnded, !state.withLockedValue({ $0.stopped }) { _ = awaitInterruption() }
-        let outcome = state.withLockedValue { s -> Outcome in
+        if session.hasEnded, !state.withLock({ $0.stopped }) { _ = awaitInterruption() }
+        let outcome = state.withLock { s -> Outcome in
             if let reason = s.interruption { return .interrupted(reason) }
             return s.stopped ? .stopped : .finished
         }
@@ -534,7 +534,7 @@ public final class QueuePlayer: @unchecked Sendable {
     static let startQueue = 14_400
 
     private func takeJump() -> Target? {
-        state.withLockedValue { s in
+        state.withLock { s in
             defer { s.jump = nil }
             return s.jump
         }

@@ -1,10 +1,10 @@
 import Dispatch
 import LyreRTSP
 import LyreWire
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import NIOSSL
+import Synchronization
 
 /// The sender's end of an RTSP connection (streaming.md §1), on SwiftNIO: the same framing and
 /// `RTSPPeerHandler` as the receiver's end, so requests in both directions are numbered and matched by
@@ -27,7 +27,9 @@ final class RTSPClient: Sendable {
     let port: UInt16
     /// Where `onRequest` and `onClose` run.
     private let events: DispatchQueue
-    private let mismatch = NIOLockedValueBox(false)
+    /// Set from the TLS handshake's verify callback, which is made before `self` is: a reference it can hold.
+    private final class Flag: Sendable { let raised = Mutex(false) }
+    private let mismatch = Flag()
 
     /// TLS to a paired receiver (Protocol/pairing.md §6): the sender's context, and the key the receiver
     /// must prove it holds.
@@ -54,7 +56,7 @@ final class RTSPClient: Sendable {
                         if let tls {
                             let handler = try NIOSSLClientHandler(context: tls.context, serverHostname: nil) { certificates, promise in
                                 let proven = certificates.first.flatMap(TLSIdentity.ed25519Key(of:))
-                                if proven != tls.key { mismatch.withLockedValue { $0 = true } }
+                                if proven != tls.key { mismatch.raised.withLock { $0 = true } }
                                 promise.succeed(proven == tls.key ? .certificateVerified : .failed)
                             }
                             try channel.pipeline.syncOperations.addHandler(handler)
@@ -85,7 +87,7 @@ final class RTSPClient: Sendable {
     var isClosed: Bool { !channel.isActive }
 
     /// True when the TLS handshake failed because the receiver holds another key than the pinned one.
-    var keyMismatch: Bool { mismatch.withLockedValue { $0 } }
+    var keyMismatch: Bool { mismatch.raised.withLock { $0 } }
 
     /// The local address the connection uses: the host media and timing sockets bind on.
     var localHost: String { channel.localAddress?.hostText ?? "127.0.0.1" }

@@ -1,5 +1,5 @@
 import LyreWire
-import NIOConcurrencyHelpers
+import Synchronization
 
 /// The commands a sender accepts from its receiver, as `MPRemoteCommandCenter` on iOS: a command is enabled
 /// when it has a handler and is not disabled. The receiver is told the enabled set whenever it changes,
@@ -11,7 +11,7 @@ import NIOConcurrencyHelpers
 public final class RemoteCommandCenter: @unchecked Sendable {
     public typealias Handler = @Sendable (RemoteCommandEvent) -> RemoteCommandStatus
 
-    private let lock = NIOLock()
+    private let lock = Mutex<Void>(())
     private var handlers: [RemoteCommand: Handler] = [:]
     private var disabled: Set<RemoteCommand> = []
     private var skipInterval: Double = 15
@@ -23,57 +23,57 @@ public final class RemoteCommandCenter: @unchecked Sendable {
 
     /// Adds (or replaces) the handler for `command`, which enables it unless it was disabled.
     public func addHandler(_ command: RemoteCommand, _ handler: @escaping Handler) {
-        lock.withLock { handlers[command] = handler }
+        lock.withLock { _ in handlers[command] = handler }
         changed()
     }
 
     public func removeHandler(_ command: RemoteCommand) {
-        _ = lock.withLock { handlers.removeValue(forKey: command) }
+        _ = lock.withLock { _ in handlers.removeValue(forKey: command) }
         changed()
     }
 
     /// Enables or disables a command without removing its handler (`MPRemoteCommand.isEnabled`).
     public func setEnabled(_ command: RemoteCommand, _ enabled: Bool) {
-        lock.withLock { if enabled { disabled.remove(command) } else { disabled.insert(command) } }
+        lock.withLock { _ in if enabled { disabled.remove(command) } else { disabled.insert(command) } }
         changed()
     }
 
     /// Sets several commands' enabled state at once, so the receiver hears one update.
     public func setEnabled(_ states: [RemoteCommand: Bool]) {
-        lock.withLock {
+        lock.withLock { _ in
             for (command, enabled) in states { if enabled { disabled.remove(command) } else { disabled.insert(command) } }
         }
         changed()
     }
 
     public func isEnabled(_ command: RemoteCommand) -> Bool {
-        lock.withLock { handlers[command] != nil && !disabled.contains(command) }
+        lock.withLock { _ in handlers[command] != nil && !disabled.contains(command) }
     }
 
     /// The interval offered for `skipForward` / `skipBackward`, seconds (`preferredIntervals` on iOS).
     public var preferredSkipInterval: Double {
-        get { lock.withLock { skipInterval } }
+        get { lock.withLock { _ in skipInterval } }
         set {
-            lock.withLock { skipInterval = newValue }
+            lock.withLock { _ in skipInterval = newValue }
             changed()
         }
     }
 
     public var enabledCommands: EnabledCommands {
-        lock.withLock {
+        lock.withLock { _ in
             EnabledCommands(Set(handlers.keys).subtracting(disabled), skipInterval: skipInterval)
         }
     }
 
     /// Runs the command's handler; `.disabled` when it has none or is disabled.
     func handle(_ event: RemoteCommandEvent) -> RemoteCommandStatus {
-        let handler: Handler? = lock.withLock { disabled.contains(event.command) ? nil : handlers[event.command] }
+        let handler: Handler? = lock.withLock { _ in disabled.contains(event.command) ? nil : handlers[event.command] }
         return handler?(event) ?? .disabled
     }
 
     /// Tells the session when the enabled set really changed.
     private func changed() {
-        let (current, notify): (EnabledCommands, (@Sendable (EnabledCommands) -> Void)?) = lock.withLock {
+        let (current, notify): (EnabledCommands, (@Sendable (EnabledCommands) -> Void)?) = lock.withLock { _ in
             let current = EnabledCommands(Set(handlers.keys).subtracting(disabled), skipInterval: skipInterval)
             guard current != lastPublished, let onChange else { return (current, nil) }
             lastPublished = current
@@ -84,7 +84,7 @@ public final class RemoteCommandCenter: @unchecked Sendable {
 
     /// Sends the current set even if unchanged (when the session starts).
     func publish() {
-        let (current, notify) = lock.withLock {
+        let (current, notify) = lock.withLock { _ in
             let current = EnabledCommands(Set(handlers.keys).subtracting(disabled), skipInterval: skipInterval)
             lastPublished = current
             return (current, onChange)

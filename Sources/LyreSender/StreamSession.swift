@@ -5,9 +5,9 @@ import LyreClock
 import LyreCodec
 import LyreRTSP
 import LyreWire
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -30,7 +30,7 @@ import Glibc
 public final class StreamSession: @unchecked Sendable {
     public let configuration: StreamConfiguration
     /// The receivers' output latency, ms, from their RECORD answers (the largest, with several rooms).
-    public var outputLatencyMilliseconds: Double { lock.withLock { outputLatencies.values.max() ?? 0 } }
+    public var outputLatencyMilliseconds: Double { lock.withLock { _ in outputLatencies.values.max() ?? 0 } }
     /// The commands this sender accepts from the receivers (now-playing.md §4). Volume up and down are
     /// handled by the session, which owns the volume, unless replaced or disabled: from a room's controls
     /// they step that room.
@@ -43,8 +43,8 @@ public final class StreamSession: @unchecked Sendable {
 
     private let frameSamples: Int
     private let lead: UInt64
-    private let lock = NIOLock()
-    private let control = NIOLock()
+    private let lock = Mutex<Void>(())
+    private let control = Mutex<Void>(())
     /// The rooms, in the order they joined.
     private var links: [Link] = []
     /// Each room's volume level, dB: unclamped, so a group change keeps the rooms' balance.
@@ -123,7 +123,7 @@ public final class StreamSession: @unchecked Sendable {
             let typed = error as? LyreSenderError ?? .failed("\(error)")
             throw routes.count > 1 ? .room("\(routes[failure.offset])", typed) : typed
         }
-        lock.withLock {
+        lock.withLock { _ in
             for case .success(let link) in made { add(link) }
         }
         commandQueue.setSpecific(key: Self.onCommandQueue, value: true)
@@ -144,12 +144,12 @@ public final class StreamSession: @unchecked Sendable {
     /// Runs `body` for every element at once (each may block on a round trip), in order of the input.
     static func concurrently<T: Sendable, R: Sendable>(_ items: [T], _ body: @escaping @Sendable (T) -> R) -> [R] {
         guard items.count > 1 else { return items.map(body) }
-        let results = NIOLockedValueBox<[Int: R]>([:])
+        let results = Mutex<[Int: R]>([:])
         DispatchQueue.concurrentPerform(iterations: items.count) { i in
             let result = body(items[i])
-            results.withLockedValue { $0[i] = result }
+            results.withLock { $0[i] = result }
         }
-        return results.withLockedValue { r in items.indices.map { r[$0]! } }
+        return results.withLock { r in items.indices.map { r[$0]! } }
     }
 
     /// The payload type of FEC packets (the media's is `FrameEncoder.payloadType`).
@@ -170,14 +170,14 @@ public final class StreamSession: @unchecked Sendable {
 
     /// The stream's RTP timestamp for sender-clock time `now` on the current anchor (for sender reports).
     private func rtpTime(at now: UInt64) -> UInt32 {
-        lock.withLock { timeline.rtpTime(at: now) }
+        lock.withLock { _ in timeline.rtpTime(at: now) }
     }
 
     /// The endpoints for rooms reached from `local`, made on first use. The send socket is bound outside the
     /// lock (binding waits on the media loop, whose tasks may take it); of two rooms that make one at once,
     /// the first kept wins and the other's is closed.
     private func endpoints(for local: String) throws -> Link.LocalEndpoints {
-        if let made = try lock.withLock({ () throws -> Link.LocalEndpoints? in
+        if let made = try lock.withLock({ _ throws -> Link.LocalEndpoints? in
             if ended { throw LyreSenderError.ended }
             return endpoints[local]
         }) { return made }
@@ -195,7 +195,7 @@ public final class StreamSession: @unchecked Sendable {
             throw error
         }
         let made = Link.LocalEndpoints(timing: responder, sender: sender)
-        let kept = lock.withLock { () -> Link.LocalEndpoints? in
+        let kept = lock.withLock { _ -> Link.LocalEndpoints? in
             if ended { return nil }
             if let earlier = endpoints[local] { return earlier }
             endpoints[local] = made
@@ -211,7 +211,7 @@ public final class StreamSession: @unchecked Sendable {
 
     /// Ends the timing responders' threads and closes the send sockets, once the playback has ended.
     private func closeEndpoints() {
-        let all = lock.withLock { () -> [Link.LocalEndpoints] in
+        let all = lock.withLock { _ -> [Link.LocalEndpoints] in
             defer { endpoints.removeAll() }
             timingDroppedByClosed += endpoints.values.reduce(0) { $0 + $1.timing.droppedCount }
             return Array(endpoints.values)
@@ -225,7 +225,7 @@ public final class StreamSession: @unchecked Sendable {
     /// The packet with RTP sequence number `sequence` among those sent and kept (the latency and the lead
     /// and a few frames more: everything a receiver can still play), for a receiver that asks for it again.
     private func keptPacket(_ sequence: UInt16) -> [UInt8]? {
-        lock.withLock { timeline.keptPacket(sequence) }
+        lock.withLock { _ in timeline.keptPacket(sequence) }
     }
 
     /// Call with `lock` held. While playing, the room gets at once the packets already sent that are not
@@ -240,7 +240,7 @@ public final class StreamSession: @unchecked Sendable {
     // MARK: rooms
 
     /// The rooms playing now, in the order they joined.
-    public var routes: [OutputRoute] { lock.withLock { links.map(\.route) } }
+    public var routes: [OutputRoute] { lock.withLock { _ in links.map(\.route) } }
 
     /// True when `route`'s session is paired, so its control, metadata and artwork go over TLS and its audio
     /// is SRTP; false when it runs in plain RTSP and RTP, which the user is told (pairing.md §6).
@@ -252,13 +252,13 @@ public final class StreamSession: @unchecked Sendable {
     /// Observes each room's changes: joins, and rooms lost, taken over or removed. The playback goes on
     /// while any room is left.
     public func observeRoomChanges(_ handler: @escaping @Sendable (RoomChange) -> Void) {
-        lock.withLock { roomHandlers.append(handler) }
+        lock.withLock { _ in roomHandlers.append(handler) }
     }
 
     /// `handler` gets the playback's volume (``volume``, dB) whenever a receiver's controls change it (volume
     /// up or down at the receiver), on the session's command thread; an app's own slider follows it.
     public func observeVolume(_ handler: @escaping @Sendable (Double) -> Void) {
-        lock.withLock { volumeHandlers.append(handler) }
+        lock.withLock { _ in volumeHandlers.append(handler) }
     }
 
     /// Adds a room while the playback runs. It is set up at once, gets the audio from now on with the
@@ -268,13 +268,13 @@ public final class StreamSession: @unchecked Sendable {
     @discardableResult
     public func addRoute(_ route: OutputRoute) throws -> OutputRoute {
         guard !hasEnded else { throw LyreSenderError.ended }
-        guard !lock.withLock({ links.contains { $0.route.host == route.host && $0.route.port == route.port } }) else {
+        guard !lock.withLock({ _ in links.contains { $0.route.host == route.host && $0.route.port == route.port } }) else {
             throw LyreSenderError.rooms("\(route) is already playing")
         }
         let link = try connect(route)
-        try control.withLock {
+        try control.withLock { _ in
             let id = ObjectIdentifier(link)
-            let (isRunning, anchor, start, info, artwork, enabled) = lock.withLock {
+            let (isRunning, anchor, start, info, artwork, enabled) = lock.withLock { _ in
                 add(link)
                 if timeline.running { joining.insert(id) }
                 return (timeline.running, timeline.anchor, timeline.startAt, lastNowPlaying, lastArtwork, lastEnabled)
@@ -295,7 +295,7 @@ public final class StreamSession: @unchecked Sendable {
                 throw error
             }
         }
-        notifyRoom(RoomChange(route: route, kind: .joined, remaining: lock.withLock { links.count }))
+        notifyRoom(RoomChange(route: route, kind: .joined, remaining: lock.withLock { _ in links.count }))
         var joined = route
         joined.id = link.receiverID
         return joined
@@ -303,7 +303,7 @@ public final class StreamSession: @unchecked Sendable {
 
     /// Removes a room (TEARDOWN); the others play on. The last room cannot be removed: stop the playback.
     public func removeRoute(named name: String) throws {
-        let link: Link = try lock.withLock {
+        let link: Link = try lock.withLock { _ in
             guard let link = links.first(where: { $0.route.isNamed(name) }) else {
                 throw LyreSenderError.rooms("no room '\(name)' in this playback")
             }
@@ -314,26 +314,26 @@ public final class StreamSession: @unchecked Sendable {
         }
         guard detach(link) else { return }
         link.close(teardown: true)
-        notifyRoom(RoomChange(route: link.route, kind: .left(nil), remaining: lock.withLock { links.count }))
+        notifyRoom(RoomChange(route: link.route, kind: .left(nil), remaining: lock.withLock { _ in links.count }))
     }
 
     /// Each room's link quality from its receiver's last report, without asking (for a status line).
     public var linkQualities: [(route: OutputRoute, quality: LinkQuality)] {
-        lock.withLock { links.compactMap { link in link.feedback.quality.map { (link.route, $0) } } }
+        lock.withLock { _ in links.compactMap { link in link.feedback.quality.map { (link.route, $0) } } }
     }
 
     /// Timing requests this sender's responders dropped, as they did not verify (pairing.md §6.4: the
     /// responder's own count), on every local address the playback used.
     public var timingRequestsDropped: Int {
-        lock.withLock { endpoints.values.reduce(timingDroppedByClosed) { $0 + $1.timing.droppedCount } }
+        lock.withLock { _ in endpoints.values.reduce(timingDroppedByClosed) { $0 + $1.timing.droppedCount } }
     }
 
     /// Frames the encoder failed on, which were not sent (each failure is logged, the first with its reason).
-    public var framesNotSent: Int { lock.withLock { framesNotEncoded } }
+    public var framesNotSent: Int { lock.withLock { _ in framesNotEncoded } }
 
     /// Updates whose failure stops nothing (now playing, cover, enabled commands, the room list, the keep-alive
     /// while paused) that a room refused or did not answer; each is logged (notice) with its reason.
-    public var updatesFailed: Int { lock.withLock { updatesNotSent } }
+    public var updatesFailed: Int { lock.withLock { _ in updatesNotSent } }
 
     /// Runs an update whose failure stops nothing: a failure is counted (`updatesFailed`) and logged, not
     /// thrown. A room whose connection failed has left the playback by then (`broadcast`).
@@ -341,14 +341,14 @@ public final class StreamSession: @unchecked Sendable {
         do {
             try update()
         } catch {
-            let count = lock.withLock { updatesNotSent += 1; return updatesNotSent }
+            let count = lock.withLock { _ in updatesNotSent += 1; return updatesNotSent }
             Self.logger.notice("\(what) was not sent (\(count) updates so far): \(error)")
         }
     }
 
     /// Each room's state, volume, latencies and the receiver's link statistics (asked now, at once).
     public func rooms() -> [RoomReport] {
-        let current = lock.withLock { links }
+        let current = lock.withLock { _ in links }
         let statistics = Self.concurrently(current) { link -> [String: String]? in
             guard let reply = try? link.request("GET_PARAMETER", headers: [("Content-Type", "text/parameters")], body: Array("stats\r\n".utf8), timeout: 2)
             else { return nil }
@@ -358,7 +358,7 @@ public final class StreamSession: @unchecked Sendable {
                 return kv.count == 2 ? (String(kv[0]), String(kv[1])) : nil
             }, uniquingKeysWith: { $1 })
         }
-        return lock.withLock {
+        return lock.withLock { _ in
             zip(current, statistics).map { link, stats in
                 let id = ObjectIdentifier(link)
                 return RoomReport(
@@ -374,7 +374,7 @@ public final class StreamSession: @unchecked Sendable {
     /// Takes a link out of the playback; false when it was already out. Call without `lock`.
     @discardableResult
     private func detach(_ link: Link) -> Bool {
-        lock.withLock {
+        lock.withLock { _ in
             guard let index = links.firstIndex(where: { $0 === link }) else { return false }
             links.remove(at: index)
             let id = ObjectIdentifier(link)
@@ -387,7 +387,7 @@ public final class StreamSession: @unchecked Sendable {
     }
 
     private func notifyRoom(_ change: RoomChange) {
-        for handler in lock.withLock({ roomHandlers }) { handler(change) }
+        for handler in lock.withLock({ _ in roomHandlers }) { handler(change) }
         commandQueue.async { [weak self] in self?.sendRooms() }
     }
 
@@ -395,7 +395,7 @@ public final class StreamSession: @unchecked Sendable {
     /// shows its group; on the command queue, off the thread that saw the change. A single room from the
     /// start is told nothing.
     private func sendRooms() {
-        let names: [String]? = lock.withLock {
+        let names: [String]? = lock.withLock { _ in
             guard !ended, links.count > 1 || toldRooms else { return nil }
             toldRooms = true
             return links.map { RoomList.printable($0.route.name) }
@@ -407,7 +407,7 @@ public final class StreamSession: @unchecked Sendable {
 
     private func recordAnswered(_ link: Link, _ reply: RTSPMessage) {
         let id = ObjectIdentifier(link)
-        lock.withLock {
+        lock.withLock { _ in
             joining.remove(id)
             let answer = RecordAnswer.read(reply)
             outputLatencies[id] = answer.outputLatencyMilliseconds
@@ -422,8 +422,8 @@ public final class StreamSession: @unchecked Sendable {
                            _ request: @escaping @Sendable (Link) -> (headers: [(String, String)], body: [UInt8]))
         throws -> [(Link, RTSPMessage)]
     {
-        let targets = lock.withLock { links }
-        lock.withLock { lastRequest = HostClock.now() }
+        let targets = lock.withLock { _ in links }
+        lock.withLock { _ in lastRequest = HostClock.now() }
         let results = Self.concurrently(targets) { link -> Result<RTSPMessage, RTSPClient.Failure> in
             let (headers, body) = request(link)
             return Result { () throws(RTSPClient.Failure) in try link.request(method, headers: headers, body: body, what: what) }
@@ -454,15 +454,15 @@ public final class StreamSession: @unchecked Sendable {
     /// audio's length past what it starts with: the anchor is that much earlier, what is overdue is sent at
     /// once, and every sample plays as long after it was recorded as the rest, none dropped to catch up.
     public func start(startDelay: UInt64 = 20_000_000, backdate: UInt64 = 0) throws {
-        try control.withLock {
+        try control.withLock { _ in
             // Waiting for a lost room (`waitsForLostRooms`): nothing would hear it, so the position stays.
-            guard !lock.withLock({ links.isEmpty }) else { throw LyreSenderError.rooms("no room is left to play on") }
-            let (anchor, seq, start) = lock.withLock { timeline.anchor(at: HostClock.now(), startDelay: startDelay, backdate: backdate) }
+            guard !lock.withLock({ _ in links.isEmpty }) else { throw LyreSenderError.rooms("no room is left to play on") }
+            let (anchor, seq, start) = lock.withLock { _ in timeline.anchor(at: HostClock.now(), startDelay: startDelay, backdate: backdate) }
             let headers = RecordRequest(anchor: anchor, info: RTPInfo(sequence: seq, rtpTime: anchor.rtpTime), startAt: start).headers
             let answers = try broadcast("RECORD", { _ in (headers, []) })
             for (link, reply) in answers { recordAnswered(link, reply) }
             let echoed = answers.allSatisfy { RecordAnswer.read($0.1).startAt == start }
-            lock.withLock { timeline.began(echoedStart: echoed) }
+            lock.withLock { _ in timeline.began(echoedStart: echoed) }
             pacerWake.signal()
         }
     }
@@ -471,8 +471,8 @@ public final class StreamSession: @unchecked Sendable {
     /// the receivers' outputs stopped (`Lyre-Stopped-At` in FLUSH's answer, streaming.md §3; else from the
     /// frame due now), so `start()` resumes exactly: no sample lost, none played twice.
     public func pause() throws {
-        try control.withLock {
-            let (seq, rtp, estimate) = lock.withLock { timeline.pause(at: HostClock.now()) }
+        try control.withLock { _ in
+            let (seq, rtp, estimate) = lock.withLock { _ in timeline.pause(at: HostClock.now()) }
             wakePacerForAudio()
             wakeQueueWaiters()
             let headers = FlushTerms.request(next: RTPInfo(sequence: seq, rtpTime: rtp))
@@ -480,7 +480,7 @@ public final class StreamSession: @unchecked Sendable {
             defer {
                 // The rooms stopped at slightly different samples: resume from the earliest, so none skips audio.
                 let stops = answers.compactMap { FlushTerms.stoppedAt($0.1) }
-                lock.withLock { timeline.takeBack(from: stops.min { Int32(bitPattern: $0 &- $1) < 0 } ?? estimate) }
+                lock.withLock { _ in timeline.takeBack(from: stops.min { Int32(bitPattern: $0 &- $1) < 0 } ?? estimate) }
             }
             answers = try broadcast("FLUSH") { _ in (headers, []) }
         }
@@ -489,7 +489,7 @@ public final class StreamSession: @unchecked Sendable {
 
     /// Drops queued audio (for a seek: pause, drop, enqueue from the new position, start).
     public func dropQueued() {
-        lock.withLock { timeline.dropQueued() }
+        lock.withLock { _ in timeline.dropQueued() }
         wakeQueueWaiters()
     }
 
@@ -500,12 +500,12 @@ public final class StreamSession: @unchecked Sendable {
 
     /// The group volume (dB, RAOP scale: −30…0, −144 = mute): the loudest room's, as AirPlay's group
     /// slider shows it. With one room, that room's volume.
-    public var volume: Double { lock.withLock { levels.values.map(Self.effective).max() ?? -144 } }
+    public var volume: Double { lock.withLock { _ in levels.values.map(Self.effective).max() ?? -144 } }
 
     /// Sets the group volume: every room moves by the same number of dB, so their balance is kept (AirPlay's
     /// group slider scales every room). With one room, sets its volume.
     public func setVolume(_ db: Double) throws {
-        let targets = lock.withLock { () -> [ObjectIdentifier: Double] in
+        let targets = lock.withLock { _ -> [ObjectIdentifier: Double] in
             let top = levels.values.max() ?? 0
             // Mute is a level far below −30, so unmuting brings every room back where it was.
             let delta = db <= -144 ? -200 - max(top, -30) : db - max(top, -30)
@@ -519,7 +519,7 @@ public final class StreamSession: @unchecked Sendable {
 
     /// Sets one room's volume (dB, RAOP scale).
     public func setVolume(_ db: Double, room name: String) throws {
-        guard let link = lock.withLock({ links.first { $0.route.isNamed(name) } }) else {
+        guard let link = lock.withLock({ _ in links.first { $0.route.isNamed(name) } }) else {
             throw LyreSenderError.rooms("no room '\(name)' in this playback")
         }
         try setLevel(db, of: link)
@@ -528,14 +528,14 @@ public final class StreamSession: @unchecked Sendable {
     private func setLevel(_ level: Double, of link: Link) throws {
         try link.request("SET_PARAMETER", headers: [("Content-Type", "text/parameters")],
                          body: Array("volume: \(Self.effective(level))\r\n".utf8), what: "volume SET_PARAMETER")
-        lock.withLock { if levels[ObjectIdentifier(link)] != nil { levels[ObjectIdentifier(link)] = level } }
+        lock.withLock { _ in if levels[ObjectIdentifier(link)] != nil { levels[ObjectIdentifier(link)] = level } }
     }
 
     /// One step up or down, 1/16 of the range as iOS volume buttons; below −30 dB is mute. From a room's
     /// controls the step moves that room; otherwise the group.
     private func stepVolume(up: Bool) -> RemoteCommandStatus {
         let origin = commandOrigin
-        let current = origin.flatMap { link in lock.withLock { levels[ObjectIdentifier(link)] } }.map(Self.effective) ?? volume
+        let current = origin.flatMap { link in lock.withLock { _ in levels[ObjectIdentifier(link)] } }.map(Self.effective) ?? volume
         return applyVolume(from: origin, Self.stepped(current, up: up))
     }
 
@@ -551,7 +551,7 @@ public final class StreamSession: @unchecked Sendable {
     private func applyVolume(from origin: Link?, _ db: Double) -> RemoteCommandStatus {
         do {
             if let origin { try setLevel(db, of: origin) } else { try setVolume(db) }
-            let (handlers, now) = (lock.withLock { volumeHandlers }, volume)
+            let (handlers, now) = (lock.withLock { _ in volumeHandlers }, volume)
             for handler in handlers { handler(now) }
             return .success
         } catch {
@@ -565,20 +565,20 @@ public final class StreamSession: @unchecked Sendable {
     /// changes, on a seek and on a track change; the receivers extrapolate the position in between.
     public func setNowPlaying(_ info: NowPlayingInfo) throws {
         try info.validate()
-        lock.withLock { lastNowPlaying = info }
+        lock.withLock { _ in lastNowPlaying = info }
         let body = info.serialized()
         _ = try broadcast("SET_PARAMETER", what: "now-playing SET_PARAMETER") { _ in ([("Content-Type", "application/json")], body) }
     }
 
     /// Sets the cover art shown with the now-playing info; nil clears it.
     public func setArtwork(_ artwork: Artwork?) throws {
-        lock.withLock { lastArtwork = artwork }
+        lock.withLock { _ in lastArtwork = artwork }
         let headers = [("Content-Type", artwork?.type.rawValue ?? "image/jpeg")]
         _ = try broadcast("SET_PARAMETER", what: "artwork SET_PARAMETER") { _ in (headers, artwork?.bytes ?? []) }
     }
 
     private func sendEnabledCommands(_ enabled: EnabledCommands) {
-        guard !lock.withLock({ lastEnabled = enabled; return ended }) else { return }
+        guard !lock.withLock({ _ in lastEnabled = enabled; return ended }) else { return }
         let body = Array(enabled.parameters.serialized.utf8)
         bestEffort("the enabled commands") { _ = try broadcast("SET_PARAMETER") { _ in ([("Content-Type", "text/parameters")], body) } }
     }
@@ -586,16 +586,16 @@ public final class StreamSession: @unchecked Sendable {
     // MARK: content positions
 
     /// Frames (48 kHz) enqueued so far, less what `dropQueued` dropped: the index the next enqueued frame gets.
-    public var enqueuedFrames: UInt64 { lock.withLock { timeline.contentEnqueued } }
+    public var enqueuedFrames: UInt64 { lock.withLock { _ in timeline.contentEnqueued } }
 
     /// How many enqueued frames have played by sender-clock time `now`.
     public func playedFrames(at now: UInt64 = HostClock.now()) -> UInt64 {
-        lock.withLock { timeline.playedFrames(at: now) }
+        lock.withLock { _ in timeline.playedFrames(at: now) }
     }
 
     /// Sender-clock time at which enqueued frame `frame` plays, while playing; nil while paused.
     public func playTime(ofFrame frame: UInt64) -> UInt64? {
-        lock.withLock { timeline.playTime(ofFrame: frame) }
+        lock.withLock { _ in timeline.playTime(ofFrame: frame) }
     }
 
     /// Queues audio: 48 kHz interleaved stereo float. Blocks while more than a second is queued; returns
@@ -603,27 +603,27 @@ public final class StreamSession: @unchecked Sendable {
     @discardableResult
     public func enqueue(_ pcm: [Float]) -> Bool {
         guard waitForQueue(below: 96000, whilePaused: true) else { return false }
-        lock.withLock { timeline.enqueue(pcm) }
+        lock.withLock { _ in timeline.enqueue(pcm) }
         wakePacerForAudio()
         return true
     }
 
     private func wakePacerForAudio() {
-        if lock.withLock({ () -> Bool in defer { pacerWaitsForAudio = false }; return pacerWaitsForAudio }) { audioWake.signal() }
+        if lock.withLock({ _ -> Bool in defer { pacerWaitsForAudio = false }; return pacerWaitsForAudio }) { audioWake.signal() }
     }
 
     /// The app has no more audio for now (the end of a queue): a last part shorter than a packet is padded
     /// with silence to a whole one, so that it is sent and `playedFrames` reaches `enqueuedFrames`. Until
     /// then a part packet waits in the queue for the audio that completes it.
     public func padToPacket() {
-        lock.withLock { timeline.padToPacket() }
+        lock.withLock { _ in timeline.padToPacket() }
     }
 
     /// Waits, on the pacer's signal, until fewer than `samples` are queued (and, when `flushed`, the encoder's
     /// tail has been sent too); false when the session ended (or, unless `whilePaused`, stopped running) first.
     private func waitForQueue(below samples: Int, whilePaused: Bool, flushed: Bool = false) -> Bool {
         while true {
-            let state = lock.withLock { () -> Bool? in
+            let state = lock.withLock { _ -> Bool? in
                 if ended || (!whilePaused && !timeline.running) { return false }
                 if timeline.queuedSamples < samples, !flushed || !timeline.holdsUnflushedTail { return true }
                 queueWaiters += 1
@@ -633,12 +633,12 @@ public final class StreamSession: @unchecked Sendable {
             // Signalled after each change of what is checked above: the pacer takes a frame, the queue is
             // dropped, the session pauses, loses its last room or ends. A signal given before this wait counts.
             queueWake.wait()
-            lock.withLock { queueWaiters -= 1 }
+            lock.withLock { _ in queueWaiters -= 1 }
         }
     }
 
     private func wakeQueueWaiters() {
-        let (waiters, notice) = lock.withLock { () -> (Int, (@Sendable () -> Void)?) in
+        let (waiters, notice) = lock.withLock { _ -> (Int, (@Sendable () -> Void)?) in
             guard let notice = drainNotice, ended || timeline.queuedSamples / 2 < notice.frames else { return (queueWaiters, nil) }
             drainNotice = nil
             return (queueWaiters, notice.handler)
@@ -652,7 +652,7 @@ public final class StreamSession: @unchecked Sendable {
     /// block in `enqueue` (it also watches for commands) waits on this instead of polling. A newer call
     /// replaces one not yet answered.
     public func whenQueued(below frames: Int, _ handler: @escaping @Sendable () -> Void) {
-        let now = lock.withLock { () -> Bool in
+        let now = lock.withLock { _ -> Bool in
             if ended || timeline.queuedSamples / 2 < frames { return true }
             drainNotice = (frames, handler)
             return false
@@ -661,30 +661,30 @@ public final class StreamSession: @unchecked Sendable {
     }
 
     /// Frames (48 kHz) queued and not yet sent.
-    public var queuedFrames: Int { lock.withLock { timeline.queuedSamples / 2 } }
+    public var queuedFrames: Int { lock.withLock { _ in timeline.queuedSamples / 2 } }
 
     /// The session is over: closed, or every room went away or was taken over.
-    public var hasEnded: Bool { lock.withLock { ended } }
+    public var hasEnded: Bool { lock.withLock { _ in ended } }
 
     /// Every room went away by itself and the playback waits, paused, for one to come back
     /// (``StreamConfiguration/waitsForLostRooms``).
-    public var isWaitingForRooms: Bool { lock.withLock { !ended && links.isEmpty } }
+    public var isWaitingForRooms: Bool { lock.withLock { _ in !ended && links.isEmpty } }
 
     /// Why the last room went away, once it has (what `onRouteChange` was told).
-    public var routeChangeReason: OutputRouteChangeReason? { lock.withLock { lostRoute } }
+    public var routeChangeReason: OutputRouteChangeReason? { lock.withLock { _ in lostRoute } }
 
     /// Sender-clock time at which what has been sent so far will have played.
     public var sentUntil: UInt64 {
-        lock.withLock { timeline.sentUntil }
+        lock.withLock { _ in timeline.sentUntil }
     }
 
     /// Sends what is queued, waits until it has played, then TEARDOWN and close.
     public func finish() {
-        lock.withLock { finishing = true }
+        lock.withLock { _ in finishing = true }
         wakePacerForAudio()
         _ = waitForQueue(below: 1, whilePaused: false, flushed: true)
         let until = sentUntil
-        if lock.withLock({ timeline.running && !ended }) { HostClock.sleep(until: until + 20_000_000) }
+        if lock.withLock({ _ in timeline.running && !ended }) { HostClock.sleep(until: until + 20_000_000) }
         close()
     }
 
@@ -693,7 +693,7 @@ public final class StreamSession: @unchecked Sendable {
         // A command being handled (a room's remote `stop`, which ends the playback) is answered before the
         // TEARDOWN: the receiver that relayed it would otherwise lose the answer with its session.
         if DispatchQueue.getSpecific(key: Self.onCommandQueue) == nil { commandQueue.sync {} }
-        let closing = lock.withLock { () -> [Link] in
+        let closing = lock.withLock { _ -> [Link] in
             defer { ended = true; timeline.end(); routeChangeSent = true; links.removeAll() }
             return ended ? [] : links
         }
@@ -733,7 +733,7 @@ public final class StreamSession: @unchecked Sendable {
     /// own). Called at once if it is already gone. With `waitsForLostRooms` it is called each time the last
     /// room goes away by itself, and the playback waits paused instead of ending.
     func observeRouteChange(_ handler: @escaping @Sendable (OutputRouteChangeReason) -> Void) {
-        let lost: OutputRouteChangeReason? = lock.withLock {
+        let lost: OutputRouteChangeReason? = lock.withLock { _ in
             if lostRoute == nil { routeChangeHandlers.append(handler) }
             return lostRoute
         }
@@ -744,9 +744,9 @@ public final class StreamSession: @unchecked Sendable {
     /// `waitsForLostRooms` pauses to wait for one.
     /// `stoppedAt`: where the room's output stopped, when its receiver said (`Lyre-Stopped-At`).
     private func linkLost(_ link: Link, reason: OutputRouteChangeReason, stoppedAt: UInt32? = nil) {
-        guard !lock.withLock({ ended }), detach(link) else { return }
+        guard !lock.withLock({ _ in ended }), detach(link) else { return }
         link.close(teardown: false)
-        let (remaining, handlers) = lock.withLock { () -> (Int, [@Sendable (OutputRouteChangeReason) -> Void]) in
+        let (remaining, handlers) = lock.withLock { _ -> (Int, [@Sendable (OutputRouteChangeReason) -> Void]) in
             guard links.isEmpty else { return (links.count, []) }
             if configuration.waitsForLostRooms, reason == .oldDeviceUnavailable {
                 // Paused where the room's output stopped, when its receiver said, else where it was due.
@@ -780,7 +780,7 @@ public final class StreamSession: @unchecked Sendable {
     private func pace() {
         do {
             var encoder = try FrameEncoder(bitrate: configuration.bitrate, frameSamples: frameSamples, ssrc: ssrc)
-            lock.withLock { timeline.encoderDelay = encoder.lookahead }
+            lock.withLock { _ in timeline.encoderDelay = encoder.lookahead }
             pace(with: &encoder)
         } catch {
             Self.logger.error("the playback ends: cannot make its Opus encoder: \(error)")
@@ -794,12 +794,12 @@ public final class StreamSession: @unchecked Sendable {
         var fec = configuration.fecRow.map { FECEncoder(row: $0, payloadType: Self.fecPayloadType, ssrc: ssrc ^ 0x5A5A_5A5A) }
         var sentLastSlot = false
         while true {
-            let step = lock.withLock { (ended: ended, running: timeline.running, due: timeline.nextDue) }
+            let step = lock.withLock { _ in (ended: ended, running: timeline.running, due: timeline.nextDue) }
             if step.ended { break }
             if !step.running {
                 // Paused: sleep until started or ended, and keep the sessions alive (streaming.md §7).
                 if pacerWake.wait(timeout: .now() + .seconds(4)) == .timedOut, !hasEnded,
-                    HostClock.now() - lock.withLock({ lastRequest }) > 4_000_000_000
+                    HostClock.now() - lock.withLock({ _ in lastRequest }) > 4_000_000_000
                 {
                     bestEffort("the keep-alive") { _ = try broadcast("GET_PARAMETER") { _ in ([], []) } }
                 }
@@ -809,28 +809,28 @@ public final class StreamSession: @unchecked Sendable {
             if lateAudioWait > 0 {
                 // A live source's audio is late: its frame goes when it comes, while it can still play in time.
                 let deadline = (step.due > lead ? step.due - lead : 0) + lateAudioWait
-                while lock.withLock({ () -> Bool in
+                while lock.withLock({ _ -> Bool in
                     let late = !ended && timeline.awaitsAudio(finishing: finishing)
                     pacerWaitsForAudio = late
                     return late
                 }), HostClock.now() < deadline {
                     _ = audioWake.wait(timeout: .now() + .nanoseconds(Int(deadline - min(deadline, HostClock.now()))))
                 }
-                lock.withLock { pacerWaitsForAudio = false }
+                lock.withLock { _ in pacerWaitsForAudio = false }
             }
-            let frame = lock.withLock { timeline.nextSlot(finishing: finishing) }
+            let frame = lock.withLock { _ in timeline.nextSlot(finishing: finishing) }
             wakeQueueWaiters()
             guard let frame, let pcm = frame.pcm else {
                 // The first slot with nothing to send after a packet (the stream's end, or the app's audio ran
                 // dry): the reports go at once, so that a receiver that lost the last packets asks for them (§4.1).
-                if frame != nil, sentLastSlot { for link in lock.withLock({ links }) { link.reportNow() } }
+                if frame != nil, sentLastSlot { for link in lock.withLock({ _ in links }) { link.reportNow() } }
                 sentLastSlot = false
                 continue
             }
             sentLastSlot = true
             // One encode, the same packet to every room.
             guard let packet = encoder.packet(for: frame, pcm) else {
-                lock.withLock { framesNotEncoded = encoder.failures }
+                lock.withLock { _ in framesNotEncoded = encoder.failures }
                 // The first failure says why; a broken encoder would say it every frame.
                 if encoder.failures == 1 || encoder.failures % 1000 == 0 {
                     Self.logger.warning("a frame was not sent (\(encoder.failures) so far): \(encoder.lastFailure.map { "\($0)" } ?? "")")
@@ -840,7 +840,7 @@ public final class StreamSession: @unchecked Sendable {
             let bytes = packet.serialized()
             // Kept and sent under one lock: a room joining now gets this packet exactly once, either
             // among the packets `add` sends it or from here.
-            lock.withLock {
+            lock.withLock { _ in
                 // Paused meanwhile: its audio was taken back.
                 guard timeline.sent(bytes, for: frame) else { return }
                 Link.send(bytes, parity: fec?.add(packet), to: links)

@@ -1,7 +1,7 @@
 import Foundation
 import LyreClock
 import LyreWire
-import NIOConcurrencyHelpers
+import Synchronization
 
 /// Answers receivers' timing requests with the sender's clock (streaming.md §5), on its own thread: one
 /// responder per playback and local address, for all of its rooms (each room is admitted by its address
@@ -17,7 +17,7 @@ import NIOConcurrencyHelpers
 final class TimingResponder: @unchecked Sendable {
     let port: UInt16
     private let socket: TimingSocket
-    private let state = NIOLockedValueBox(State())
+    private let state = Mutex(State())
 
     private struct State {
         var stopped = false
@@ -45,7 +45,7 @@ final class TimingResponder: @unchecked Sendable {
     /// Answers `peer` from now on; with `authenticator`, only its requests whose tag verifies, with tagged
     /// replies (pairing.md §6.4).
     func admit(peer: String, authenticator: TimingAuthenticator?) -> Admission {
-        state.withLockedValue { s in
+        state.withLock { s in
             s.nextToken += 1
             s.peers[peer, default: [:]][s.nextToken] = authenticator
             return Admission(peer: peer, token: s.nextToken)
@@ -53,24 +53,24 @@ final class TimingResponder: @unchecked Sendable {
     }
 
     func dismiss(_ admission: Admission) {
-        state.withLockedValue { s in
+        state.withLock { s in
             s.peers[admission.peer]?[admission.token] = nil
             if s.peers[admission.peer]?.isEmpty == true { s.peers[admission.peer] = nil }
         }
     }
 
-    var droppedCount: Int { state.withLockedValue { $0.dropped } }
+    var droppedCount: Int { state.withLock { $0.dropped } }
 
     /// Ends the thread at once; the socket closes with the responder.
     func close() {
-        state.withLockedValue { $0.stopped = true }
+        state.withLock { $0.stopped = true }
         socket.shutdown()
     }
 
     private func loop() {
-        while !state.withLockedValue({ $0.stopped }) {
+        while !state.withLock({ $0.stopped }) {
             guard let datagram = socket.receive(timeoutMilliseconds: -1) else { continue }
-            let keys = state.withLockedValue { s in s.peers[datagram.host].map { Array($0.values) } ?? [] }
+            let keys = state.withLock { s in s.peers[datagram.host].map { Array($0.values) } ?? [] }
             // A tagged request opens under one of its address's keys; a plain one is answered only when a
             // room at that address has no key.
             var request: (packet: TimingPacket, key: TimingAuthenticator?)?
@@ -82,7 +82,7 @@ final class TimingResponder: @unchecked Sendable {
                 if key != nil { break }
             }
             guard let request else {
-                state.withLockedValue { $0.dropped += 1 }
+                state.withLock { $0.dropped += 1 }
                 continue
             }
             var reply = TimingPacket(kind: .response, sequence: request.packet.sequence, t1: request.packet.t1, t2: datagram.arrival)

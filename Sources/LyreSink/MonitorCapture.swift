@@ -2,7 +2,7 @@ import CPulse
 import Foundation
 import Logging
 import LyreSender
-import NIOConcurrencyHelpers
+import Synchronization
 
 /// Records one Lyre output's monitor for as long as the output exists, and hands what it records to the
 /// receiver's session while one is attached.
@@ -35,15 +35,15 @@ public final class MonitorCapture: @unchecked Sendable {
         var drain: (remaining: Int, then: @Sendable (StreamSession?) -> Void)?
     }
 
-    private let state = NIOLockedValueBox(State())
-    private let gainBox = NIOLockedValueBox<Float>(1)
+    private let state = Mutex(State())
+    private let gainBox = Mutex<Float>(1)
 
     /// What each block recorded is multiplied by before a session gets it (`SinkRouter.captureGain`: the
     /// slider undone where the server applied it and it is the receiver's to apply). It takes effect from the
     /// next block read, so a slider move is a step, tens of ms from when the server applied it.
     public var gain: Float {
-        get { gainBox.withLockedValue { $0 } }
-        set { gainBox.withLockedValue { $0 = newValue } }
+        get { gainBox.withLock { $0 } }
+        set { gainBox.withLock { $0 = newValue } }
     }
     private let capture: OpaquePointer
     private let logger: Logger
@@ -79,7 +79,7 @@ public final class MonitorCapture: @unchecked Sendable {
     public func beginSession() {
         // An app that starts while the last one's end drains: that session is finished as it is.
         handOverDrain()
-        state.withLockedValue { s in
+        state.withLock { s in
             s.connecting = true
             if s.backlog.count > Self.prerollFrames * 2 { s.backlog.removeFirst(s.backlog.count - Self.prerollFrames * 2) }
         }
@@ -96,7 +96,7 @@ public final class MonitorCapture: @unchecked Sendable {
     /// rest: nothing is lost and nothing delayed. Only what is more than half the latency old, which could no
     /// longer reach the receiver in time, is dropped.
     public func attach(_ session: StreamSession, configuration: StreamConfiguration, onEnded: @escaping @Sendable (String) -> Void) {
-        state.withLockedValue { s in
+        state.withLock { s in
             s.session = session
             s.onEnded = onEnded
             s.started = false
@@ -108,7 +108,7 @@ public final class MonitorCapture: @unchecked Sendable {
 
     /// Stops handing audio to the session (or keeping it for one); returns the session.
     public func detach() -> StreamSession? {
-        state.withLockedValue { s in
+        state.withLock { s in
             defer { s = State(stopped: s.stopped) }
             return s.session
         }
@@ -124,7 +124,7 @@ public final class MonitorCapture: @unchecked Sendable {
     /// Taking the session at once cut the end of the stream (SinkTests: 1.4 dB over its last 20 ms).
     /// `then` gets nil when no session was attached (it was still connecting).
     public func finish(then: @escaping @Sendable (StreamSession?) -> Void) {
-        let now = state.withLockedValue { s -> Bool in
+        let now = state.withLock { s -> Bool in
             guard s.session != nil, !s.stopped else { return true }
             s.drain = (Self.drainFrames * 2, then)
             return false
@@ -140,14 +140,14 @@ public final class MonitorCapture: @unchecked Sendable {
     /// The reader ends on its next block, or when the caller unloads the sink and the server ends the
     /// recording.
     public func stop() {
-        state.withLockedValue { $0.stopped = true }
+        state.withLock { $0.stopped = true }
         // A session still draining is handed over as it is.
         handOverDrain()
     }
 
     /// Ends a drain (`finish`) where it stands: the capture lets go of the session and its `then` gets it.
     private func handOverDrain() {
-        let drained = state.withLockedValue { s -> ((@Sendable (StreamSession?) -> Void), StreamSession?)? in
+        let drained = state.withLock { s -> ((@Sendable (StreamSession?) -> Void), StreamSession?)? in
             guard let drain = s.drain else { return nil }
             defer { s = State(stopped: s.stopped) }
             return (drain.then, s.session)
@@ -158,20 +158,20 @@ public final class MonitorCapture: @unchecked Sendable {
     private func read() {
         var block = [Float](repeating: 0, count: Self.blockFrames * 2)
         var status: Int32 = 0
-        while !state.withLockedValue({ $0.stopped }) {
+        while !state.withLock({ $0.stopped }) {
             let read = block.withUnsafeMutableBytes { pa_simple_read(capture, $0.baseAddress, $0.count, &status) }
             guard read >= 0 else {
                 // Stopped: the sink went, and its recording with it.
-                if state.withLockedValue({ $0.stopped }) { return }
+                if state.withLock({ $0.stopped }) { return }
                 logger.error("recording \(monitor) stopped: \(String(cString: pa_strerror(status)))")
-                let ended = state.withLockedValue { s in defer { s.session = nil }; return s.onEnded }
+                let ended = state.withLock { s in defer { s.session = nil }; return s.onEnded }
                 ended?("the sound server stopped")
                 return
             }
             let gain = self.gain
             if gain != 1 { for i in block.indices { block[i] *= gain } }
             var drained: (then: @Sendable (StreamSession?) -> Void, session: StreamSession)?
-            let (session, pending, start, startFrames) = state.withLockedValue { s -> (StreamSession?, [Float], Bool, Int) in
+            let (session, pending, start, startFrames) = state.withLock { s -> (StreamSession?, [Float], Bool, Int) in
                 // Stopped while this block was read: it is no one's.
                 if s.stopped { return (nil, [], false, 0) }
                 if let drain = s.drain, let session = s.session {
@@ -209,7 +209,7 @@ public final class MonitorCapture: @unchecked Sendable {
                 do { try session.start(startDelay: 0, backdate: backdate) } catch { ended = true }
             }
             if ended {
-                let (handler, draining) = state.withLockedValue { s -> ((@Sendable (String) -> Void)?, (@Sendable (StreamSession?) -> Void)?) in
+                let (handler, draining) = state.withLock { s -> ((@Sendable (String) -> Void)?, (@Sendable (StreamSession?) -> Void)?) in
                     guard s.session === session else { return (nil, nil) }
                     defer { s = State(stopped: s.stopped) }
                     return (s.onEnded, s.drain?.then)

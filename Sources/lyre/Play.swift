@@ -8,7 +8,7 @@ import LyreIdentity
 import LyrePairing
 import LyreSender
 import LyreWire
-import NIOConcurrencyHelpers
+import Synchronization
 
 /// `lyre play`: streams files (or raw PCM from stdin) to a receiver.
 struct Play: AsyncParsableCommand {
@@ -194,7 +194,7 @@ struct Play: AsyncParsableCommand {
         defer { returns.close() }
         let logger = Logger(label: "lyre.play")
         // Set when the last room went away while playing: its return resumes the playback (unless --no-resume).
-        let resumeOnReturn = NIOLockedValueBox(false)
+        let resumeOnReturn = Mutex(false)
         let resume = resume
         session.observeRoomChanges { change in
             let rest = change.remaining > 0 ? "; playing on in \(session.routes.map(\.description).joined(separator: ", "))" : ""
@@ -205,7 +205,7 @@ struct Play: AsyncParsableCommand {
                 line = "\(change.route) \(back ? "is back" : "joined")\(session.isEncrypted(change.route) ? "" : " (\(Self.plainNote))")"
                 // A room again after the last went away (back, or one added): the playback that paused then
                 // resumes (unless --no-resume).
-                if resumeOnReturn.withLockedValue({ wanted in defer { wanted = false }; return wanted }) {
+                if resumeOnReturn.withLock({ wanted in defer { wanted = false }; return wanted }) {
                     do { try player.resume() } catch { logger.warning("cannot resume on \(change.route): \(error)") }
                 }
             case .left(nil): line = "\(change.route) removed\(rest)"
@@ -215,7 +215,7 @@ struct Play: AsyncParsableCommand {
             case .left(.oldDeviceUnavailable?) where session.isWaitingForRooms:
                 returns.lost(change.route)
                 // Said before the player pauses itself: a pause of the user's own is not undone by the return.
-                resumeOnReturn.withLockedValue { $0 = resume && !player.isPaused }
+                resumeOnReturn.withLock { $0 = resume && !player.isPaused }
                 let waiting = returns.returning
                 line = "paused: \(waiting.map(\.description).joined(separator: ", ")) \(waiting.count > 1 ? "are" : "is") no longer available; "
                     + (resume ? "it plays on when \(waiting.count > 1 ? "one" : "it") is back" : "waiting for \(waiting.count > 1 ? "one" : "it"); its controls play on")

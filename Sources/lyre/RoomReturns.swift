@@ -2,7 +2,7 @@ import Foundation
 import Logging
 import LyreDiscovery
 import LyreSender
-import NIOConcurrencyHelpers
+import Synchronization
 
 /// Rooms of a playback that went away by themselves come back by themselves (issue 27): a room whose
 /// receiver was lost (rebooted, lyred restarted, a link down past the limit) is tried again at its known
@@ -14,7 +14,7 @@ import NIOConcurrencyHelpers
 /// `@unchecked Sendable`: the state is behind `lock`; attempts run one at a time on `queue`.
 final class RoomReturns: @unchecked Sendable {
     private let session: StreamSession
-    private let lock = NIOLock()
+    private let lock = Mutex<Void>(())
     /// Lost rooms waiting to come back, in the order they were lost.
     private var waiting: [OutputRoute] = []
     /// Rooms that came back, until their `joined` change is reported.
@@ -43,7 +43,7 @@ final class RoomReturns: @unchecked Sendable {
 
     /// `route` was lost: wait for it.
     func lost(_ route: OutputRoute) {
-        lock.withLock {
+        lock.withLock { _ in
             guard !waiting.contains(where: { Self.same($0, route) }) else { return }
             waiting.append(route)
             guard timer == nil else { return }
@@ -59,7 +59,7 @@ final class RoomReturns: @unchecked Sendable {
     /// Browses mDNS, once, when `route` has an id to look for: each sighting of a receiver goes to `seen`.
     private func watch(for route: OutputRoute) {
         guard route.id != nil, let discovery else { return }
-        lock.withLock {
+        lock.withLock { _ in
             guard browser == nil else { return }
             do {
                 let browser = try DeviceBrowser(mode: discovery.mode, interfaces: discovery.interfaces)
@@ -79,11 +79,11 @@ final class RoomReturns: @unchecked Sendable {
     }
 
     /// The rooms waiting to come back.
-    var returning: [OutputRoute] { lock.withLock { waiting } }
+    var returning: [OutputRoute] { lock.withLock { _ in waiting } }
 
     /// mDNS saw the receiver `id` at `host`:`port`: a room waiting for it is tried there, at once.
     func seen(id: String, host: String, port: UInt16) {
-        let waits = lock.withLock {
+        let waits = lock.withLock { _ in
             guard let index = waiting.firstIndex(where: { $0.id == id }) else { return false }
             waiting[index].host = host
             waiting[index].port = port
@@ -104,7 +104,7 @@ final class RoomReturns: @unchecked Sendable {
     }
 
     private func forget(where matches: (OutputRoute) -> Bool) -> Bool {
-        let (forgot, nothingLeft) = lock.withLock {
+        let (forgot, nothingLeft) = lock.withLock { _ in
             let before = waiting.count
             waiting.removeAll(where: matches)
             if waiting.isEmpty { stopTimer() }
@@ -116,12 +116,12 @@ final class RoomReturns: @unchecked Sendable {
 
     /// Whether `route` joined because it came back (said once).
     func cameBack(_ route: OutputRoute) -> Bool {
-        lock.withLock { returned.remove(Self.key(route)) != nil }
+        lock.withLock { _ in returned.remove(Self.key(route)) != nil }
     }
 
     /// Stops waiting for anyone (the playback ended).
     func close() {
-        let (browser, browsing) = lock.withLock {
+        let (browser, browsing) = lock.withLock { _ in
             waiting.removeAll()
             stopTimer()
             defer { self.browser = nil; self.browsing = nil }
@@ -137,9 +137,9 @@ final class RoomReturns: @unchecked Sendable {
         for route in returning {
             do {
                 // Marked before it joins: the session reports the join from within addRoute.
-                lock.withLock { _ = returned.insert(Self.key(route)) }
+                lock.withLock { _ in _ = returned.insert(Self.key(route)) }
                 try session.addRoute(route)
-                let removedMeanwhile = lock.withLock {
+                let removedMeanwhile = lock.withLock { _ in
                     let was = waiting.contains { Self.same($0, route) }
                     waiting.removeAll { Self.same($0, route) }
                     if waiting.isEmpty { stopTimer() }
@@ -148,7 +148,7 @@ final class RoomReturns: @unchecked Sendable {
                 // The user removed it while it was joining: it leaves again, as they asked.
                 if removedMeanwhile { try? session.removeRoute(named: route.name) }
             } catch {
-                lock.withLock { _ = returned.remove(Self.key(route)) }
+                lock.withLock { _ in _ = returned.remove(Self.key(route)) }
             }
         }
     }

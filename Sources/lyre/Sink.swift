@@ -105,8 +105,12 @@ struct Sink: AsyncParsableCommand {
 }
 
 /// True for the first `claim` only.
-private final class OnceFlag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var claimed = false
-    func claim() -> Bool { lock.withLock { defer { claimed = true }; return !claimed } }
+private final class OnceFlag: Sendable {
+    private let claimed = Mutex(false)
+    func claim() -> Bool {
+        claimed.withLock { claimed in
+            defer { claimed = true }
+            return !claimed
+        }
+    }
 }

@@ -12,9 +12,9 @@ import LyreRTSP
 import LyreReceiver
 import LyreVersion
 import LyreWire
-import NIOConcurrencyHelpers
 import NIOCore
 import ServiceLifecycle
+import Synchronization
 import UnixSignals
 
 #if canImport(Glibc)
@@ -306,7 +306,7 @@ struct Lyred: AsyncParsableCommand {
 
         let receiverService = StreamingService(receiver: streaming, advertiser: advertiser, mpris: bridge, logger: logger)
         let reload = ReloadService(
-            commandLine: Array(CommandLine.arguments.dropFirst()), running: keeper.running, receiver: streaming, advertiser: advertiser, logger: logger)
+            commandLine: Array(CommandLine.arguments.dropFirst()), keeper: keeper, receiver: streaming, advertiser: advertiser, logger: logger)
         let group = ServiceGroup(
             services: [AdvertisingService(advertiser: advertiser, logger: logger), receiverService, reload],
             gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
@@ -427,8 +427,8 @@ struct ReloadService: Service {
     static let liveKeys: Set<String> = ["name", "max-volume-db", "output-delay", "access"]
 
     let commandLine: [String]
-    /// The live settings lyred runs with (the page and `lyre remote` change them too: ``SettingsKeeper``).
-    let running: NIOLockedValueBox<Lyred.Live>
+    /// Holds the live settings lyred runs with (the page and `lyre remote` change them too).
+    let keeper: SettingsKeeper
     let receiver: Receiver
     let advertiser: ReceiverAdvertiser
     let logger: Logger
@@ -451,7 +451,7 @@ struct ReloadService: Service {
                 continue
             }
             let live = new.live
-            let running = self.running.withLockedValue { $0 }
+            let running = keeper.running.withLock { $0 }
             if live.outputDelay != running.outputDelay { await receiver.setOutputDelay(milliseconds: live.outputDelay) }
             if live.access != running.access { await receiver.setAccess(live.access) }
             if live.maxVolumeDb != running.maxVolumeDb { await receiver.setMaximumVolume(live.maxVolumeDb) }
@@ -471,7 +471,7 @@ struct ReloadService: Service {
             }
             logger.info(
                 "reloaded \(newFile?.path ?? "(no config file)"): name '\(live.name)', maximum volume \(live.maxVolumeDb) dB, output delay \(live.outputDelay) ms, access \(live.access.rawValue)")
-            self.running.withLockedValue { $0 = live }
+            keeper.running.withLock { $0 = live }
             file = newFile
         }
     }

@@ -1,6 +1,6 @@
 @testable import LyreSender
 import LyreWire
-import NIOConcurrencyHelpers
+import Synchronization
 import Testing
 
 /// Where an app's audio goes, from its category, mode and options (`AudioRouting`), as a table: every
@@ -89,29 +89,29 @@ struct AudioRoutingTests {
     /// observer; one that does not move it is not; a cancelled observer hears nothing.
     @Test func aCategoryChangeThatMovesTheAudioIsARouteChange() throws {
         let session = AudioSession()
-        let heard = NIOLockedValueBox<[OutputRouteChangeReason]>([])
-        let id = session.observeRouteChange { reason in heard.withLockedValue { $0.append(reason) } }
+        let heard = Mutex<[OutputRouteChangeReason]>([])
+        let id = session.observeRouteChange { reason in heard.withLock { $0.append(reason) } }
         try session.setCategory(.playback)
         #expect(session.destination(receiverChosen: true) == .receivers)
-        #expect(heard.withLockedValue { $0 } == [.categoryChange])  // from soloAmbient's local output
+        #expect(heard.withLock { $0 } == [.categoryChange])  // from soloAmbient's local output
         try session.setCategory(.playback, options: .duckOthers)
         #expect(session.categoryOptions == [.duckOthers, .mixWithOthers])
-        #expect(heard.withLockedValue { $0 }.count == 1)  // still to the receiver
+        #expect(heard.withLock { $0 }.count == 1)  // still to the receiver
         #expect(throws: AudioRouting.InvalidSetting.self) { try session.setCategory(.ambient, options: .duckOthers) }
         #expect(session.category == .playback && session.categoryOptions == [.duckOthers, .mixWithOthers])
         try session.setCategory(.playAndRecord, mode: .voiceChat)
         #expect(session.destination(receiverChosen: true) == .voiceOutput)
-        #expect(heard.withLockedValue { $0 } == [.categoryChange, .categoryChange])
+        #expect(heard.withLock { $0 } == [.categoryChange, .categoryChange])
         try session.setCategory(.playAndRecord, options: .allowLyre)  // moves it only where a receiver is chosen
-        #expect(heard.withLockedValue { $0 }.count == 3)
+        #expect(heard.withLock { $0 }.count == 3)
         try session.setCategory(.playAndRecord, options: [.allowLyre, .defaultToSpeaker])  // only where none is
-        #expect(heard.withLockedValue { $0 }.count == 4)
+        #expect(heard.withLock { $0 }.count == 4)
         try session.setCategory(.playAndRecord, mode: .voiceChat)
-        #expect(heard.withLockedValue { $0 }.count == 5)
+        #expect(heard.withLock { $0 }.count == 5)
         session.cancelObservation(id)
         try session.setCategory(.playAndRecord, mode: .voiceChat, options: .allowLyre)
         #expect(session.destination(receiverChosen: true) == .receivers)
-        #expect(heard.withLockedValue { $0 }.count == 5)
+        #expect(heard.withLock { $0 }.count == 5)
     }
 
     /// The voice output is the local output unless one is set; a local destination names its output.
