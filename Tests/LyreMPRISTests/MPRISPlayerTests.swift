@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import LyreMPRIS
@@ -200,13 +201,11 @@ import Testing
 }
 
 /// Lets a handler reach its own player.
-final class PlayerBox: @unchecked Sendable {
-    // @unchecked: `player` is set before the first command and cleared at the end of the test, behind `lock`.
-    private let lock = NSLock()
-    private var stored: MPRISPlayer?
+final class PlayerBox: Sendable {
+    private let stored = Mutex<MPRISPlayer?>(nil)
 
     var player: MPRISPlayer? {
-        get { lock.withLock { stored } }
-        set { lock.withLock { stored = newValue } }
+        get { stored.withLock { $0 } }
+        set { stored.withLock { $0 = newValue } }
     }
 }
