@@ -618,16 +618,13 @@ public struct Playout: ~Copyable {
                 if let frames = try decoder?.decode(packet.payload, into: &output) { lastPacketFrames = frames }
                 return 0
             } catch {
-                let untilNext = buffer.first.flatMap { $0.sequence == sequence + 1 ? Int($0.packet.timestamp &- packet.timestamp) : nil }
-                let frames = untilNext.flatMap { (1...OpusFormat.maximumFrame).contains($0) ? $0 : nil }
-                    ?? OpusDecoder.frames(in: packet.payload) ?? lastPacketFrames
-                statistics.malformed += 1
-                let before = output.count
-                if (try? decoder?.conceal(frames: frames, into: &output)) == nil {
-                    // libopus conceals whenever it decodes; should it not, the place is kept with silence.
-                    output.removeSubrange(before...)
-                    output.append(contentsOf: repeatElement(0, count: frames * 2))
+                var frames = OpusDecoder.frames(in: packet.payload) ?? lastPacketFrames
+                if let next = buffer.first, next.sequence == sequence + 1 {
+                    let untilNext = Int(next.packet.timestamp &- packet.timestamp)
+                    if (1...OpusFormat.maximumFrame).contains(untilNext) { frames = untilNext }
                 }
+                statistics.malformed += 1
+                concealWithLibopus(frames: frames, into: &output)
                 return frames
             }
         case .l16:
@@ -662,18 +659,24 @@ public struct Playout: ~Copyable {
                 statistics.recoveredByFEC += 1
             } else {
                 produced.removeAll()
-                var left = frames
-                while left > 0 {
-                    let chunk = min(left, 960)
-                    if (try? decoder?.conceal(frames: chunk, into: &produced)) == nil {
-                        produced.append(contentsOf: repeatElement(0, count: chunk * 2))
-                    }
-                    left -= chunk
-                }
+                concealWithLibopus(frames: frames, into: &produced)
             }
         }
         if produced.count < frames * 2 { produced.append(contentsOf: repeatElement(0, count: frames * 2 - produced.count)) }
         staged += produced.prefix(frames * 2)
+    }
+
+    /// libopus's packet-loss concealment for `frames` frames, 20 ms at a time, appended to `output`; silence
+    /// for any piece it cannot conceal.
+    private func concealWithLibopus(frames: Int, into output: inout [Int16]) {
+        var left = frames
+        while left > 0 {
+            let chunk = min(left, 960)
+            if (try? decoder?.conceal(frames: chunk, into: &output)) == nil {
+                output.append(contentsOf: repeatElement(0, count: chunk * 2))
+            }
+            left -= chunk
+        }
     }
 
     /// An RTP timestamp unwrapped to the 64-bit timeline, nearest the last one seen.

@@ -262,8 +262,8 @@ public final class QueuePlayer: @unchecked Sendable {
         control.withLock { _ in
             let paused = state.withLock { $0.paused }
             if !paused, state.withLock({ $0.jump == nil }) {
-                let paused = outcome(of: command, session.pause)
-                guard paused == .success else { return paused }
+                let status = outcome(of: command, session.pause)
+                guard status == .success else { return status }
             }
             state.withLock { $0.jump = Target(index: index, position: max(0, position), kind: .jump(resume: !paused)) }
             wakeup.signal()
