@@ -92,118 +92,144 @@ final class Link: Sendable {
     /// The link's SRTP over a paired (TLS) connection: every RTP packet it sends, resends and FEC included.
     private let srtp: SRTPSession?
 
-    /// Connects and sets the stream up: OPTIONS, ANNOUNCE (with the room's channel map), SETUP, and a
-    /// GET_PARAMETER for the receiver's volume. `kept` finds a packet the timeline sent, by sequence number,
-    /// to resend when the receiver asks. `onRequest` takes the receiver's own requests (session-end
-    /// notices, remote commands); `onClose` is called once when the connection drops. Both run on the
-    /// connection's event queue, in order. The media sockets are on `mediaLoop`, the playback's for all rooms.
-    init(route: OutputRoute, configuration: StreamConfiguration, ssrc: UInt32, mediaLoop: any EventLoop,
-         endpoints: (_ localHost: String) throws -> LocalEndpoints, fec: FECHeader?,
-         kept: @escaping @Sendable (UInt16) -> [UInt8]?, rtpTime: @escaping @Sendable (UInt64) -> UInt32,
-         onRequest: @escaping @Sendable (Link, RTSPMessage, @escaping RTSPClient.Reply) -> Void,
-         onClose: @escaping @Sendable (Link) -> Void) throws {
-        self.route = route
-        let box = Mutex<Link?>(nil)
-        let tls = try configuration.security?.connection(to: route)
+    /// Connects and sets the stream up, without blocking: OPTIONS, ANNOUNCE (with the room's channel map),
+    /// SETUP, and a GET_PARAMETER for the receiver's volume; the link once all are answered, or why it cannot
+    /// be made (a `LyreSenderError`), with everything opened on the way closed again. `endpoints` gives the
+    /// playback's socket and timing responder for a local address. `kept` finds a packet the timeline sent,
+    /// by sequence number, to resend when the receiver asks. `onRequest` takes the receiver's own requests
+    /// (session-end notices, remote commands); `onClose` is called once when the connection drops. Both run
+    /// on the connection's event queue, in order. The media sockets are on `mediaLoop`, the playback's for
+    /// all rooms.
+    static func connect(route: OutputRoute, configuration: StreamConfiguration, ssrc: UInt32, mediaLoop: any EventLoop,
+                        endpoints: @escaping @Sendable (_ localHost: String) -> EventLoopFuture<LocalEndpoints>, fec: FECHeader?,
+                        kept: @escaping @Sendable (UInt16) -> [UInt8]?, rtpTime: @escaping @Sendable (UInt64) -> UInt32,
+                        onRequest: @escaping @Sendable (Link, RTSPMessage, @escaping RTSPClient.Reply) -> Void,
+                        onClose: @escaping @Sendable (Link) -> Void) -> EventLoopFuture<Link>
+    {
+        let made = Made()
+        let tls: RTSPClient.PinnedTLS?
+        do {
+            tls = try configuration.security?.connection(to: route)
+        } catch {
+            return mediaLoop.makeFailedFuture(error)
+        }
         let srtpKey = tls == nil ? nil : SRTPSession.makeKey()
-        // libsrtp2's first use initializes NSS (about 25 ms): started now, off this thread, so that it overlaps
-        // the connection's round trips; the session itself is made once SETUP is answered.
+        // libsrtp2's first use initializes NSS (about 25 ms): started now, off the event loops, so that it
+        // overlaps the connection's round trips; the session itself is made once SETUP is answered.
         if tls != nil { SRTPSession.prepareInBackground() }
-        client = try RTSPClient(
+        let connected = RTSPClient.connect(
             host: route.host, port: route.port, connectTimeout: .milliseconds(Int64(configuration.connectTimeoutMilliseconds)), tls: tls,
             onRequest: { request, reply in
-                if let link = box.withLock({ $0 }) { onRequest(link, request, reply) } else { reply(503, []) }
+                if let link = made.link.withLock({ $0 }) { onRequest(link, request, reply) } else { reply(503, []) }
             },
-            onClose: { if let link = box.withLock({ $0 }) { onClose(link) } })
-        let local = client.localHost
-        let peer = client.channel.remoteAddress?.hostText ?? route.host
-        // Over TLS, the timing exchange is authenticated too, under a key of the link's own (pairing.md §6.4).
-        let timingKey = tls == nil ? nil : TimingAuthenticator.makeKey()
-        do {
-            let shared = try endpoints(local)
-            (timing, sender) = (shared.timing, shared.sender)
-        } catch {
-            client.close()
-            throw error
+            onClose: { if let link = made.link.withLock({ $0 }) { onClose(link) } })
+        return connected.flatMap { (client: RTSPClient) -> EventLoopFuture<Link> in
+            let local = client.localHost
+            let peer = client.channel.remoteAddress?.hostText ?? route.host
+            // Over TLS, the timing exchange is authenticated too, under a key of the link's own (pairing.md §6.4).
+            let timingKey = tls == nil ? nil : TimingAuthenticator.makeKey()
+            return endpoints(local).flatMap { (shared: LocalEndpoints) -> EventLoopFuture<Link> in
+                let admission = shared.timing.admit(peer: peer, authenticator: timingKey.flatMap(TimingAuthenticator.init(key:)))
+                let feedback = LinkFeedback(ssrc: ssrc, bitrate: configuration.bitrate)
+                // Nothing is expected on the RTP socket; what comes is left to the pipeline's end, which drops it.
+                let bound = MediaPorts.bindPair(host: local, eventLoop: mediaLoop) { channel, rtcp in
+                    if rtcp { try channel.pipeline.syncOperations.addHandler(RTCPInput(feedback)) }
+                }
+                return bound.flatMapErrorThrowing { error in
+                    throw RTSPClient.Failure(description: "cannot open the media sockets: \(error)")
+                }.flatMap { (rtp: Channel, rtcp: Channel) -> EventLoopFuture<Link> in
+                    let handshake = SenderHandshake(.init(
+                        route: route, configuration: configuration, local: local, ssrc: ssrc,
+                        ports: (UInt16(rtp.localAddress?.port ?? 0), UInt16(rtcp.localAddress?.port ?? 0)), timingPort: shared.timing.port,
+                        fec: fec, srtpKey: srtpKey, timingKey: timingKey))
+                    return handshake.drive { request in
+                        client.send(request.method, uri: request.uri, headers: request.headers, body: request.body)
+                    }.flatMapThrowing { (agreed: SenderHandshake.Agreed) -> Link in
+                        try Link(route: route, client: client, agreed: agreed, peer: peer, shared: shared, admission: admission,
+                                 feedback: feedback, rtp: rtp, rtcp: rtcp, srtpKey: srtpKey, kept: kept, rtpTime: rtpTime)
+                    }.flatMapErrorThrowing { (error: any Error) throws -> Link in
+                        rtp.close(promise: nil)
+                        rtcp.close(promise: nil)
+                        // A failed handshake shows as a closed connection: say why.
+                        if client.keyMismatch { throw SenderSecurity.keyChanged(route) }
+                        throw error
+                    }
+                }.flatMapErrorThrowing { (error: any Error) throws -> Link in
+                    shared.timing.dismiss(admission)
+                    throw error
+                }
+            }.flatMapErrorThrowing { (error: any Error) throws -> Link in
+                client.close()
+                throw error
+            }
+        }.map { (link: Link) -> Link in
+            made.link.withLock { $0 = link }
+            return link
         }
-        timingAdmission = timing.admit(peer: peer, authenticator: timingKey.flatMap(TimingAuthenticator.init(key:)))
-        let feedback = LinkFeedback(ssrc: ssrc, bitrate: configuration.bitrate)
+    }
+
+    /// The link once it is made, for the connection's handlers, which are set before it is.
+    private final class Made: Sendable {
+        let link = Mutex<Link?>(nil)
+    }
+
+    /// The link over a connection whose handshake the receiver agreed to: its SRTP, and its feedback and
+    /// reports, started.
+    private init(route: OutputRoute, client: RTSPClient, agreed: SenderHandshake.Agreed, peer: String, shared: LocalEndpoints,
+                 admission: TimingResponder.Admission, feedback: LinkFeedback, rtp: Channel, rtcp: Channel, srtpKey: [UInt8]?,
+                 kept: @escaping @Sendable (UInt16) -> [UInt8]?, rtpTime: @escaping @Sendable (UInt64) -> UInt32) throws {
+        self.route = route
+        self.client = client
+        (timing, sender) = (shared.timing, shared.sender)
+        timingAdmission = admission
         self.feedback = feedback
+        (self.rtp, self.rtcp) = (rtp, rtcp)
+        receiverID = agreed.receiverID
+        sessionID = agreed.sessionID
+        let server = agreed.server
+        // Out: RTP and this end's RTCP; in: the receiver's RTCP, as SRTCP under the same key (its SSRC is its own).
+        let srtp: SRTPSession?
+        let srtcp: SRTPSession?
         do {
-            // Nothing is expected on the RTP socket; what comes is left to the pipeline's end, which drops it.
-            (rtp, rtcp) = try MediaPorts.bindPair(host: local, eventLoop: mediaLoop) { channel, rtcp in
-                if rtcp { try channel.pipeline.syncOperations.addHandler(RTCPInput(feedback)) }
-            }.wait()
+            srtp = try srtpKey.map { try SRTPSession(.send, key: $0) }
+            srtcp = try srtpKey.map { try SRTPSession(.receive, key: $0) }
         } catch {
-            client.close()
-            timing.dismiss(timingAdmission)
-            throw RTSPClient.Failure(description: "cannot open the media sockets: \(error)")
+            throw RTSPClient.Failure(description: "\(error)")
         }
-        do {
-            var handshake = SenderHandshake(.init(
-                route: route, configuration: configuration, local: local, ssrc: ssrc,
-                ports: (UInt16(rtp.localAddress?.port ?? 0), UInt16(rtcp.localAddress?.port ?? 0)), timingPort: timing.port,
-                fec: fec, srtpKey: srtpKey, timingKey: timingKey))
-            let connection = client
-            let agreed = try handshake.run { request throws(LyreSenderError) in
-                try connection.request(request.method, uri: request.uri, headers: request.headers, body: request.body)
+        self.srtp = srtp
+        let destination = try SocketAddress.numeric(peer, port: Int(server.rtp))
+        self.destination = destination
+        feedbackKinds = agreed.feedback
+        takesFEC = agreed.takesFEC
+        let receiverRTCP = try SocketAddress.numeric(peer, port: Int(server.rtcp))
+        if !feedbackKinds.isEmpty {
+            let kinds = feedbackKinds
+            let (sender, own) = (self.sender, rtp)
+            feedback.start(receiver: receiverRTCP, lookup: kept, srtcp: srtcp) { packet in
+                guard let bytes = srtp.map({ $0.protect(packet) }) ?? packet else { return }
+                Self.out(sender, own).writeAndFlush(AddressedEnvelope(remoteAddress: destination, data: ByteBuffer(bytes: bytes)), promise: nil)
             }
-            receiverID = agreed.receiverID
-            sessionID = agreed.sessionID
-            let server = agreed.server
-            // Out: RTP and this end's RTCP; in: the receiver's RTCP, as SRTCP under the same key (its SSRC is its own).
-            let srtp: SRTPSession?
-            let srtcp: SRTPSession?
-            do {
-                srtp = try srtpKey.map { try SRTPSession(.send, key: $0) }
-                srtcp = try srtpKey.map { try SRTPSession(.receive, key: $0) }
-            } catch {
-                throw RTSPClient.Failure(description: "\(error)")
+            let send: @Sendable () -> Void = {
+                let now = HostClock.now()
+                guard let reports = feedback.reports(now: now, rtpTime: rtpTime(now), kinds: kinds),
+                    let bytes = srtp.map({ $0.protectRTCP(reports) }) ?? reports
+                else { return }
+                rtcp.writeAndFlush(AddressedEnvelope(remoteAddress: receiverRTCP, data: ByteBuffer(bytes: bytes)), promise: nil)
             }
-            self.srtp = srtp
-            let destination = try SocketAddress.numeric(peer, port: Int(server.rtp))
-            self.destination = destination
-            feedbackKinds = agreed.feedback
-            takesFEC = agreed.takesFEC
-            let receiverRTCP = try SocketAddress.numeric(peer, port: Int(server.rtcp))
-            if !feedbackKinds.isEmpty {
-                let (rtcp, kinds) = (rtcp, feedbackKinds)
-                let (sender, own) = (self.sender, rtp)
-                feedback.start(receiver: receiverRTCP, lookup: kept, srtcp: srtcp) { packet in
-                    guard let bytes = srtp.map({ $0.protect(packet) }) ?? packet else { return }
-                    Self.out(sender, own).writeAndFlush(AddressedEnvelope(remoteAddress: destination, data: ByteBuffer(bytes: bytes)), promise: nil)
-                }
-                let send: @Sendable () -> Void = {
-                    let now = HostClock.now()
-                    guard let reports = feedback.reports(now: now, rtpTime: rtpTime(now), kinds: kinds),
-                        let bytes = srtp.map({ $0.protectRTCP(reports) }) ?? reports
-                    else { return }
-                    rtcp.writeAndFlush(AddressedEnvelope(remoteAddress: receiverRTCP, data: ByteBuffer(bytes: bytes)), promise: nil)
-                }
-                sendReports = send
-                // A receiver that reports does so every second for as long as its session lasts: one silent
-                // for `silenceLimit` is gone without a word (unplugged, powered off, its network down), and
-                // its connection, which would not notice for minutes, is closed: the room is lost (§9.1).
-                let (client, reports) = (client, kinds.contains(.report))
-                reportTask = rtcp.eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(500), delay: .seconds(1)) { _ in
-                    send()
-                    if reports, let silence = feedback.silence(), silence > Self.silenceLimit { client.close() }
-                }
-            } else {
-                sendReports = nil
-                reportTask = nil
+            sendReports = send
+            // A receiver that reports does so every second for as long as its session lasts: one silent
+            // for `silenceLimit` is gone without a word (unplugged, powered off, its network down), and
+            // its connection, which would not notice for minutes, is closed: the room is lost (§9.1).
+            let reports = kinds.contains(.report)
+            reportTask = rtcp.eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(500), delay: .seconds(1)) { _ in
+                send()
+                if reports, let silence = feedback.silence(), silence > Self.silenceLimit { client.close() }
             }
-            initialVolume = agreed.volume
-        } catch {
-            client.close()
-            timing.dismiss(timingAdmission)
-            rtp.close(promise: nil)
-            rtcp.close(promise: nil)
-            // A failed handshake shows as a closed connection: say why.
-            if client.keyMismatch { throw SenderSecurity.keyChanged(route) }
-            throw error
+        } else {
+            sendReports = nil
+            reportTask = nil
         }
-        box.withLock { $0 = self }
+        initialVolume = agreed.volume
     }
 
     var isClosed: Bool { client.isClosed }
@@ -211,12 +237,21 @@ final class Link: Sendable {
     /// Waits until the connection's notices so far (a session-end, the connection lost) have been handled.
     func drainEvents() { client.drainEvents() }
 
-    /// A request in this link's session (`Session` is added), answered 200 or thrown.
+    /// A request in this link's session (`Session` is added): its answer when it is 200, else the failure.
+    func send(_ method: String, headers: [(String, String)] = [], body: [UInt8] = [], what: String? = nil, timeout: Double = 5)
+        -> EventLoopFuture<RTSPMessage>
+    {
+        client.send(method, headers: [("Session", sessionID)] + headers, body: body, timeout: timeout).flatMapThrowing { response in
+            try SenderHandshake.check(response, what ?? method)
+        }
+    }
+
+    /// A request in this link's session (`Session` is added), answered 200 or thrown. Not on an event loop.
     @discardableResult
     func request(_ method: String, headers: [(String, String)] = [], body: [UInt8] = [], what: String? = nil, timeout: Double = 5)
         throws(RTSPClient.Failure) -> RTSPMessage
     {
-        try SenderHandshake.check(client.request(method, headers: [("Session", sessionID)] + headers, body: body, timeout: timeout), what ?? method)
+        try RTSPClient.wait(send(method, headers: headers, body: body, what: what, timeout: timeout))
     }
 
     /// Sends one RTP packet (from the pacing thread): media, or an FEC packet (not counted in the sender
@@ -274,13 +309,19 @@ final class Link: Sendable {
     /// last packets that were lost, which no later packet shows missing (streaming.md §4.1).
     func reportNow() { sendReports?() }
 
-    /// Ends the link: TEARDOWN first when `teardown` and the connection is still up, then closes everything.
-    func close(teardown: Bool) {
-        if teardown, !client.isClosed { _ = try? client.request("TEARDOWN", headers: [("Session", sessionID)], timeout: 1) }
-        reportTask?.cancel()
-        client.close()
-        timing.dismiss(timingAdmission)
-        rtp.close(promise: nil)
-        rtcp.close(promise: nil)
+    /// Ends the link: TEARDOWN first when `teardown` and the connection is still up (its answer waited for a
+    /// second at most), then closes everything. Completes once it is closed.
+    func closing(teardown: Bool) -> EventLoopFuture<Void> {
+        let said = teardown && !client.isClosed
+            ? client.send("TEARDOWN", headers: [("Session", sessionID)], timeout: 1).map { _ in }
+            : client.channel.eventLoop.makeSucceededVoidFuture()
+        // A TEARDOWN that failed (the receiver gone meanwhile) ends the link all the same.
+        return said.recover { _ in }.map { [self] in
+            reportTask?.cancel()
+            client.close()
+            timing.dismiss(timingAdmission)
+            rtp.close(promise: nil)
+            rtcp.close(promise: nil)
+        }
     }
 }

@@ -15,7 +15,7 @@ public enum PairingClient {
     public static func pair(with route: OutputRoute, as sender: PairingParty, pin: () throws -> String) throws(Failure) -> PairingParty {
         let client: RTSPClient
         do {
-            client = try RTSPClient(host: route.host, port: route.port, onRequest: { _, reply in reply(405, []) }, onClose: {})
+            client = try RTSPClient.connected(host: route.host, port: route.port, onRequest: { _, reply in reply(405, []) }, onClose: {})
         } catch { throw Failure(description: error.description) }
         defer { client.close() }
         var initiator = PairingInitiator(sender: sender, advertisedFingerprint: route.keyFingerprint)

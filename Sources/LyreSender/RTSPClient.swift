@@ -8,7 +8,8 @@ import Synchronization
 
 /// The sender's end of an RTSP connection (streaming.md §1), on SwiftNIO: the same framing and
 /// `RTSPPeerHandler` as the receiver's end, so requests in both directions are numbered and matched by
-/// `CSeq` in one place. `request` blocks its caller (never an event loop) until the answer comes. The
+/// `CSeq` in one place. `connect` and `send` return futures; `connected` and `request` block their caller
+/// (never an event loop) until the connection is up or the answer comes. The
 /// receiver's own requests (session-end notices, remote commands) and the loss of the connection are
 /// handed, in the order they happened, to `onRequest` and `onClose` on a serial queue of the client's own,
 /// off the event loop, because what they start may wait on other requests; a request is answered through
@@ -29,7 +30,7 @@ final class RTSPClient: Sendable {
     private let events: DispatchQueue
     /// Set from the TLS handshake's verify callback, which is made before `self` is: a reference it can hold.
     private final class Flag: Sendable { let raised = Mutex(false) }
-    private let mismatch = Flag()
+    private let mismatch: Flag
 
     /// TLS to a paired receiver (Protocol/pairing.md §6): the sender's context, and the key the receiver
     /// must prove it holds.
@@ -38,50 +39,65 @@ final class RTSPClient: Sendable {
         let key: [UInt8]
     }
 
-    /// With `tls`, the connection is TLS 1.3 and the handshake fails unless the receiver holds the pinned
-    /// key (`keyMismatch` then says so).
-    init(host: String, port: UInt16, connectTimeout: TimeAmount = .seconds(5), tls: PinnedTLS? = nil,
-         onRequest: @escaping @Sendable (RTSPMessage, @escaping Reply) -> Void,
-         onClose: @escaping @Sendable () -> Void) throws(Failure)
-    {
-        let events = DispatchQueue(label: "lyre-rtsp-events")
-        events.setSpecific(key: Self.eventsKey, value: true)
-        let mismatch = self.mismatch
-        do {
-            let bootstrap = ClientBootstrap(group: Self.eventLoopGroup)
-                .channelOption(.tcpOption(.tcp_nodelay), value: 1)
-                .connectTimeout(connectTimeout)
-                .channelInitializer { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        if let tls {
-                            let handler = try NIOSSLClientHandler(context: tls.context, serverHostname: nil) { certificates, promise in
-                                let proven = certificates.first.flatMap(TLSIdentity.ed25519Key(of:))
-                                if proven != tls.key { mismatch.raised.withLock { $0 = true } }
-                                promise.succeed(proven == tls.key ? .certificateVerified : .failed)
-                            }
-                            try channel.pipeline.syncOperations.addHandler(handler)
-                        }
-                        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(RTSPFrameDecoder()))
-                        try channel.pipeline.syncOperations.addHandler(RTSPPeerHandler())
-                        try channel.pipeline.syncOperations.addHandler(ReceiverRequests(events: events, onRequest: onRequest, onClose: onClose))
-                    }
-                }
-            // A numeric address as it is (with its zone, when link-local), a name through NIO's resolver.
-            if let address = try? SocketAddress.numeric(host, port: Int(port)) {
-                channel = try bootstrap.connect(to: address).wait()
-            } else {
-                channel = try bootstrap.connect(host: host, port: Int(port)).wait()
-            }
-        } catch {
-            // An fe80:: address needs its interface; the kernel only says "Invalid argument".
-            if HostPort.lacksZone(host) {
-                throw .connectionLost("cannot connect to \(HostPort.text(host, port)): a link-local address needs its interface, as in [\(host)%eth0]:\(port)")
-            }
-            throw .connectionLost("cannot connect to \(HostPort.text(host, port)): \(Self.describe(error))")
-        }
+    private init(channel: Channel, host: String, port: UInt16, events: DispatchQueue, mismatch: Flag) {
+        self.channel = channel
+        self.mismatch = mismatch
         self.host = host
         self.port = port
         self.events = events
+    }
+
+    /// Connects, without blocking: the client once the connection is up, or why it could not be made. With
+    /// `tls`, the connection is TLS 1.3 and the handshake fails unless the receiver holds the pinned key
+    /// (`keyMismatch` then says so).
+    static func connect(host: String, port: UInt16, connectTimeout: TimeAmount = .seconds(5), tls: PinnedTLS? = nil,
+                        onRequest: @escaping @Sendable (RTSPMessage, @escaping Reply) -> Void,
+                        onClose: @escaping @Sendable () -> Void) -> EventLoopFuture<RTSPClient>
+    {
+        let events = DispatchQueue(label: "lyre-rtsp-events")
+        events.setSpecific(key: Self.eventsKey, value: true)
+        let mismatch = Flag()
+        let bootstrap = ClientBootstrap(group: Self.eventLoopGroup)
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
+            .connectTimeout(connectTimeout)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    if let tls {
+                        let handler = try NIOSSLClientHandler(context: tls.context, serverHostname: nil) { certificates, promise in
+                            let proven = certificates.first.flatMap(TLSIdentity.ed25519Key(of:))
+                            if proven != tls.key { mismatch.raised.withLock { $0 = true } }
+                            promise.succeed(proven == tls.key ? .certificateVerified : .failed)
+                        }
+                        try channel.pipeline.syncOperations.addHandler(handler)
+                    }
+                    try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(RTSPFrameDecoder()))
+                    try channel.pipeline.syncOperations.addHandler(RTSPPeerHandler())
+                    try channel.pipeline.syncOperations.addHandler(ReceiverRequests(events: events, onRequest: onRequest, onClose: onClose))
+                }
+            }
+        // A numeric address as it is (with its zone, when link-local), a name through NIO's resolver.
+        let connected = if let address = try? SocketAddress.numeric(host, port: Int(port)) {
+            bootstrap.connect(to: address)
+        } else {
+            bootstrap.connect(host: host, port: Int(port))
+        }
+        return connected.map { channel in
+            RTSPClient(channel: channel, host: host, port: port, events: events, mismatch: mismatch)
+        }.flatMapErrorThrowing { error in
+            // An fe80:: address needs its interface; the kernel only says "Invalid argument".
+            if HostPort.lacksZone(host) {
+                throw Failure.connectionLost("cannot connect to \(HostPort.text(host, port)): a link-local address needs its interface, as in [\(host)%eth0]:\(port)")
+            }
+            throw Failure.connectionLost("cannot connect to \(HostPort.text(host, port)): \(Self.describe(error))")
+        }
+    }
+
+    /// Connects, blocking its caller (never an event loop) until the connection is up.
+    static func connected(host: String, port: UInt16, connectTimeout: TimeAmount = .seconds(5), tls: PinnedTLS? = nil,
+                          onRequest: @escaping @Sendable (RTSPMessage, @escaping Reply) -> Void,
+                          onClose: @escaping @Sendable () -> Void) throws(Failure) -> RTSPClient
+    {
+        try Self.wait(connect(host: host, port: port, connectTimeout: connectTimeout, tls: tls, onRequest: onRequest, onClose: onClose))
     }
 
     var isClosed: Bool { !channel.isActive }
@@ -92,17 +108,33 @@ final class RTSPClient: Sendable {
     /// The local address the connection uses: the host media and timing sockets bind on.
     var localHost: String { channel.localAddress?.hostText ?? "127.0.0.1" }
 
+    /// Sends a request: its response (within `timeout` seconds), or why none came, as a `Failure`.
+    func send(_ method: String, uri: String? = nil, headers: [(String, String)] = [], body: [UInt8] = [], timeout: Double = 5)
+        -> EventLoopFuture<RTSPMessage>
+    {
+        let request = RTSPRequest(method, uri: uri ?? "rtsp://\(HostPort.uri(host, port))/", headers: headers, body: body, timeout: timeout)
+        return channel.rtspRequest(request).flatMapErrorThrowing { error in
+            switch error {
+            case RTSPPeerStateMachine<Int>.Failure.closed: throw Failure.connectionLost("the receiver closed the connection")
+            case RTSPPeerStateMachine<Int>.Failure.timeout(let method, let seconds): throw Failure.timedOut(method: method, seconds: seconds)
+            default: throw Failure(description: "\(error)")
+            }
+        }
+    }
+
     /// Sends a request and waits for its response (at most `timeout` seconds). Not on an event loop.
     func request(_ method: String, uri: String? = nil, headers: [(String, String)] = [], body: [UInt8] = [], timeout: Double = 5)
         throws(Failure) -> RTSPMessage
     {
-        let request = RTSPRequest(method, uri: uri ?? "rtsp://\(HostPort.uri(host, port))/", headers: headers, body: body, timeout: timeout)
+        try Self.wait(send(method, uri: uri, headers: headers, body: body, timeout: timeout))
+    }
+
+    /// Waits for `future`, whose failures are `Failure`s. Not on an event loop.
+    static func wait<T: Sendable>(_ future: EventLoopFuture<T>) throws(Failure) -> T {
         do {
-            return try channel.rtspRequest(request).wait()
-        } catch RTSPPeerStateMachine<Int>.Failure.closed {
-            throw .connectionLost("the receiver closed the connection")
-        } catch RTSPPeerStateMachine<Int>.Failure.timeout(let method, let seconds) {
-            throw .timedOut(method: method, seconds: seconds)
+            return try future.wait()
+        } catch let error as Failure {
+            throw error
         } catch {
             throw Failure(description: "\(error)")
         }

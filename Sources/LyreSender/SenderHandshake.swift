@@ -1,14 +1,15 @@
 import Foundation
 import LyreSRTP
 import LyreWire
+import NIOCore
 
 /// A link's set-up as the sender makes it (streaming.md §3; pairing.md §6): OPTIONS, ANNOUNCE with the room's
 /// channel map, SETUP, and a GET_PARAMETER for the receiver's volume; the requests in order, and what each
 /// answer must hold. Sans-I/O: `Link` sends each request it gives and hands it the answer; it decides what
 /// comes next, or why the link cannot be made.
-struct SenderHandshake {
+struct SenderHandshake: Sendable {
     /// What this end offers: the room, the playback's terms, and this link's ports and keys.
-    struct Offer {
+    struct Offer: Sendable {
         var route: OutputRoute
         var configuration: StreamConfiguration
         /// This end's address on the receiver's network, the SDP's origin.
@@ -25,7 +26,7 @@ struct SenderHandshake {
     }
 
     /// A request to send, as the connection's next.
-    struct Request {
+    struct Request: Sendable {
         let method: String
         let uri: String
         let headers: [(String, String)]
@@ -33,7 +34,7 @@ struct SenderHandshake {
     }
 
     /// What the receiver agreed to: the link is made.
-    struct Agreed: Equatable {
+    struct Agreed: Equatable, Sendable {
         /// The receiver's id: the route's, or the one OPTIONS told.
         var receiverID: String?
         var sessionID: String
@@ -44,7 +45,7 @@ struct SenderHandshake {
         /// The receiver's volume when the link was made (the sender owns it from then on); nil when it did not say.
         var volume: Double?
 
-        struct Ports: Equatable {
+        struct Ports: Equatable, Sendable {
             var rtp: UInt16
             var rtcp: UInt16
         }
@@ -116,7 +117,31 @@ struct SenderHandshake {
         }
     }
 
+    /// Sends each request with `send` and answers it, to the end, without blocking: what the receiver agreed
+    /// to, or why not (a `LyreSenderError`).
+    func drive(_ send: @escaping @Sendable (Request) -> EventLoopFuture<RTSPMessage>) -> EventLoopFuture<Agreed> {
+        Self.drive(self, first, send)
+    }
+
+    private static func drive(_ machine: Self, _ request: Request, _ send: @escaping @Sendable (Request) -> EventLoopFuture<RTSPMessage>)
+        -> EventLoopFuture<Agreed>
+    {
+        let answered = send(request)
+        return answered.flatMap { response in
+            var machine = machine
+            do {
+                switch try machine.answer(response) {
+                case .send(let next): return drive(machine, next, send)
+                case .done(let agreed): return answered.eventLoop.makeSucceededFuture(agreed)
+                }
+            } catch {
+                return answered.eventLoop.makeFailedFuture(error)
+            }
+        }
+    }
+
     /// Sends each request with `send` and answers it, to the end: what the receiver agreed to, or why not.
+    /// The blocking form, for a caller that answers in-process.
     mutating func run(_ send: (Request) throws(LyreSenderError) -> RTSPMessage) throws(LyreSenderError) -> Agreed {
         var request = first
         while true {

@@ -116,9 +116,11 @@ public final class StreamSession: @unchecked Sendable {
         ssrc = UInt32.random(in: 1...UInt32.max)
         if let onRouteChange { routeChangeHandlers.append(onRouteChange) }
 
-        let made = Self.concurrently(routes) { route in Result { try self.connect(route) } }
+        // Every room is set up at once, on the event loops; this is the one wait, at the API's blocking edge.
+        let connecting = routes.map { connect($0) }
+        let made = outcomes(connecting)
         if let failure = made.enumerated().first(where: { if case .failure = $0.element { true } else { false } }) {
-            for case .success(let link) in made { link.close(teardown: true) }
+            _ = outcomes(made.compactMap { try? $0.get().closing(teardown: true) })
             guard case .failure(let error) = failure.element else { fatalError("unreachable") }
             let typed = error as? LyreSenderError ?? .failed("\(error)")
             throw routes.count > 1 ? .room("\(routes[failure.offset])", typed) : typed
@@ -141,24 +143,19 @@ public final class StreamSession: @unchecked Sendable {
         thread.start()
     }
 
-    /// Runs `body` for every element at once (each may block on a round trip), in order of the input.
-    static func concurrently<T: Sendable, R: Sendable>(_ items: [T], _ body: @escaping @Sendable (T) -> R) -> [R] {
-        guard items.count > 1 else { return items.map(body) }
-        let results = Mutex<[Int: R]>([:])
-        DispatchQueue.concurrentPerform(iterations: items.count) { i in
-            let result = body(items[i])
-            results.withLock { $0[i] = result }
-        }
-        return results.withLock { r in items.indices.map { r[$0]! } }
+    /// What each of `futures` came to, in order, waited for here: the blocking edge of the API (never on an
+    /// event loop). `whenAllComplete` itself never fails.
+    private func outcomes<T: Sendable>(_ futures: [EventLoopFuture<T>]) -> [Result<T, any Error>] {
+        (try? EventLoopFuture.whenAllComplete(futures, on: mediaLoop).wait()) ?? []
     }
 
     /// The payload type of FEC packets (the media's is `FrameEncoder.payloadType`).
     static let fecPayloadType: UInt8 = 97
 
-    private func connect(_ route: OutputRoute) throws -> Link {
-        try Link(
+    private func connect(_ route: OutputRoute) -> EventLoopFuture<Link> {
+        Link.connect(
             route: route, configuration: configuration, ssrc: ssrc, mediaLoop: mediaLoop,
-            endpoints: { [unowned self] local in try self.endpoints(for: local) },
+            endpoints: { [unowned self] local in self.endpoints(for: local) },
             fec: configuration.fecRow.map { FECHeader(payloadType: Self.fecPayloadType, row: $0) },
             kept: { [weak self] sequence in self?.keptPacket(sequence) },
             rtpTime: { [weak self] now in self?.rtpTime(at: now) ?? 0 },
@@ -174,39 +171,43 @@ public final class StreamSession: @unchecked Sendable {
     }
 
     /// The endpoints for rooms reached from `local`, made on first use. The send socket is bound outside the
-    /// lock (binding waits on the media loop, whose tasks may take it); of two rooms that make one at once,
+    /// lock (binding runs on the media loop, whose tasks may take it); of two rooms that make one at once,
     /// the first kept wins and the other's is closed.
-    private func endpoints(for local: String) throws -> Link.LocalEndpoints {
-        if let made = try lock.withLock({ _ throws -> Link.LocalEndpoints? in
-            if ended { throw LyreSenderError.ended }
-            return endpoints[local]
-        }) { return made }
-        let sender: any Channel
+    private func endpoints(for local: String) -> EventLoopFuture<Link.LocalEndpoints> {
+        let address: SocketAddress
         do {
-            sender = try DatagramBootstrap(group: mediaLoop).bind(to: SocketAddress.numeric(local, port: 0)).wait()
+            if let made = try lock.withLock({ _ throws -> Link.LocalEndpoints? in
+                if ended { throw LyreSenderError.ended }
+                return endpoints[local]
+            }) { return mediaLoop.makeSucceededFuture(made) }
+            address = try SocketAddress.numeric(local, port: 0)
         } catch {
+            return mediaLoop.makeFailedFuture(error)
+        }
+        return DatagramBootstrap(group: mediaLoop).bind(to: address).flatMapErrorThrowing { error in
             throw RTSPClient.Failure(description: "cannot open the RTP socket on \(local): \(error)")
+        }.flatMapThrowing { [self] sender in
+            let responder: TimingResponder
+            do {
+                responder = try TimingResponder(host: local)
+            } catch {
+                sender.close(promise: nil)
+                throw error
+            }
+            let made = Link.LocalEndpoints(timing: responder, sender: sender)
+            let kept = lock.withLock { _ -> Link.LocalEndpoints? in
+                if ended { return nil }
+                if let earlier = endpoints[local] { return earlier }
+                endpoints[local] = made
+                return made
+            }
+            if kept?.sender !== sender {
+                responder.close()
+                sender.close(promise: nil)
+            }
+            guard let kept else { throw LyreSenderError.ended }
+            return kept
         }
-        let responder: TimingResponder
-        do {
-            responder = try TimingResponder(host: local)
-        } catch {
-            sender.close(promise: nil)
-            throw error
-        }
-        let made = Link.LocalEndpoints(timing: responder, sender: sender)
-        let kept = lock.withLock { _ -> Link.LocalEndpoints? in
-            if ended { return nil }
-            if let earlier = endpoints[local] { return earlier }
-            endpoints[local] = made
-            return made
-        }
-        if kept?.sender !== sender {
-            responder.close()
-            sender.close(promise: nil)
-        }
-        guard let kept else { throw LyreSenderError.ended }
-        return kept
     }
 
     /// Ends the timing responders' threads and closes the send sockets, once the playback has ended.
@@ -271,7 +272,7 @@ public final class StreamSession: @unchecked Sendable {
         guard !lock.withLock({ _ in links.contains { $0.route.host == route.host && $0.route.port == route.port } }) else {
             throw LyreSenderError.rooms("\(route) is already playing")
         }
-        let link = try connect(route)
+        let link = try RTSPClient.wait(connect(route))
         try control.withLock { _ in
             let id = ObjectIdentifier(link)
             let (isRunning, anchor, start, info, artwork, enabled) = lock.withLock { _ in
@@ -291,7 +292,7 @@ public final class StreamSession: @unchecked Sendable {
                 if let info { try link.request("SET_PARAMETER", headers: [("Content-Type", "application/json")], body: info.serialized(), what: "now-playing SET_PARAMETER") }
             } catch {
                 detach(link)
-                link.close(teardown: true)
+                _ = outcomes([link.closing(teardown: true)])
                 throw error
             }
         }
@@ -313,7 +314,7 @@ public final class StreamSession: @unchecked Sendable {
             return link
         }
         guard detach(link) else { return }
-        link.close(teardown: true)
+        _ = outcomes([link.closing(teardown: true)])
         notifyRoom(RoomChange(route: link.route, kind: .left(nil), remaining: lock.withLock { _ in links.count }))
     }
 
@@ -349,9 +350,12 @@ public final class StreamSession: @unchecked Sendable {
     /// Each room's state, volume, latencies and the receiver's link statistics (asked now, at once).
     public func rooms() -> [RoomReport] {
         let current = lock.withLock { _ in links }
-        let statistics = Self.concurrently(current) { link -> [String: String]? in
-            guard let reply = try? link.request("GET_PARAMETER", headers: [("Content-Type", "text/parameters")], body: Array("stats\r\n".utf8), timeout: 2)
-            else { return nil }
+        let asked = current.map { link in
+            link.send("GET_PARAMETER", headers: [("Content-Type", "text/parameters")], body: Array("stats\r\n".utf8), timeout: 2)
+        }
+        // A room that does not answer within its 2 s has no statistics in the report.
+        let statistics = outcomes(asked).map { answer -> [String: String]? in
+            guard case .success(let reply) = answer else { return nil }
             let line = TextParameters(parsing: reply.bodyText)["stats"] ?? ""
             return Dictionary(line.split(separator: " ").compactMap { pair -> (String, String)? in
                 let kv = pair.split(separator: "=", maxSplits: 1)
@@ -424,9 +428,12 @@ public final class StreamSession: @unchecked Sendable {
     {
         let targets = lock.withLock { _ in links }
         lock.withLock { _ in lastRequest = HostClock.now() }
-        let results = Self.concurrently(targets) { link -> Result<RTSPMessage, RTSPClient.Failure> in
+        let sent = targets.map { link in
             let (headers, body) = request(link)
-            return Result { () throws(RTSPClient.Failure) in try link.request(method, headers: headers, body: body, what: what) }
+            return link.send(method, headers: headers, body: body, what: what)
+        }
+        let results = outcomes(sent).map { result in
+            result.mapError { $0 as? RTSPClient.Failure ?? RTSPClient.Failure(description: "\($0)") }
         }
         var answered: [(Link, RTSPMessage)] = []
         var refusal: RTSPClient.Failure?
@@ -699,7 +706,7 @@ public final class StreamSession: @unchecked Sendable {
         }
         pacerWake.signal()
         wakeQueueWaiters()
-        _ = Self.concurrently(closing) { $0.close(teardown: true) }
+        _ = outcomes(closing.map { $0.closing(teardown: true) })
         closeEndpoints()
     }
 
@@ -745,7 +752,7 @@ public final class StreamSession: @unchecked Sendable {
     /// `stoppedAt`: where the room's output stopped, when its receiver said (`Lyre-Stopped-At`).
     private func linkLost(_ link: Link, reason: OutputRouteChangeReason, stoppedAt: UInt32? = nil) {
         guard !lock.withLock({ _ in ended }), detach(link) else { return }
-        link.close(teardown: false)
+        _ = link.closing(teardown: false)
         let (remaining, handlers) = lock.withLock { _ -> (Int, [@Sendable (OutputRouteChangeReason) -> Void]) in
             guard links.isEmpty else { return (links.count, []) }
             if configuration.waitsForLostRooms, reason == .oldDeviceUnavailable {

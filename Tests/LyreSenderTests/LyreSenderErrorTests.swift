@@ -76,13 +76,13 @@ struct LyreSenderErrorTests {
     @Test func noAnswerIsATimeoutAndAClosedConnectionIsLost() throws {
         let silent = try Self.listener(closing: false)
         defer { silent.close(promise: nil) }
-        let client = try RTSPClient(host: "127.0.0.1", port: UInt16(silent.localAddress!.port!), onRequest: { _, _ in }, onClose: {})
+        let client = try RTSPClient.connected(host: "127.0.0.1", port: UInt16(silent.localAddress!.port!), onRequest: { _, _ in }, onClose: {})
         defer { client.close() }
         #expect(throws: LyreSenderError.timedOut(method: "OPTIONS", seconds: 0.2)) { try client.request("OPTIONS", timeout: 0.2) }
 
         let closing = try Self.listener(closing: true)
         defer { closing.close(promise: nil) }
-        let closed = try RTSPClient(host: "127.0.0.1", port: UInt16(closing.localAddress!.port!), onRequest: { _, _ in }, onClose: {})
+        let closed = try RTSPClient.connected(host: "127.0.0.1", port: UInt16(closing.localAddress!.port!), onRequest: { _, _ in }, onClose: {})
         defer { closed.close() }
         #expect(throws: LyreSenderError.connectionLost("the receiver closed the connection")) { try closed.request("OPTIONS", timeout: 5) }
     }
