@@ -32,6 +32,7 @@ import argparse
 import ctypes
 import ctypes.util
 import json
+import os
 import re
 import signal
 import socket
@@ -126,6 +127,37 @@ def resumed_from(packets, pt, flush_rtp, start_at):
     return signed(before[0][0] + k - skip - flush_rtp), float(score[k]), level
 
 
+def start_ffmpeg(sdp_path, out):
+    """ffmpeg decoding the RTP `sdp_path` describes into `out`, and an event set once it has bound its RTP and RTCP
+    ports, or has ended first (then `bound` holds fewer than two). At debug level libavformat/udp.c logs "end
+    receive buffer size reported is" right after bind(2), for the RTP port and then the RTCP port (rtpproto.c opens
+    them in that order; strace shows bind(5004), that line, bind(5005), that line). Its log comes through a pipe,
+    each line with its level, and only what `-v error` would show goes to `out`.log."""
+    read, write = os.pipe()  # not stderr=PIPE: communicate() would read it too
+    ffmpeg = subprocess.Popen(["ffmpeg", "-loglevel", "level+debug", "-nostats", "-y", "-protocol_whitelist", "file,udp,rtp", "-c:a", "libopus",
+                               "-i", sdp_path, out], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=write)
+    os.close(write)
+    ready, bound = threading.Event(), []
+
+    def copy():
+        with open(read, errors="replace") as pipe, open(out + ".log", "w") as log:
+            for line in pipe:  # universal newlines: a '\r'-ended line is a line too
+                if "end receive buffer size reported is" in line:
+                    bound.append(line)
+                    if len(bound) == 2:
+                        ready.set()
+                # "[sdp @ 0x…] [error] text" is "[sdp @ 0x…] text" at -v error
+                kept = re.match(r"((?:\[[^]]* @ [^]]*\] )*)\[(?:panic|fatal|error)\] (.*)", line, re.S)
+                if kept:
+                    log.write(kept.group(1) + kept.group(2))
+                    log.flush()
+        ready.set()
+
+    copier = threading.Thread(target=copy)
+    copier.start()
+    return ffmpeg, copier, ready, bound
+
+
 def read_request(conn, buf):
     while b"\r\n\r\n" not in buf:
         chunk = conn.recv(65536)
@@ -163,7 +195,7 @@ def main():
     server.listen(1)
     print("listening", flush=True)
     conn, _ = server.accept()
-    buf, sdp, ffmpeg, used = b"", "", None, ""
+    buf, sdp, ffmpeg, copier, used = b"", "", None, None, ""
     writing = threading.Lock()
     answers, answered = {}, threading.Condition()
     results, flow, parameters = [], [], []
@@ -238,9 +270,11 @@ def main():
             path = a.out + ".sdp"
             with open(path, "w") as f:
                 f.write(used)
-            ffmpeg = subprocess.Popen(["ffmpeg", "-v", "error", "-y", "-protocol_whitelist", "file,udp,rtp", "-c:a", "libopus", "-i", path, a.out],
-                                      stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=open(a.out + ".log", "w"))
-            time.sleep(1.5)  # ffmpeg reads the SDP and opens its UDP port
+            # SETUP is answered once ffmpeg listens, so the sender's first packets are not sent to a closed port.
+            ffmpeg, copier, ready, bound = start_ffmpeg(path, a.out)
+            if not ready.wait(10) or len(bound) < 2:
+                print(f"rtsp-sink: ffmpeg bound {len(bound)} of its 2 UDP ports (it ended, or took over 10 s); answering SETUP anyway",
+                      file=sys.stderr, flush=True)
             client = re.search(r"client_port=(\d+)", headers.get("transport", ""))
             cp = client.group(1) if client else "0"
             extra = [("Transport", f"RTP/AVP/UDP;unicast;client_port={cp}-{int(cp) + 1};server_port={a.media_port}-{a.media_port + 1}"),
@@ -275,6 +309,7 @@ def main():
                 ffmpeg.kill()
                 ffmpeg.wait()
         status = ffmpeg.returncode
+        copier.join()  # its log is whole
         try:
             with open(a.out + ".log") as f:
                 errors = f.read()[-2000:]
