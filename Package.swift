@@ -188,7 +188,9 @@ let package = Package(
         .testTarget(name: "LyreReceiverTests", dependencies: ["LyreReceiver", "LyreWire", "LyreAudio", "LyreSRTP", "LyreCodec"]),
         .testTarget(name: "LyreCodecTests", dependencies: ["LyreCodec"]),
         // The two ends' session rules against each other, in process.
-        .testTarget(name: "LyreSessionTests", dependencies: ["LyreSender", "LyreReceiver", "LyreWire", .product(name: "NIOCore", package: "swift-nio")]),
+        .testTarget(
+            name: "LyreSessionTests",
+            dependencies: ["LyreSender", "LyreReceiver", "LyreWire", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]),
         .testTarget(name: "LyreSenderTests", dependencies: ["LyreSender", "LyreWire", "LyreSRTP", "LyreCodec", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]),
         .testTarget(
             name: "LyreControlTests",

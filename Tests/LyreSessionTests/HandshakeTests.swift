@@ -1,5 +1,8 @@
 import Foundation
 import LyreWire
+import NIOCore
+import NIOPosix
+import Synchronization
 import Testing
 
 @testable import LyreReceiver
@@ -98,6 +101,34 @@ import Testing
         // And what the sender read from the receiver's answers.
         #expect(agreed == SenderHandshake.Agreed(receiverID: "0123456789abcdef0123456789abcdef", sessionID: "C0FFEE", server: .init(rtp: 7000, rtcp: 7001),
                                                  feedback: [.nack, .report], takesFEC: true, volume: -12.5))
+    }
+
+    /// `drive`, the form a link uses over its connection (futures, no thread blocked), reaches what `run` does,
+    /// request for request, and fails with the same error.
+    @Test func drivenOverFuturesItAgreesAsWhenRun() throws {
+        final class Answering: Sendable {
+            let receiver: Mutex<Receiver>
+            let methods = Mutex<[String]>([])
+            init(_ receiver: Receiver) { self.receiver = Mutex(receiver) }
+            func answer(_ request: SenderHandshake.Request, on loop: any EventLoop) -> EventLoopFuture<RTSPMessage> {
+                methods.withLock { $0.append(request.method) }
+                return loop.makeSucceededFuture(receiver.withLock { $0.answer(request) })
+            }
+        }
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let answering = Answering(Receiver(overTLS: true))
+        let agreed = try SenderHandshake(Self.offer()).drive { answering.answer($0, on: loop) }.wait()
+        var handshake = SenderHandshake(Self.offer())
+        var receiver = Receiver(overTLS: true)
+        #expect(try agreed == handshake.run { request throws(LyreSenderError) in receiver.answer(request) })
+        #expect(answering.methods.withLock { $0 } == ["OPTIONS", "ANNOUNCE", "SETUP", "GET_PARAMETER"])
+        #expect(answering.receiver.withLock { $0.terms } == receiver.terms)
+
+        let plain = Answering(Receiver(overTLS: false))
+        #expect(throws: LyreSenderError.refused(what: "ANNOUNCE", status: 400, reason: "an SRTP key is taken only over TLS")) {
+            try SenderHandshake(Self.offer()).drive { plain.answer($0, on: loop) }.wait()
+        }
+        #expect(plain.methods.withLock { $0 } == ["OPTIONS", "ANNOUNCE"])
     }
 
     @Test func aPlainSenderAsksForNoKeysAndNoResends() throws {
