@@ -229,9 +229,12 @@ struct SinkTests {
         lyred.signal(SIGTERM)
         try await lyred.waitForExit(timeout: 10)
         let comparison = try await StreamingTests.compare(network, reference: song, output: output)
-        let gain = 20 * log10(comparison["gain"] as? Double ?? 0)
-        print("lyre sink through \(server), a song at 50 %: \(String(format: "%.2f", gain)) dB at the receiver; \(comparison)")
-        #expect(abs(gain + 18.06) < 1, "the song at 50 % came out at \(gain) dB, not -18.06: \(comparison)\n\(sink.stderr)")
+        // The level of the whole output against the song's, which no alignment enters: PipeWire now and then
+        // runs the app's stream dry for one 256-sample cycle (see above), and the gain fitted at one lag then
+        // reads half the song off it (-20.4 dB with the song's level right, seen 2026-11-30).
+        let level = comparison["level_db"] as? Double ?? -100
+        print("lyre sink through \(server), a song at 50 %: \(String(format: "%.2f", level)) dB at the receiver; \(comparison)")
+        #expect(abs(level + 18.06) < 1, "the song at 50 % came out at \(level) dB, not -18.06: \(comparison)\n\(sink.stderr)")
         sink.signal(SIGINT)
         try await sink.waitForExit(timeout: 10)
         #expect(sink.status == 0, "lyre sink: \(sink.stderr)")

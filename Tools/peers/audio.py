@@ -281,6 +281,10 @@ def cmd_compare(a):
         print(f"audio.py compare: cannot read input: {e}", file=sys.stderr)
         return 2
     ref_seconds, out_seconds = len(ref) / ref_rate, len(out) / rate
+    # Energy out over energy in, whole files, no alignment: a level that one lost or added sample cannot move
+    # (the fitted `gain` can: a slip half way puts half the song off the lag it is fitted at).
+    ref_energy, out_energy = float(np.dot(ref, ref)), float(np.dot(out, out))
+    level_db = ratio_db(out_energy * ref_rate / rate, ref_energy)
     ref = stretch(resample(ref, ref_rate, rate), 1 + a.skew * 1e-6)
     lag = find_lag(ref, out, int(round(a.max_lag_seconds * rate)))
 
@@ -345,6 +349,7 @@ def cmd_compare(a):
         "tail_lag_samples": part_lag(len(ref) - half),
         "snr_db": round(snr, 3),
         "gain": round(gain, 6),
+        "level_db": round(level_db, 3),
         "gaps": gaps,
         "worst_window_snr_db": round(min(win_snr), 3) if win_snr else round(snr, 3),
         "ref_seconds": round(ref_seconds, 6),
