@@ -140,18 +140,6 @@ struct SenderHandshake: Sendable {
         }
     }
 
-    /// Sends each request with `send` and answers it, to the end: what the receiver agreed to, or why not.
-    /// The blocking form, for a caller that answers in-process.
-    mutating func run(_ send: (Request) throws(LyreSenderError) -> RTSPMessage) throws(LyreSenderError) -> Agreed {
-        var request = first
-        while true {
-            switch try answer(send(request)) {
-            case .send(let next): request = next
-            case .done(let agreed): return agreed
-            }
-        }
-    }
-
     /// ANNOUNCE: the stream's SDP (with its SRTP key over TLS) and the playback's terms.
     private var announce: Request {
         let configuration = offer.configuration

@@ -117,13 +117,15 @@ public final class StreamSession: @unchecked Sendable {
         if let onRouteChange { routeChangeHandlers.append(onRouteChange) }
 
         // Every room is set up at once, on the event loops; this is the one wait, at the API's blocking edge.
-        let connecting = routes.map { connect($0) }
-        let made = outcomes(connecting)
-        if let failure = made.enumerated().first(where: { if case .failure = $0.element { true } else { false } }) {
-            _ = outcomes(made.compactMap { try? $0.get().closing(teardown: true) })
-            guard case .failure(let error) = failure.element else { fatalError("unreachable") }
+        let made = outcomes(routes.map { connect($0) })
+        let failures = made.enumerated().compactMap { room, outcome in
+            if case .failure(let error) = outcome { (room, error) } else { nil }
+        }
+        if let (room, error) = failures.first {
+            // The rooms that were set up are closed again: a playback is all of its rooms or none.
+            _ = outcomes(made.compactMap { if case .success(let link) = $0 { link.closing(teardown: true) } else { nil } })
             let typed = error as? LyreSenderError ?? .failed("\(error)")
-            throw routes.count > 1 ? .room("\(routes[failure.offset])", typed) : typed
+            throw routes.count > 1 ? .room("\(routes[room])", typed) : typed
         }
         lock.withLock { _ in
             for case .success(let link) in made { add(link) }
@@ -144,9 +146,14 @@ public final class StreamSession: @unchecked Sendable {
     }
 
     /// What each of `futures` came to, in order, waited for here: the blocking edge of the API (never on an
-    /// event loop). `whenAllComplete` itself never fails.
+    /// event loop). `whenAllComplete` itself never fails; were the wait to, each future is told it, so that
+    /// the outcomes still match the futures one for one.
     private func outcomes<T: Sendable>(_ futures: [EventLoopFuture<T>]) -> [Result<T, any Error>] {
-        (try? EventLoopFuture.whenAllComplete(futures, on: mediaLoop).wait()) ?? []
+        do {
+            return try EventLoopFuture.whenAllComplete(futures, on: mediaLoop).wait()
+        } catch {
+            return futures.map { _ in .failure(error) }
+        }
     }
 
     /// The payload type of FEC packets (the media's is `FrameEncoder.payloadType`).

@@ -75,16 +75,32 @@ import Testing
         }
     }
 
+    /// A receiver behind a lock, so that a handshake can be driven against it as `Link.connect` drives one:
+    /// over futures, on a real event loop, with no thread blocked but the test's.
+    final class Answering: Sendable {
+        let receiver: Mutex<Receiver>
+        let methods = Mutex<[String]>([])
+        init(_ receiver: Receiver) { self.receiver = Mutex(receiver) }
+        var terms: AnnounceTerms? { receiver.withLock { $0.terms } }
+        var setup: SetupTerms? { receiver.withLock { $0.setup } }
+
+        /// `offer`'s handshake to the end, each request answered by this receiver, or by `instead` where it answers.
+        func handshake(_ offer: SenderHandshake.Offer, instead: @escaping @Sendable (SenderHandshake.Request) -> RTSPMessage? = { _ in nil })
+            throws -> SenderHandshake.Agreed
+        {
+            let loop = MultiThreadedEventLoopGroup.singleton.next()
+            return try SenderHandshake(offer).drive { [self] request in
+                methods.withLock { $0.append(request.method) }
+                return loop.makeSucceededFuture(instead(request) ?? receiver.withLock { $0.answer(request) })
+            }.wait()
+        }
+    }
+
     @Test func whatTheSenderAsksIsWhatTheReceiverTakes() throws {
         let offer = Self.offer()
-        var handshake = SenderHandshake(offer)
-        var receiver = Receiver(overTLS: true)
-        var methods: [String] = []
-        let agreed = try handshake.run { request throws(LyreSenderError) in
-            methods.append(request.method)
-            return receiver.answer(request)
-        }
-        #expect(methods == ["OPTIONS", "ANNOUNCE", "SETUP", "GET_PARAMETER"])
+        let receiver = Answering(Receiver(overTLS: true))
+        let agreed = try receiver.handshake(offer)
+        #expect(receiver.methods.withLock { $0 } == ["OPTIONS", "ANNOUNCE", "SETUP", "GET_PARAMETER"])
         // The ANNOUNCE's terms, as the receiver read them: each one the sender meant.
         let terms = try #require(receiver.terms)
         #expect(terms.format == AudioFormat(encoding: .opus, payloadType: FrameEncoder.payloadType))
@@ -103,42 +119,13 @@ import Testing
                                                  feedback: [.nack, .report], takesFEC: true, volume: -12.5))
     }
 
-    /// `drive`, the form a link uses over its connection (futures, no thread blocked), reaches what `run` does,
-    /// request for request, and fails with the same error.
-    @Test func drivenOverFuturesItAgreesAsWhenRun() throws {
-        final class Answering: Sendable {
-            let receiver: Mutex<Receiver>
-            let methods = Mutex<[String]>([])
-            init(_ receiver: Receiver) { self.receiver = Mutex(receiver) }
-            func answer(_ request: SenderHandshake.Request, on loop: any EventLoop) -> EventLoopFuture<RTSPMessage> {
-                methods.withLock { $0.append(request.method) }
-                return loop.makeSucceededFuture(receiver.withLock { $0.answer(request) })
-            }
-        }
-        let loop = MultiThreadedEventLoopGroup.singleton.next()
-        let answering = Answering(Receiver(overTLS: true))
-        let agreed = try SenderHandshake(Self.offer()).drive { answering.answer($0, on: loop) }.wait()
-        var handshake = SenderHandshake(Self.offer())
-        var receiver = Receiver(overTLS: true)
-        #expect(try agreed == handshake.run { request throws(LyreSenderError) in receiver.answer(request) })
-        #expect(answering.methods.withLock { $0 } == ["OPTIONS", "ANNOUNCE", "SETUP", "GET_PARAMETER"])
-        #expect(answering.receiver.withLock { $0.terms } == receiver.terms)
-
-        let plain = Answering(Receiver(overTLS: false))
-        #expect(throws: LyreSenderError.refused(what: "ANNOUNCE", status: 400, reason: "an SRTP key is taken only over TLS")) {
-            try SenderHandshake(Self.offer()).drive { plain.answer($0, on: loop) }.wait()
-        }
-        #expect(plain.methods.withLock { $0 } == ["OPTIONS", "ANNOUNCE"])
-    }
-
     @Test func aPlainSenderAsksForNoKeysAndNoResends() throws {
         var offer = Self.offer(channels: .stereo, paired: false)
         offer.configuration = StreamConfiguration()
         offer.fec = nil
         offer.configuration.resend = false
-        var handshake = SenderHandshake(offer)
-        var receiver = Receiver(overTLS: false)
-        let agreed = try handshake.run { request throws(LyreSenderError) in receiver.answer(request) }
+        let receiver = Answering(Receiver(overTLS: false))
+        let agreed = try receiver.handshake(offer)
         let terms = try #require(receiver.terms)
         #expect(terms.crypto == nil && terms.mix == nil && !terms.spokenAudio && terms.latencyMilliseconds == 250 && terms.channels == .stereo)
         #expect(receiver.setup?.timingAuthenticator == nil && receiver.setup?.fec == nil)
@@ -147,48 +134,40 @@ import Testing
 
     @Test func keysOverAPlainConnectionAreRefusedAndTheSenderSaysWhy() {
         // A sender that sends its keys where the connection is not TLS: the receiver refuses, and the sender's
-        // error carries the method, the status and the receiver's reason.
-        var handshake = SenderHandshake(Self.offer())
-        var receiver = Receiver(overTLS: false)
+        // error carries the method, the status and the receiver's reason. It asks nothing after.
+        let receiver = Answering(Receiver(overTLS: false))
         #expect(throws: LyreSenderError.refused(what: "ANNOUNCE", status: 400, reason: "an SRTP key is taken only over TLS")) {
-            try handshake.run { request throws(LyreSenderError) in receiver.answer(request) }
+            try receiver.handshake(Self.offer())
         }
+        #expect(receiver.methods.withLock { $0 } == ["OPTIONS", "ANNOUNCE"])
     }
 
     @Test func aVersion1ReceiverIsRefusedOnlyAChannelMapItCannotApply() throws {
-        var receiver = Receiver(overTLS: true, echoesChannels: false)
-        var left = SenderHandshake(Self.offer(channels: .left))
         #expect(throws: LyreSenderError.failed("it cannot play only the left channel (a version 1 receiver: update its lyred)")) {
-            try left.run { request throws(LyreSenderError) in receiver.answer(request) }
+            try Answering(Receiver(overTLS: true, echoesChannels: false)).handshake(Self.offer(channels: .left))
         }
-        receiver = Receiver(overTLS: true, echoesChannels: false)
-        var stereo = SenderHandshake(Self.offer(channels: .stereo))
-        #expect(try stereo.run { request throws(LyreSenderError) in receiver.answer(request) }.sessionID == "C0FFEE")
+        let stereo = try Answering(Receiver(overTLS: true, echoesChannels: false)).handshake(Self.offer(channels: .stereo))
+        #expect(stereo.sessionID == "C0FFEE")
     }
 
     @Test func aRouteFoundByIdMustReachThatReceiver() {
         var offer = Self.offer()
         offer.route.id = "ffffffffffffffffffffffffffffffff"
-        var handshake = SenderHandshake(offer)
-        var receiver = Receiver(overTLS: true)
         #expect(throws: LyreSenderError.failed(
             "10.77.0.2:7700 is now another receiver (id 0123456789abcdef0123456789abcdef, not ffffffffffffffffffffffffffffffff)")) {
-            try handshake.run { request throws(LyreSenderError) in receiver.answer(request) }
+            try Answering(Receiver(overTLS: true)).handshake(offer)
         }
     }
 
     @Test func aSetupAnswerWithoutSessionOrPortsEndsTheLink() throws {
-        var handshake = SenderHandshake(Self.offer())
-        var receiver = Receiver(overTLS: true)
         #expect(throws: LyreSenderError.failed("the receiver's SETUP answer has no Session or server_port")) {
-            try handshake.run { request throws(LyreSenderError) in
-                request.method == "SETUP" ? .response(200, cseq: 1, headers: [("Transport", "RTP/AVP/UDP;unicast")]) : receiver.answer(request)
+            try Answering(Receiver(overTLS: true)).handshake(Self.offer()) { request in
+                request.method == "SETUP" ? .response(200, cseq: 1, headers: [("Transport", "RTP/AVP/UDP;unicast")]) : nil
             }
         }
         // A receiver whose output is gone answers 503: the sender says so, not the status.
-        var busy = SenderHandshake(Self.offer())
         #expect(throws: LyreSenderError.refused(what: "OPTIONS", status: 503, reason: "its audio output is unavailable")) {
-            try busy.run { _ throws(LyreSenderError) in .response(503, cseq: 1) }
+            try Answering(Receiver(overTLS: true)).handshake(Self.offer()) { _ in .response(503, cseq: 1) }
         }
     }
 }
