@@ -103,11 +103,33 @@ public final class StreamSession: @unchecked Sendable {
 
     /// Connects to every route and sets the stream up, all rooms at once; fails, naming the room, if any
     /// room cannot be set up. `onRouteChange` is called once, from a background thread, when the last room
-    /// is gone; each room's own changes go to `observeRoomChanges`.
-    public init(routes: [OutputRoute], configuration: StreamConfiguration,
-                onRouteChange: (@Sendable (OutputRouteChangeReason) -> Void)? = nil) throws {
+    /// is gone; each room's own changes go to `observeRoomChanges`. Blocks its thread until every room has
+    /// answered; `connect(routes:configuration:onRouteChange:)` is the form that awaits instead.
+    public convenience init(routes: [OutputRoute], configuration: StreamConfiguration,
+                            onRouteChange: (@Sendable (OutputRouteChangeReason) -> Void)? = nil) throws {
+        self.init(configuration: configuration, routes: routes.count, onRouteChange: onRouteChange)
+        begin(try RTSPClient.wait(connectRooms(routes)))
+    }
+
+    /// A playback on every route, set up all rooms at once without blocking a thread while they answer: as
+    /// `init(routes:configuration:onRouteChange:)`, for a caller in Swift concurrency.
+    public static func connect(routes: [OutputRoute], configuration: StreamConfiguration,
+                               onRouteChange: (@Sendable (OutputRouteChangeReason) -> Void)? = nil) async throws(LyreSenderError) -> StreamSession {
+        let session = StreamSession(configuration: configuration, routes: routes.count, onRouteChange: onRouteChange)
+        let links: [Link]
+        do {
+            links = try await session.connectRooms(routes).get()
+        } catch {
+            throw error as? LyreSenderError ?? .failed("\(error)")
+        }
+        session.begin(links)
+        return session
+    }
+
+    /// The playback's state, with no room yet.
+    private init(configuration: StreamConfiguration, routes: Int, onRouteChange: (@Sendable (OutputRouteChangeReason) -> Void)?) {
         precondition([10, 20].contains(configuration.frameMilliseconds), "frames are 10 or 20 ms")
-        precondition(!routes.isEmpty, "a playback needs at least one route")
+        precondition(routes > 0, "a playback needs at least one route")
         self.configuration = configuration
         frameSamples = 48 * configuration.frameMilliseconds
         lead = UInt64(configuration.leadMilliseconds) * 1_000_000
@@ -115,20 +137,34 @@ public final class StreamSession: @unchecked Sendable {
                             rtp: UInt32.random(in: 0...UInt32.max), sequence: UInt16.random(in: 0...UInt16.max))
         ssrc = UInt32.random(in: 1...UInt32.max)
         if let onRouteChange { routeChangeHandlers.append(onRouteChange) }
+    }
 
-        // Every room is set up at once, on the event loops; this is the one wait, at the API's blocking edge.
-        let made = outcomes(routes.map { connect($0) })
-        let failures = made.enumerated().compactMap { room, outcome in
-            if case .failure(let error) = outcome { (room, error) } else { nil }
-        }
-        if let (room, error) = failures.first {
-            // The rooms that were set up are closed again: a playback is all of its rooms or none.
-            _ = outcomes(made.compactMap { if case .success(let link) = $0 { link.closing(teardown: true) } else { nil } })
+    /// Every room set up at once, on the event loops: their links, in the routes' order, or the first room's
+    /// failure (named when there are several), once the rooms that were set up are closed again, and the
+    /// sockets they shared: a playback is all of its rooms or none.
+    private func connectRooms(_ routes: [OutputRoute]) -> EventLoopFuture<[Link]> {
+        EventLoopFuture.whenAllComplete(routes.map { connect($0) }, on: mediaLoop).flatMap { [self] made in
+            let failures = made.enumerated().compactMap { room, outcome in
+                if case .failure(let error) = outcome { (room, error) } else { nil }
+            }
+            guard let (room, error) = failures.first else {
+                return mediaLoop.makeSucceededFuture(made.compactMap { if case .success(let link) = $0 { link } else { nil } })
+            }
             let typed = error as? LyreSenderError ?? .failed("\(error)")
-            throw routes.count > 1 ? .room("\(routes[room])", typed) : typed
+            let failure: LyreSenderError = routes.count > 1 ? .room("\(routes[room])", typed) : typed
+            let closing = made.compactMap { if case .success(let link) = $0 { link.closing(teardown: true) } else { nil } }
+            return EventLoopFuture.whenAllComplete(closing, on: mediaLoop).flatMapThrowing { _ in
+                closeEndpoints()
+                throw failure
+            }
         }
+    }
+
+    /// The rooms join and the playback begins: the remote commands are published to them, they are told who
+    /// plays, and the pacer starts. Called off the event loops: telling the rooms waits for their answers.
+    private func begin(_ made: [Link]) {
         lock.withLock { _ in
-            for case .success(let link) in made { add(link) }
+            for link in made { add(link) }
         }
         commandQueue.setSpecific(key: Self.onCommandQueue, value: true)
         remoteCommands.addHandler(.volumeUp) { [weak self] _ in self?.stepVolume(up: true) ?? .commandFailed }
@@ -139,7 +175,7 @@ public final class StreamSession: @unchecked Sendable {
         }
         remoteCommands.onChange = { [weak self] enabled in self?.sendEnabledCommands(enabled) }
         remoteCommands.publish()
-        if routes.count > 1 { commandQueue.async { [weak self] in self?.sendRooms() } }
+        if made.count > 1 { commandQueue.async { [weak self] in self?.sendRooms() } }
         let thread = Thread { [self] in pace() }
         thread.name = "lyre-pacer"
         thread.start()

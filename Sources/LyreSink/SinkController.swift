@@ -378,9 +378,10 @@ public final class SinkController: @unchecked Sendable {
                 // An announcement plays over what the receiver plays, which dips by the receiver's own depth.
                 if output.kind == .announcements { configuration.mixing = .duck }
                 let label = label(output)
-                // Connecting takes a round trip or more: off the queue, while the capture keeps what it records.
-                DispatchQueue.global().async { [self, configuration] in
-                    let result = Result { try StreamSession(routes: [route], configuration: configuration) }
+                // Connecting takes a round trip or more: awaited off the queue, while the capture keeps what it records.
+                Task { [self, configuration] in
+                    let result: Result<StreamSession, LyreSenderError>
+                    do { result = .success(try await StreamSession.connect(routes: [route], configuration: configuration)) } catch { result = .failure(error) }
                     queue.async { [self] in
                         switch result {
                         case .success(let session) where generations[output] == generation:

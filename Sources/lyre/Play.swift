@@ -167,12 +167,12 @@ struct Play: AsyncParsableCommand {
             // A remembered address is tried briefly: when it does not answer as its receiver, browse.
             var brief = configuration
             if remembered { brief.connectTimeoutMilliseconds = 1000 }
-            session = try StreamSession(routes: routes, configuration: brief)
+            session = try await StreamSession.connect(routes: routes, configuration: brief)
         } catch where remembered {
             Logger(label: "lyre.play").debug("remembered address failed (\(error)); looking for the receivers again")
             KnownReceivers().forget(routes.compactMap(\.id))
             routes = try await resolveRoutes(known: false).routes
-            do { session = try StreamSession(routes: routes, configuration: configuration) } catch { throw cannotPlay(error) }
+            do { session = try await StreamSession.connect(routes: routes, configuration: configuration) } catch { throw cannotPlay(error) }
         } catch {
             throw cannotPlay(error)
         }
