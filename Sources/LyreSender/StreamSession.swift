@@ -153,7 +153,7 @@ public final class StreamSession: @unchecked Sendable {
             let typed = error as? LyreSenderError ?? .failed("\(error)")
             let failure: LyreSenderError = routes.count > 1 ? .room("\(routes[room])", typed) : typed
             let closing = made.compactMap { if case .success(let link) = $0 { link.closing(teardown: true) } else { nil } }
-            return EventLoopFuture.whenAllComplete(closing, on: mediaLoop).flatMapThrowing { _ in
+            return EventLoopFuture.whenAllComplete(closing, on: mediaLoop).flatMapThrowing { [self] _ in
                 closeEndpoints()
                 throw failure
             }

@@ -381,7 +381,7 @@ public final class SinkController: @unchecked Sendable {
                 // Connecting takes a round trip or more: awaited off the queue, while the capture keeps what it records.
                 Task { [self, configuration] in
                     let result: Result<StreamSession, LyreSenderError>
-                    do { result = .success(try await StreamSession.connect(routes: [route], configuration: configuration)) } catch { result = .failure(error) }
+                    do throws(LyreSenderError) { result = .success(try await StreamSession.connect(routes: [route], configuration: configuration)) } catch { result = .failure(error) }
                     queue.async { [self] in
                         switch result {
                         case .success(let session) where generations[output] == generation:

@@ -48,6 +48,24 @@ struct LyreSenderErrorTests {
         }
     }
 
+    /// The awaited form fails as the blocking one does: typed, with the address, and naming the room among several.
+    @Test func anUnreachableReceiverFailsTheAwaitedFormAlike() async throws {
+        let port = try Self.closedPort()
+        await #expect {
+            try await StreamSession.connect(routes: [OutputRoute(host: "127.0.0.1", port: port)], configuration: StreamConfiguration())
+        } throws: { error in
+            guard case .connectionLost(let why) = error as? LyreSenderError else { return false }
+            return why.hasPrefix("cannot connect to 127.0.0.1:\(port): ")
+        }
+        let rooms = [OutputRoute(host: "127.0.0.1", port: port, name: "Kitchen"), OutputRoute(host: "127.0.0.1", port: port, name: "Porch")]
+        await #expect {
+            try await StreamSession.connect(routes: rooms, configuration: StreamConfiguration())
+        } throws: { error in
+            guard case .room(let room, .connectionLost) = error as? LyreSenderError else { return false }
+            return room == "'Kitchen'"
+        }
+    }
+
     /// A refusal carries what was asked, the status and the receiver's reason (its `Lyre-Error`, else what the
     /// status means; 503 is the output).
     @Test func aRefusalCarriesWhatStatusAndReason() {
