@@ -162,7 +162,7 @@ struct SinkTests {
         // heard, as ffmpeg's libopus does (20.3 dB, its first and last 20 ms 23.4 and 21.0 dB): a fixed 20 dB
         // bound sat on that figure (PulseAudio 20.05 dB, PipeWire 19.99 to 20.21 dB in passing runs). So the
         // output is held to libopus's own figures on the same file, less what the receiver's clock tracking
-        // costs end to end (1 to 2 dB, see StreamingTests.encodeIsAsGoodAsFFmpegsLibopus): 2 dB overall, 3 dB
+        // costs end to end (1 to 2 dB, see EncodeQualityTests): 2 dB overall, 3 dB
         // for the 20 ms ends.
         let comparison = try await StreamingTests.compare(network, reference: song, output: output)
         print("lyre sink through \(server), the song at the receiver against the file: \(comparison)")
