@@ -464,25 +464,55 @@ public final class StreamSession: @unchecked Sendable {
 
     /// Sends a request to every room at once. A room whose connection fails leaves the playback (a route
     /// change for it alone); a refusal is thrown. Throws the first failure only when no room is left or one
-    /// refused.
+    /// refused. Blocks until every room has answered (`answered(_:)`); `broadcastAwaited` awaits instead.
     private func broadcast(_ method: String, what: String? = nil,
                            _ request: @escaping @Sendable (Link) -> (headers: [(String, String)], body: [UInt8]))
         throws -> [(Link, RTSPMessage)]
     {
-        let targets = lock.withLock { _ in links }
-        lock.withLock { _ in lastRequest = HostClock.now() }
-        let sent = targets.map { link in
+        let (targets, sent) = send(method, what: what, request)
+        return try answered(zip(targets, outcomes(sent)))
+    }
+
+    /// `broadcast`, awaited: no thread waits while the rooms answer.
+    private func broadcastAwaited(_ method: String, what: String? = nil,
+                                  _ request: @escaping @Sendable (Link) -> (headers: [(String, String)], body: [UInt8]))
+        async throws -> [(Link, RTSPMessage)]
+    {
+        let (targets, sent) = send(method, what: what, request)
+        let results = try await EventLoopFuture.whenAllComplete(sent, on: mediaLoop).get()
+        return try answered(zip(targets, results))
+    }
+
+    /// `broadcast` for an update nothing waits for (`bestEffort`): sent now, in order with every other request
+    /// on each room's connection; its answers are read on the command queue when they have all come.
+    private func broadcastUnawaited(_ update: String, _ request: @escaping @Sendable (Link) -> (headers: [(String, String)], body: [UInt8])) {
+        let (targets, sent) = send("SET_PARAMETER", what: nil, request)
+        EventLoopFuture.whenAllComplete(sent, on: mediaLoop).whenSuccess { [weak self] results in
+            guard let self else { return }
+            commandQueue.async { self.bestEffort(update) { _ = try self.answered(zip(targets, results)) } }
+        }
+    }
+
+    /// The request sent to every room, as the rooms stand now: the rooms, and each one's answer to come.
+    private func send(_ method: String, what: String?, _ request: @Sendable (Link) -> (headers: [(String, String)], body: [UInt8]))
+        -> ([Link], [EventLoopFuture<RTSPMessage>])
+    {
+        let targets = lock.withLock { _ in lastRequest = HostClock.now(); return links }
+        return (targets, targets.map { link in
             let (headers, body) = request(link)
             return link.send(method, headers: headers, body: body, what: what)
-        }
-        let results = outcomes(sent).map { result in
-            result.mapError { $0 as? RTSPClient.Failure ?? RTSPClient.Failure(description: "\($0)") }
-        }
+        })
+    }
+
+    /// The rooms' answers to a request sent to each: the rooms that answered, with their answers; a room whose
+    /// connection failed leaves the playback; the first refusal is thrown, or, when no room answered, the
+    /// first loss. Not on an event loop.
+    private func answered(_ results: some Sequence<(Link, Result<RTSPMessage, any Error>)>) throws -> [(Link, RTSPMessage)] {
         var answered: [(Link, RTSPMessage)] = []
         var refusal: RTSPClient.Failure?
         var lost: RTSPClient.Failure?
-        for (link, result) in zip(targets, results) {
-            switch result {
+        for (link, result) in results {
+            switch result.mapError({ $0 as? RTSPClient.Failure ?? RTSPClient.Failure(description: "\($0)") }) {
             case .success(let reply): answered.append((link, reply))
             case .failure(let failure) where link.isClosed:
                 // Why it closed (a session-end notice may have come first) is handled before this room goes.
@@ -555,6 +585,16 @@ public final class StreamSession: @unchecked Sendable {
     /// Sets the group volume: every room moves by the same number of dB, so their balance is kept (AirPlay's
     /// group slider scales every room). With one room, sets its volume.
     public func setVolume(_ db: Double) throws {
+        _ = try broadcast("SET_PARAMETER", what: "volume SET_PARAMETER", groupVolume(db))
+    }
+
+    /// `setVolume(_:)`, awaited: no thread waits while the rooms answer.
+    public func setVolume(_ db: Double) async throws {
+        _ = try await broadcastAwaited("SET_PARAMETER", what: "volume SET_PARAMETER", groupVolume(db))
+    }
+
+    /// Moves every room's level to make the group volume `db`: what each room is sent.
+    private func groupVolume(_ db: Double) -> @Sendable (Link) -> (headers: [(String, String)], body: [UInt8]) {
         let targets = lock.withLock { _ -> [ObjectIdentifier: Double] in
             let top = levels.values.max() ?? 0
             // Mute is a level far below −30, so unmuting brings every room back where it was.
@@ -562,7 +602,7 @@ public final class StreamSession: @unchecked Sendable {
             for id in levels.keys { levels[id]! += delta }
             return levels
         }
-        _ = try broadcast("SET_PARAMETER", what: "volume SET_PARAMETER") { link in
+        return { link in
             ([("Content-Type", "text/parameters")], Array("volume: \(Self.effective(targets[ObjectIdentifier(link)] ?? 0))\r\n".utf8))
         }
     }
@@ -630,7 +670,7 @@ public final class StreamSession: @unchecked Sendable {
     private func sendEnabledCommands(_ enabled: EnabledCommands) {
         guard !lock.withLock({ _ in lastEnabled = enabled; return ended }) else { return }
         let body = Array(enabled.parameters.serialized.utf8)
-        bestEffort("the enabled commands") { _ = try broadcast("SET_PARAMETER") { _ in ([("Content-Type", "text/parameters")], body) } }
+        broadcastUnawaited("the enabled commands") { _ in ([("Content-Type", "text/parameters")], body) }
     }
 
     // MARK: content positions

@@ -58,14 +58,18 @@ final class GroupServer: Sendable {
                                 resolve: @Sendable (RoomSpec) async throws -> OutputRoute) async -> String {
         let words: [String]
         do { words = try LineWords.split(line) } catch { return "error \(error)" }
-        /// Runs a blocking session call on the pool.
-        func blocking(_ body: @escaping @Sendable () throws -> Void) async -> String {
+        /// "ok" once `body` is done, or the error it threw.
+        func answer(_ body: () async throws -> Void) async -> String {
             do {
-                try await pool.runIfActive { try body() }
+                try await body()
                 return "ok"
             } catch {
                 return "error \(error)"
             }
+        }
+        /// Runs a session call that blocks on the pool.
+        func blocking(_ body: @escaping @Sendable () throws -> Void) async -> String {
+            await answer { try await pool.runIfActive { try body() } }
         }
         switch (words.first, words.count) {
         case ("list", 1):
@@ -93,7 +97,8 @@ final class GroupServer: Sendable {
             guard let db = Double(words.last!), db.isFinite, db <= 0, db >= -30 || db == -144 else {
                 return "error volume is dB from -30 to 0, or -144 to mute"
             }
-            return await blocking { if words.count == 3 { try session.setVolume(db, room: words[1]) } else { try session.setVolume(db) } }
+            if words.count == 3 { return await blocking { try session.setVolume(db, room: words[1]) } }
+            return await answer { try await session.setVolume(db) }
         default:
             return "error unknown request; send list, add NAME[=CHANNELS], remove NAME, volume [NAME] DB"
         }
