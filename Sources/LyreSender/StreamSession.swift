@@ -192,6 +192,15 @@ public final class StreamSession: @unchecked Sendable {
         }
     }
 
+    /// `outcomes(_:)`, awaited.
+    private func outcomes<T: Sendable>(_ futures: [EventLoopFuture<T>]) async -> [Result<T, any Error>] {
+        do {
+            return try await EventLoopFuture.whenAllComplete(futures, on: mediaLoop).get()
+        } catch {
+            return futures.map { _ in .failure(error) }
+        }
+    }
+
     /// The payload type of FEC packets (the media's is `FrameEncoder.payloadType`).
     static let fecPayloadType: UInt8 = 97
 
@@ -392,12 +401,28 @@ public final class StreamSession: @unchecked Sendable {
 
     /// Each room's state, volume, latencies and the receiver's link statistics (asked now, at once).
     public func rooms() -> [RoomReport] {
+        let (current, asked) = askStatistics()
+        return report(current, outcomes(asked))
+    }
+
+    /// `rooms()`, awaited: no thread waits while the rooms answer.
+    public func rooms() async -> [RoomReport] {
+        let (current, asked) = askStatistics()
+        return report(current, await outcomes(asked))
+    }
+
+    /// Each room, and its statistics asked for now.
+    private func askStatistics() -> ([Link], [EventLoopFuture<RTSPMessage>]) {
         let current = lock.withLock { _ in links }
-        let asked = current.map { link in
+        return (current, current.map { link in
             link.send("GET_PARAMETER", headers: [("Content-Type", "text/parameters")], body: Array("stats\r\n".utf8), timeout: 2)
-        }
+        })
+    }
+
+    /// The report of `current`, whose answers to `askStatistics` are `answers`.
+    private func report(_ current: [Link], _ answers: [Result<RTSPMessage, any Error>]) -> [RoomReport] {
         // A room that does not answer within its 2 s has no statistics in the report.
-        let statistics = outcomes(asked).map { answer -> [String: String]? in
+        let statistics = answers.map { answer -> [String: String]? in
             guard case .success(let reply) = answer else { return nil }
             let line = TextParameters(parsing: reply.bodyText)["stats"] ?? ""
             return Dictionary(line.split(separator: " ").compactMap { pair -> (String, String)? in
@@ -479,8 +504,7 @@ public final class StreamSession: @unchecked Sendable {
         async throws -> [(Link, RTSPMessage)]
     {
         let (targets, sent) = send(method, what: what, request)
-        let results = try await EventLoopFuture.whenAllComplete(sent, on: mediaLoop).get()
-        return try answered(zip(targets, results))
+        return try answered(zip(targets, await outcomes(sent)))
     }
 
     /// `broadcast` for an update nothing waits for (`bestEffort`): sent now, in order with every other request

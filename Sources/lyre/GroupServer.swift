@@ -9,8 +9,9 @@ import NIOPosix
 /// The group socket of a running `lyre play` (streaming.md §9.4): a `LineServer` that `lyre group` talks to.
 /// A request's words are written as `LineWords` says (a room name with spaces or quotes is quoted). Requests
 /// are `list`, `add NAME|ID|HOST:PORT[=CHANNELS]`, `remove NAME`, `volume DB` (the group) and
-/// `volume NAME DB` (one room); answers are `ok[ JSON]` or `error MESSAGE`. Session calls block on round
-/// trips, so they run on a thread pool, never on the event loop.
+/// `volume NAME DB` (one room); answers are `ok[ JSON]` or `error MESSAGE`. `list` and the group's volume
+/// are awaited; the session calls that still block on round trips (add, remove, one room's volume) run on a
+/// thread pool, never on the event loop.
 final class GroupServer: Sendable {
     private let channel: Channel
     private let pool: NIOThreadPool
@@ -73,7 +74,7 @@ final class GroupServer: Sendable {
         }
         switch (words.first, words.count) {
         case ("list", 1):
-            let rooms = (try? await pool.runIfActive { session.rooms() }) ?? []
+            let rooms = await session.rooms()
             return "ok " + GroupListing(rooms: rooms, returning: returns.returning, volume: session.volume).json
         case ("add", 2):
             let route: OutputRoute
