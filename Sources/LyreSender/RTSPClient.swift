@@ -140,6 +140,17 @@ final class RTSPClient: Sendable {
         }
     }
 
+    /// `wait(_:)`, awaited: no thread waits for `future`.
+    static func awaited<T: Sendable>(_ future: EventLoopFuture<T>) async throws(Failure) -> T {
+        do {
+            return try await future.get()
+        } catch let error as Failure {
+            throw error
+        } catch {
+            throw Failure(description: "\(error)")
+        }
+    }
+
     /// Waits until what the connection has told `onRequest` and `onClose` so far has been handled: after a
     /// request failed because the connection closed, the owner knows why it closed.
     /// Returns at once when called from those handlers themselves.

@@ -356,6 +356,20 @@ public final class StreamSession: @unchecked Sendable {
 
     /// Removes a room (TEARDOWN); the others play on. The last room cannot be removed: stop the playback.
     public func removeRoute(named name: String) throws {
+        guard let link = try leaving(named: name) else { return }
+        _ = outcomes([link.closing(teardown: true)])
+        left(link)
+    }
+
+    /// `removeRoute(named:)`, awaited: no thread waits for the TEARDOWN's answer.
+    public func removeRoute(named name: String) async throws {
+        guard let link = try leaving(named: name) else { return }
+        _ = await outcomes([link.closing(teardown: true)])
+        left(link)
+    }
+
+    /// The room named `name`, out of the playback: nil when it left meanwhile.
+    private func leaving(named name: String) throws -> Link? {
         let link: Link = try lock.withLock { _ in
             guard let link = links.first(where: { $0.route.isNamed(name) }) else {
                 throw LyreSenderError.rooms("no room '\(name)' in this playback")
@@ -365,8 +379,11 @@ public final class StreamSession: @unchecked Sendable {
             }
             return link
         }
-        guard detach(link) else { return }
-        _ = outcomes([link.closing(teardown: true)])
+        return detach(link) ? link : nil
+    }
+
+    /// Tells the observers and the rooms left that `link`'s room was removed.
+    private func left(_ link: Link) {
         notifyRoom(RoomChange(route: link.route, kind: .left(nil), remaining: lock.withLock { _ in links.count }))
     }
 
@@ -627,21 +644,41 @@ public final class StreamSession: @unchecked Sendable {
             return levels
         }
         return { link in
-            ([("Content-Type", "text/parameters")], Array("volume: \(Self.effective(targets[ObjectIdentifier(link)] ?? 0))\r\n".utf8))
+            ([("Content-Type", "text/parameters")], Self.levelBody(targets[ObjectIdentifier(link)] ?? 0))
         }
     }
 
     /// Sets one room's volume (dB, RAOP scale).
     public func setVolume(_ db: Double, room name: String) throws {
+        try setLevel(db, of: room(named: name))
+    }
+
+    /// `setVolume(_:room:)`, awaited: no thread waits while the room answers.
+    public func setVolume(_ db: Double, room name: String) async throws {
+        let link = try room(named: name)
+        try await link.request("SET_PARAMETER", headers: [("Content-Type", "text/parameters")],
+                               body: Self.levelBody(db), what: "volume SET_PARAMETER")
+        keep(db, of: link)
+    }
+
+    private func room(named name: String) throws -> Link {
         guard let link = lock.withLock({ _ in links.first { $0.route.isNamed(name) } }) else {
             throw LyreSenderError.rooms("no room '\(name)' in this playback")
         }
-        try setLevel(db, of: link)
+        return link
     }
 
     private func setLevel(_ level: Double, of link: Link) throws {
         try link.request("SET_PARAMETER", headers: [("Content-Type", "text/parameters")],
-                         body: Array("volume: \(Self.effective(level))\r\n".utf8), what: "volume SET_PARAMETER")
+                         body: Self.levelBody(level), what: "volume SET_PARAMETER")
+        keep(level, of: link)
+    }
+
+    /// A room's volume request: `level` as it is sent.
+    private static func levelBody(_ level: Double) -> [UInt8] { Array("volume: \(effective(level))\r\n".utf8) }
+
+    /// Keeps the level a room took, unless it left meanwhile.
+    private func keep(_ level: Double, of link: Link) {
         lock.withLock { _ in if levels[ObjectIdentifier(link)] != nil { levels[ObjectIdentifier(link)] = level } }
     }
 

@@ -93,12 +93,12 @@ final class GroupServer: Sendable {
         case ("remove", 2):
             // A room waited for is removed by no longer waiting for it.
             if returns.forget(named: words[1]) { return "ok" }
-            return await blocking { try session.removeRoute(named: words[1]) }
+            return await answer { try await session.removeRoute(named: words[1]) }
         case ("volume", 2), ("volume", 3):
             guard let db = Double(words.last!), db.isFinite, db <= 0, db >= -30 || db == -144 else {
                 return "error volume is dB from -30 to 0, or -144 to mute"
             }
-            if words.count == 3 { return await blocking { try session.setVolume(db, room: words[1]) } }
+            if words.count == 3 { return await answer { try await session.setVolume(db, room: words[1]) } }
             return await answer { try await session.setVolume(db) }
         default:
             return "error unknown request; send list, add NAME[=CHANNELS], remove NAME, volume [NAME] DB"
