@@ -146,7 +146,14 @@ final class RoomReturns: @unchecked Sendable {
                     return !was
                 }
                 // The user removed it while it was joining: it leaves again, as they asked.
-                if removedMeanwhile { try? session.removeRoute(named: route.name) }
+                if removedMeanwhile {
+                    do {
+                        try session.removeRoute(named: route.name)
+                    } catch {
+                        // The last room left is not removed: it plays on, and the user stops the playback.
+                        Logger(label: "lyre.play").notice("'\(route.name)' was removed while it returned, and stays: \(error)")
+                    }
+                }
             } catch {
                 lock.withLock { _ in _ = returned.remove(Self.key(route)) }
             }
