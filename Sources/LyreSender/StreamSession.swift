@@ -25,8 +25,8 @@ import Glibc
 /// Audio goes in as 48 kHz interleaved stereo float through `enqueue`, which blocks while more than a
 /// second is queued. A pacing thread sends each frame `lead` ahead of the time it is due.
 ///
-/// `@unchecked Sendable`: mutable state is behind `lock`; control changes (start, pause, joins) are
-/// serialised by `control`.
+/// `@unchecked Sendable`: mutable state is behind `lock`; control changes (start, pause, joins) run one at a
+/// time, in turn (`controlled`).
 public final class StreamSession: @unchecked Sendable {
     public let configuration: StreamConfiguration
     /// The receivers' output latency, ms, from their RECORD answers (the largest, with several rooms).
@@ -44,13 +44,16 @@ public final class StreamSession: @unchecked Sendable {
     private let frameSamples: Int
     private let lead: UInt64
     private let lock = Mutex<Void>(())
-    private let control = Mutex<Void>(())
+    /// The end of the last control change asked for: the next one starts once it has completed.
+    private let controlTail = Mutex<EventLoopFuture<Void>?>(nil)
     /// The rooms, in the order they joined.
     private var links: [Link] = []
     /// Each room's volume level, dB: unclamped, so a group change keeps the rooms' balance.
     private var levels: [ObjectIdentifier: Double] = [:]
     private var outputLatencies: [ObjectIdentifier: Double] = [:]
     private var outputDelays: [ObjectIdentifier: Int] = [:]
+    /// The addresses of rooms being added (`addRoute`), not yet joined: one is added once at a time.
+    private var adding: Set<String> = []
     /// Rooms set up while playing whose RECORD is not answered yet.
     private var joining: Set<ObjectIdentifier> = []
     /// What was last said to every room, for a room that joins later.
@@ -320,34 +323,83 @@ public final class StreamSession: @unchecked Sendable {
     /// it was given by address alone.
     @discardableResult
     public func addRoute(_ route: OutputRoute) throws -> OutputRoute {
-        guard !hasEnded else { throw LyreSenderError.ended }
-        guard !lock.withLock({ _ in links.contains { $0.route.host == route.host && $0.route.port == route.port } }) else {
-            throw LyreSenderError.rooms("\(route) is already playing")
-        }
+        try admit(route)
+        defer { admitted(route) }
         let link = try RTSPClient.wait(connect(route))
-        try control.withLock { _ in
-            let id = ObjectIdentifier(link)
-            let (isRunning, anchor, start, info, artwork, enabled) = lock.withLock { _ in
-                add(link)
-                if timeline.running { joining.insert(id) }
-                return (timeline.running, timeline.anchor, timeline.startAt, lastNowPlaying, lastArtwork, lastEnabled)
-            }
+        try controlled {
             do {
-                if isRunning {
-                    // No RTP-Info: the packets sent since SETUP (and those sent before it that are not yet
-                    // due, `add` sent them) are already in the receiver's buffer, in step.
-                    let reply = try link.request("RECORD", headers: RecordRequest(anchor: anchor, info: nil, startAt: start).headers)
-                    recordAnswered(link, reply)
-                }
-                if let enabled { try link.request("SET_PARAMETER", headers: [("Content-Type", "text/parameters")], body: Array(enabled.parameters.serialized.utf8)) }
-                if let artwork { try link.request("SET_PARAMETER", headers: [("Content-Type", artwork.type.rawValue)], body: artwork.bytes, what: "artwork SET_PARAMETER") }
-                if let info { try link.request("SET_PARAMETER", headers: [("Content-Type", "application/json")], body: info.serialized(), what: "now-playing SET_PARAMETER") }
+                try RTSPClient.wait(welcome(link))
             } catch {
                 detach(link)
                 _ = outcomes([link.closing(teardown: true)])
                 throw error
             }
         }
+        return joined(link, as: route)
+    }
+
+    /// `addRoute(_:)`, awaited: no thread waits while the room is set up and told what plays.
+    @discardableResult
+    public func addRoute(_ route: OutputRoute) async throws -> OutputRoute {
+        try admit(route)
+        defer { admitted(route) }
+        let link = try await RTSPClient.awaited(connect(route))
+        try await controlled {
+            do {
+                try await RTSPClient.awaited(welcome(link))
+            } catch {
+                detach(link)
+                _ = await outcomes([link.closing(teardown: true)])
+                throw error
+            }
+        }
+        return joined(link, as: route)
+    }
+
+    /// Refuses a room to add when the playback ended, or the room plays or is being added already; else
+    /// marks it as being added until `admitted`.
+    private func admit(_ route: OutputRoute) throws {
+        guard !hasEnded else { throw LyreSenderError.ended }
+        let address = HostPort.uri(route.host, route.port)
+        let refusal: String? = lock.withLock { _ in
+            if links.contains(where: { HostPort.uri($0.route.host, $0.route.port) == address }) { return "is already playing" }
+            return adding.insert(address).inserted ? nil : "is already joining"
+        }
+        if let refusal { throw LyreSenderError.rooms("\(route) \(refusal)") }
+    }
+
+    /// `route` has joined, or failed to.
+    private func admitted(_ route: OutputRoute) {
+        _ = lock.withLock { _ in adding.remove(HostPort.uri(route.host, route.port)) }
+    }
+
+    /// A room set up, joined to the playback (in turn, `controlled`): RECORD when the playback runs, then what
+    /// plays, each sent once the one before was answered. Completes when the last is answered.
+    private func welcome(_ link: Link) -> EventLoopFuture<Void> {
+        let (isRunning, anchor, start, info, artwork, enabled) = lock.withLock { _ in
+            add(link)
+            if timeline.running { joining.insert(ObjectIdentifier(link)) }
+            return (timeline.running, timeline.anchor, timeline.startAt, lastNowPlaying, lastArtwork, lastEnabled)
+        }
+        var told = mediaLoop.makeSucceededVoidFuture()
+        if isRunning {
+            // No RTP-Info: the packets sent since SETUP (and those sent before it that are not yet
+            // due, `add` sent them) are already in the receiver's buffer, in step.
+            told = link.send("RECORD", headers: RecordRequest(anchor: anchor, info: nil, startAt: start).headers).map { [self] reply in
+                recordAnswered(link, reply)
+            }
+        }
+        func then(_ headers: [(String, String)], _ body: [UInt8], what: String? = nil) {
+            told = told.flatMap { link.send("SET_PARAMETER", headers: headers, body: body, what: what).map { _ in } }
+        }
+        if let enabled { then([("Content-Type", "text/parameters")], Array(enabled.parameters.serialized.utf8)) }
+        if let artwork { then([("Content-Type", artwork.type.rawValue)], artwork.bytes, what: "artwork SET_PARAMETER") }
+        if let info { then([("Content-Type", "application/json")], info.serialized(), what: "now-playing SET_PARAMETER") }
+        return told
+    }
+
+    /// Tells the observers that `link`'s room joined: the route as it joined, with its receiver's id.
+    private func joined(_ link: Link, as route: OutputRoute) -> OutputRoute {
         notifyRoom(RoomChange(route: route, kind: .joined, remaining: lock.withLock { _ in links.count }))
         var joined = route
         joined.id = link.receiverID
@@ -570,12 +622,39 @@ public final class StreamSession: @unchecked Sendable {
 
     // MARK: control
 
+    /// Runs a control change in its turn: once every change asked for before it has completed, whether its
+    /// caller waited on a thread or awaited. Blocks until then. Not on an event loop.
+    private func controlled<T>(_ change: () throws -> T) throws -> T {
+        let (previous, done) = controlTurn()
+        defer { done.succeed() }
+        try previous?.wait()  // never fails
+        return try change()
+    }
+
+    /// `controlled`, awaited: no thread waits for the turn.
+    private func controlled<T>(_ change: () async throws -> T) async throws -> T {
+        let (previous, done) = controlTurn()
+        defer { done.succeed() }
+        try await previous?.get()  // never fails
+        return try await change()
+    }
+
+    /// The change before this one (nil when none is running or waiting), and the promise that ends this one.
+    private func controlTurn() -> (previous: EventLoopFuture<Void>?, done: EventLoopPromise<Void>) {
+        let done = mediaLoop.makePromise(of: Void.self)
+        let previous = controlTail.withLock { tail in
+            defer { tail = done.futureResult }
+            return tail
+        }
+        return (previous, done)
+    }
+
     /// Starts (or resumes) playing: RECORD with a new anchor, `startDelay` ns from now, in every room. A live
     /// source that queued audio recorded while the session connected (`lyre sink`) sets `backdate` to that
     /// audio's length past what it starts with: the anchor is that much earlier, what is overdue is sent at
     /// once, and every sample plays as long after it was recorded as the rest, none dropped to catch up.
     public func start(startDelay: UInt64 = 20_000_000, backdate: UInt64 = 0) throws {
-        try control.withLock { _ in
+        try controlled {
             // Waiting for a lost room (`waitsForLostRooms`): nothing would hear it, so the position stays.
             guard !lock.withLock({ _ in links.isEmpty }) else { throw LyreSenderError.rooms("no room is left to play on") }
             let (anchor, seq, start) = lock.withLock { _ in timeline.anchor(at: HostClock.now(), startDelay: startDelay, backdate: backdate) }
@@ -592,7 +671,7 @@ public final class StreamSession: @unchecked Sendable {
     /// the receivers' outputs stopped (`Lyre-Stopped-At` in FLUSH's answer, streaming.md §3; else from the
     /// frame due now), so `start()` resumes exactly: no sample lost, none played twice.
     public func pause() throws {
-        try control.withLock { _ in
+        try controlled {
             let (seq, rtp, estimate) = lock.withLock { _ in timeline.pause(at: HostClock.now()) }
             wakePacerForAudio()
             wakeQueueWaiters()

@@ -9,16 +9,13 @@ import NIOPosix
 /// The group socket of a running `lyre play` (streaming.md §9.4): a `LineServer` that `lyre group` talks to.
 /// A request's words are written as `LineWords` says (a room name with spaces or quotes is quoted). Requests
 /// are `list`, `add NAME|ID|HOST:PORT[=CHANNELS]`, `remove NAME`, `volume DB` (the group) and
-/// `volume NAME DB` (one room); answers are `ok[ JSON]` or `error MESSAGE`. `list` and the group's volume
-/// are awaited; the session calls that still block on round trips (add, remove, one room's volume) run on a
-/// thread pool, never on the event loop.
+/// `volume NAME DB` (one room); answers are `ok[ JSON]` or `error MESSAGE`. Each request's session call is
+/// awaited, never run on the event loop.
 final class GroupServer: Sendable {
     private let channel: Channel
-    private let pool: NIOThreadPool
 
-    private init(channel: Channel, pool: NIOThreadPool) {
+    private init(channel: Channel) {
         self.channel = channel
-        self.pool = pool
     }
 
     /// Listens at `path` (nil: the default; "off": none). A socket another `lyre play` holds is a warning:
@@ -28,18 +25,15 @@ final class GroupServer: Sendable {
     {
         if path == "off" { return nil }
         let socketPath = path ?? GroupSocketPath.default
-        let pool = NIOThreadPool(numberOfThreads: 1)
-        pool.start()
         do {
             let channel = try await LineServer.bind(path: socketPath, eventLoop: MultiThreadedEventLoopGroup.singleton.next(), owner: "lyre play") {
                 line, eventLoop in
                 let promise = eventLoop.makePromise(of: String.self)
-                promise.completeWithTask { await Self.respond(to: line, session: session, returns: returns, pool: pool, resolve: resolve) }
+                promise.completeWithTask { await Self.respond(to: line, session: session, returns: returns, resolve: resolve) }
                 return promise.futureResult
             }
-            return GroupServer(channel: channel, pool: pool)
+            return GroupServer(channel: channel)
         } catch {
-            try? await pool.shutdownGracefully()
             if path == nil, case .inUse = error {
                 FileHandle.standardError.write(Data("lyre: \(error); 'lyre group' controls that playback, not this one\n".utf8))
                 return nil
@@ -52,10 +46,9 @@ final class GroupServer: Sendable {
         let path = channel.localAddress?.pathname
         try? channel.close().wait()
         if let path { unlink(path) }
-        try? pool.syncShutdownGracefully()
     }
 
-    private static func respond(to line: String, session: StreamSession, returns: RoomReturns, pool: NIOThreadPool,
+    private static func respond(to line: String, session: StreamSession, returns: RoomReturns,
                                 resolve: @Sendable (RoomSpec) async throws -> OutputRoute) async -> String {
         let words: [String]
         do { words = try LineWords.split(line) } catch { return "error \(error)" }
@@ -67,10 +60,6 @@ final class GroupServer: Sendable {
             } catch {
                 return "error \(error)"
             }
-        }
-        /// Runs a session call that blocks on the pool.
-        func blocking(_ body: @escaping @Sendable () throws -> Void) async -> String {
-            await answer { try await pool.runIfActive { try body() } }
         }
         switch (words.first, words.count) {
         case ("list", 1):
@@ -85,8 +74,8 @@ final class GroupServer: Sendable {
             } catch {
                 return "error \(error)"  // a room waited for still is
             }
-            return await blocking {
-                let joined = try session.addRoute(route)
+            return await answer {
+                let joined = try await session.addRoute(route)
                 // Added by hand, by name or at a new address: no longer waited for.
                 returns.forget(joined)
             }
