@@ -133,12 +133,14 @@ public final class RTSPPeerHandler: ChannelDuplexHandler {
 
 extension Channel {
     /// Sends a request through the channel's `RTSPPeerHandler`; the future gets the response (any status),
-    /// or fails when it does not come in time or the connection is gone.
-    public func rtspRequest(_ request: RTSPRequest) -> EventLoopFuture<RTSPMessage> {
+    /// or fails when it does not come in time or the connection is gone. `written`, when given, completes as
+    /// the request has been written to the connection (or could not be).
+    public func rtspRequest(_ request: RTSPRequest, written told: EventLoopPromise<Void>? = nil) -> EventLoopFuture<RTSPMessage> {
         let response = eventLoop.makePromise(of: RTSPMessage.self)
         let written = eventLoop.makePromise(of: Void.self)
         // A write to a closed channel never reaches the handler: fail the response with it.
         written.futureResult.whenFailure { _ in response.fail(RTSPPeerStateMachine<Int>.Failure.closed) }
+        if let told { written.futureResult.cascade(to: told) }
         writeAndFlush(RTSPOutbound.request(request, promise: response), promise: written)
         return response.futureResult
     }

@@ -234,14 +234,18 @@ final class Link: Sendable {
 
     var isClosed: Bool { client.isClosed }
 
+    /// The event loop the RTSP connection runs on.
+    var connectionLoop: any EventLoop { client.channel.eventLoop }
+
     /// Waits until the connection's notices so far (a session-end, the connection lost) have been handled.
     func drainEvents() { client.drainEvents() }
 
     /// A request in this link's session (`Session` is added): its answer when it is 200, else the failure.
-    func send(_ method: String, headers: [(String, String)] = [], body: [UInt8] = [], what: String? = nil, timeout: Double = 5)
-        -> EventLoopFuture<RTSPMessage>
+    /// `written` completes as the request has been written to the connection.
+    func send(_ method: String, headers: [(String, String)] = [], body: [UInt8] = [], what: String? = nil, timeout: Double = 5,
+              written: EventLoopPromise<Void>? = nil) -> EventLoopFuture<RTSPMessage>
     {
-        client.send(method, headers: [("Session", sessionID)] + headers, body: body, timeout: timeout).flatMapThrowing { response in
+        client.send(method, headers: [("Session", sessionID)] + headers, body: body, timeout: timeout, written: written).flatMapThrowing { response in
             try SenderHandshake.check(response, what ?? method)
         }
     }

@@ -108,12 +108,13 @@ final class RTSPClient: Sendable {
     /// The local address the connection uses: the host media and timing sockets bind on.
     var localHost: String { channel.localAddress?.hostText ?? "127.0.0.1" }
 
-    /// Sends a request: its response (within `timeout` seconds), or why none came, as a `Failure`.
-    func send(_ method: String, uri: String? = nil, headers: [(String, String)] = [], body: [UInt8] = [], timeout: Double = 5)
-        -> EventLoopFuture<RTSPMessage>
+    /// Sends a request: its response (within `timeout` seconds), or why none came, as a `Failure`. `written`
+    /// completes as the request has been written to the connection.
+    func send(_ method: String, uri: String? = nil, headers: [(String, String)] = [], body: [UInt8] = [], timeout: Double = 5,
+              written: EventLoopPromise<Void>? = nil) -> EventLoopFuture<RTSPMessage>
     {
         let request = RTSPRequest(method, uri: uri ?? "rtsp://\(HostPort.uri(host, port))/", headers: headers, body: body, timeout: timeout)
-        return channel.rtspRequest(request).flatMapErrorThrowing { error in
+        return channel.rtspRequest(request, written: written).flatMapErrorThrowing { error in
             switch error {
             case RTSPPeerStateMachine<Int>.Failure.closed: throw Failure.connectionLost("the receiver closed the connection")
             case RTSPPeerStateMachine<Int>.Failure.timeout(let method, let seconds): throw Failure.timedOut(method: method, seconds: seconds)

@@ -563,7 +563,7 @@ public final class StreamSession: @unchecked Sendable {
                            _ request: @escaping @Sendable (Link) -> (headers: [(String, String)], body: [UInt8]))
         throws -> [(Link, RTSPMessage)]
     {
-        let (targets, sent) = send(method, what: what, request)
+        let (targets, sent, _) = send(method, what: what, request)
         return try answered(zip(targets, outcomes(sent)))
     }
 
@@ -572,29 +572,33 @@ public final class StreamSession: @unchecked Sendable {
                                   _ request: @escaping @Sendable (Link) -> (headers: [(String, String)], body: [UInt8]))
         async throws -> [(Link, RTSPMessage)]
     {
-        let (targets, sent) = send(method, what: what, request)
+        let (targets, sent, _) = send(method, what: what, request)
         return try answered(zip(targets, await outcomes(sent)))
     }
 
     /// `broadcast` for an update nothing waits for (`bestEffort`): sent now, in order with every other request
     /// on each room's connection; its answers are read on the command queue when they have all come.
     private func broadcastUnawaited(_ update: String, _ request: @escaping @Sendable (Link) -> (headers: [(String, String)], body: [UInt8])) {
-        let (targets, sent) = send("SET_PARAMETER", what: nil, request)
+        let (targets, sent, _) = send("SET_PARAMETER", what: nil, request)
         EventLoopFuture.whenAllComplete(sent, on: mediaLoop).whenSuccess { [weak self] results in
             guard let self else { return }
             commandQueue.async { self.bestEffort(update) { _ = try self.answered(zip(targets, results)) } }
         }
     }
 
-    /// The request sent to every room, as the rooms stand now: the rooms, and each one's answer to come.
+    /// The request sent to every room, as the rooms stand now: the rooms, each one's answer to come, and the
+    /// host clock's time as the request was written to each room's connection (on its event loop).
     private func send(_ method: String, what: String?, _ request: @Sendable (Link) -> (headers: [(String, String)], body: [UInt8]))
-        -> ([Link], [EventLoopFuture<RTSPMessage>])
+        -> (targets: [Link], answers: [EventLoopFuture<RTSPMessage>], written: [EventLoopFuture<UInt64>])
     {
         let targets = lock.withLock { _ in lastRequest = HostClock.now(); return links }
-        return (targets, targets.map { link in
+        let sent = targets.map { link in
             let (headers, body) = request(link)
-            return link.send(method, headers: headers, body: body, what: what)
-        })
+            // On the connection's own loop, so that the time is read as the write completes, not after a hop.
+            let written = link.connectionLoop.makePromise(of: Void.self)
+            return (link.send(method, headers: headers, body: body, what: what, written: written), written.futureResult.map { HostClock.now() })
+        }
+        return (targets, sent.map(\.0), sent.map(\.1))
     }
 
     /// The rooms' answers to a request sent to each: the rooms that answered, with their answers; a room whose
@@ -669,20 +673,28 @@ public final class StreamSession: @unchecked Sendable {
 
     /// Stops at once (FLUSH) in every room. Audio sent but not yet played is taken back, from the sample where
     /// the receivers' outputs stopped (`Lyre-Stopped-At` in FLUSH's answer, streaming.md §3; else from the
-    /// frame due now), so `start()` resumes exactly: no sample lost, none played twice.
+    /// frame due as the FLUSH was written to the first room), so `start()` resumes exactly: no sample lost,
+    /// none played twice.
     public func pause() throws {
         try controlled {
-            let (seq, rtp, estimate) = lock.withLock { _ in timeline.pause(at: HostClock.now()) }
+            let (seq, rtp, dueNow) = lock.withLock { _ in timeline.pause(at: HostClock.now()) }
             wakePacerForAudio()
             wakeQueueWaiters()
             let headers = FlushTerms.request(next: RTPInfo(sequence: seq, rtpTime: rtp))
+            let (targets, sent, written) = send("FLUSH", what: nil) { _ in (headers, []) }
             var answers: [(Link, RTSPMessage)] = []
             defer {
                 // The rooms stopped at slightly different samples: resume from the earliest, so none skips audio.
+                // A room that does not say (version 1) stopped as the FLUSH reached it: not before it was written,
+                // which may be well after `dueNow` when this thread or the connection's loop waited for a core.
+                // A write that failed has no time (its room's answer says why).
                 let stops = answers.compactMap { FlushTerms.stoppedAt($0.1) }
-                lock.withLock { _ in timeline.takeBack(from: stops.min { Int32(bitPattern: $0 &- $1) < 0 } ?? estimate) }
+                let left = written.compactMap { try? $0.wait() }.min()
+                lock.withLock { _ in
+                    timeline.takeBack(from: stops.min { Int32(bitPattern: $0 &- $1) < 0 } ?? left.map(timeline.dueRTP) ?? dueNow)
+                }
             }
-            answers = try broadcast("FLUSH") { _ in (headers, []) }
+            answers = try answered(zip(targets, outcomes(sent)))
         }
     }
 

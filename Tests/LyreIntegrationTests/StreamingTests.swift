@@ -1144,6 +1144,7 @@ struct StreamingTests {
         #expect(play.status == 0, "lyre play: \(play.stderr)")
         let alone = try await resume(v1)
         let due = try #require(alone["due"]), from = try #require(alone["resumed_from"])
+        print("version 1: resumed from \(from), the FLUSH arrived at \(due) (samples from its rtptime)")
         #expect(from <= due + 48 && from >= due - 960 - 48, "version 1: \(alone)")
         // Two rooms that stopped 40 and 10 ms before the sample due: both resume from the earlier.
         let early = try await sink(7750, media: 5004, ["--pause", "--stopped-back", "40"])
