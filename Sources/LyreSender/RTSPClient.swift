@@ -132,24 +132,17 @@ final class RTSPClient: Sendable {
 
     /// Waits for `future`, whose failures are `Failure`s. Not on an event loop.
     static func wait<T: Sendable>(_ future: EventLoopFuture<T>) throws(Failure) -> T {
-        do {
-            return try future.wait()
-        } catch let error as Failure {
-            throw error
-        } catch {
-            throw Failure(description: "\(error)")
-        }
+        do { return try future.wait() } catch { throw failure(error) }
     }
 
     /// `wait(_:)`, awaited: no thread waits for `future`.
     static func awaited<T: Sendable>(_ future: EventLoopFuture<T>) async throws(Failure) -> T {
-        do {
-            return try await future.get()
-        } catch let error as Failure {
-            throw error
-        } catch {
-            throw Failure(description: "\(error)")
-        }
+        do { return try await future.get() } catch { throw failure(error) }
+    }
+
+    /// What a future's error is to a caller: itself when it is a `Failure`, else a `Failure` that describes it.
+    private static func failure(_ error: any Error) -> Failure {
+        error as? Failure ?? Failure(description: "\(error)")
     }
 
     /// Waits until what the connection has told `onRequest` and `onClose` so far has been handled: after a
