@@ -630,7 +630,7 @@ public final class StreamSession: @unchecked Sendable {
     /// caller waited on a thread or awaited. Blocks until then. Not on an event loop.
     private func controlled<T>(_ change: () throws -> T) throws -> T {
         let (previous, done) = controlTurn()
-        defer { done.succeed() }
+        defer { endTurn(done) }
         try previous?.wait()  // never fails
         return try change()
     }
@@ -638,7 +638,7 @@ public final class StreamSession: @unchecked Sendable {
     /// `controlled`, awaited: no thread waits for the turn.
     private func controlled<T>(_ change: () async throws -> T) async throws -> T {
         let (previous, done) = controlTurn()
-        defer { done.succeed() }
+        defer { endTurn(done) }
         try await previous?.get()  // never fails
         return try await change()
     }
@@ -651,6 +651,13 @@ public final class StreamSession: @unchecked Sendable {
             return tail
         }
         return (previous, done)
+    }
+
+    /// Ends a turn: the next change asked for runs. When none was asked for, the chain is left empty, so the
+    /// next change does not wait at all (and so a change refused at once never waits, even on an event loop).
+    private func endTurn(_ done: EventLoopPromise<Void>) {
+        controlTail.withLock { tail in if tail === done.futureResult { tail = nil } }
+        done.succeed()
     }
 
     /// Starts (or resumes) playing: RECORD with a new anchor, `startDelay` ns from now, in every room. A live
@@ -746,10 +753,7 @@ public final class StreamSession: @unchecked Sendable {
 
     /// `setVolume(_:room:)`, awaited: no thread waits while the room answers.
     public func setVolume(_ db: Double, room name: String) async throws {
-        let link = try room(named: name)
-        try await link.request("SET_PARAMETER", headers: [("Content-Type", "text/parameters")],
-                               body: Self.levelBody(db), what: "volume SET_PARAMETER")
-        keep(db, of: link)
+        try await RTSPClient.awaited(level(db, of: room(named: name)))
     }
 
     private func room(named name: String) throws -> Link {
@@ -760,9 +764,13 @@ public final class StreamSession: @unchecked Sendable {
     }
 
     private func setLevel(_ level: Double, of link: Link) throws {
-        try link.request("SET_PARAMETER", headers: [("Content-Type", "text/parameters")],
-                         body: Self.levelBody(level), what: "volume SET_PARAMETER")
-        keep(level, of: link)
+        try RTSPClient.wait(self.level(level, of: link))
+    }
+
+    /// Sends a room its level; once it is answered 200, keeps it.
+    private func level(_ level: Double, of link: Link) -> EventLoopFuture<Void> {
+        link.send("SET_PARAMETER", headers: [("Content-Type", "text/parameters")], body: Self.levelBody(level), what: "volume SET_PARAMETER")
+            .map { _ in self.keep(level, of: link) }
     }
 
     /// A room's volume request: `level` as it is sent.
