@@ -396,6 +396,25 @@ struct MultiRoomTests {
         #expect(again.status != 0 && again.stderr.contains("already playing"), "\(again.stdout) \(again.stderr)")
         #expect(try await states() == ["Kitchen playing", "Bedroom playing"])
 
+        // A room cannot be added twice at once. A receiver that takes the connection and never answers holds the
+        // first add; a second add of it meanwhile is refused at once, and the first then fails by itself.
+        let silent = try rooms.network.spawn(["python3", "-c", """
+            import socket, time
+            s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1", 7799)); s.listen()
+            print("listening", flush=True); c, _ = s.accept(); print("accepted", flush=True); time.sleep(60)
+            """], name: "silent-receiver")
+        #expect(await eventually { silent.stdout.contains("listening") }, "\(silent.stderr)")
+        let first = try rooms.network.spawn(["lyre", "group", "add", "127.0.0.1:7799", "--socket", rooms.groupSocket], name: "group-add-silent")
+        #expect(await eventually { silent.stdout.contains("accepted") }, "the first add never connected: \(first.stderr)")
+        let twice = try await rooms.network.run(["lyre", "group", "add", "127.0.0.1:7799", "--socket", rooms.groupSocket])
+        #expect(twice.status != 0 && twice.stderr.contains("is already joining") && twice.stderr.split(separator: "\n").count == 1,
+                "a second add while the first is joining: \(twice.stdout) \(twice.stderr)")
+        try await first.waitForExit(timeout: 30)
+        #expect(first.status != 0, "a receiver that never answers was added: \(first.stdout)")
+        print("an add of a receiver that never answers: \(first.stderr.trimmingCharacters(in: .whitespacesAndNewlines))")
+        silent.signal(SIGTERM)
+        #expect(try await states() == ["Kitchen playing", "Bedroom playing"])
+
         // Both go away: the playback waits for both; removing both from the wait stops it.
         for room in ["Kitchen", "Bedroom"] {
             rooms.lyred[room]!.signal(SIGTERM)
