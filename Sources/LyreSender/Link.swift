@@ -250,22 +250,6 @@ final class Link: Sendable {
         }
     }
 
-    /// A request in this link's session (`Session` is added), answered 200 or thrown. Not on an event loop.
-    @discardableResult
-    func request(_ method: String, headers: [(String, String)] = [], body: [UInt8] = [], what: String? = nil, timeout: Double = 5)
-        throws(RTSPClient.Failure) -> RTSPMessage
-    {
-        try RTSPClient.wait(send(method, headers: headers, body: body, what: what, timeout: timeout))
-    }
-
-    /// `request`, awaited: no thread waits for the answer.
-    @discardableResult
-    func request(_ method: String, headers: [(String, String)] = [], body: [UInt8] = [], what: String? = nil, timeout: Double = 5)
-        async throws(RTSPClient.Failure) -> RTSPMessage
-    {
-        try await RTSPClient.awaited(send(method, headers: headers, body: body, what: what, timeout: timeout))
-    }
-
     /// Sends one RTP packet (from the pacing thread): media, or an FEC packet (not counted in the sender
     /// report's counts, which are the media stream's).
     func send(_ packet: [UInt8], parity: Bool = false) {
