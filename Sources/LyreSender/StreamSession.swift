@@ -586,19 +586,24 @@ public final class StreamSession: @unchecked Sendable {
         }
     }
 
-    /// The request sent to every room, as the rooms stand now: the rooms, each one's answer to come, and the
-    /// host clock's time as the request was written to each room's connection (on its event loop).
-    private func send(_ method: String, what: String?, _ request: @Sendable (Link) -> (headers: [(String, String)], body: [UInt8]))
+    /// The request sent to every room, as the rooms stand now: the rooms, each one's answer to come, and, when
+    /// `timed`, the host clock's time as the request was written to each room's connection (on its event
+    /// loop; empty otherwise).
+    private func send(_ method: String, what: String?, timed: Bool = false,
+                      _ request: @Sendable (Link) -> (headers: [(String, String)], body: [UInt8]))
         -> (targets: [Link], answers: [EventLoopFuture<RTSPMessage>], written: [EventLoopFuture<UInt64>])
     {
         let targets = lock.withLock { _ in lastRequest = HostClock.now(); return links }
-        let sent = targets.map { link in
+        var written: [EventLoopFuture<UInt64>] = []
+        let answers = targets.map { link in
             let (headers, body) = request(link)
+            guard timed else { return link.send(method, headers: headers, body: body, what: what) }
             // On the connection's own loop, so that the time is read as the write completes, not after a hop.
-            let written = link.connectionLoop.makePromise(of: Void.self)
-            return (link.send(method, headers: headers, body: body, what: what, written: written), written.futureResult.map { HostClock.now() })
+            let wrote = link.connectionLoop.makePromise(of: Void.self)
+            written.append(wrote.futureResult.map { HostClock.now() })
+            return link.send(method, headers: headers, body: body, what: what, written: wrote)
         }
-        return (targets, sent.map(\.0), sent.map(\.1))
+        return (targets, answers, written)
     }
 
     /// The rooms' answers to a request sent to each: the rooms that answered, with their answers; a room whose
@@ -688,7 +693,7 @@ public final class StreamSession: @unchecked Sendable {
             wakePacerForAudio()
             wakeQueueWaiters()
             let headers = FlushTerms.request(next: RTPInfo(sequence: seq, rtpTime: rtp))
-            let (targets, sent, written) = send("FLUSH", what: nil) { _ in (headers, []) }
+            let (targets, sent, written) = send("FLUSH", what: nil, timed: true) { _ in (headers, []) }
             var answers: [(Link, RTSPMessage)] = []
             defer {
                 // The rooms stopped at slightly different samples: resume from the earliest, so none skips audio.

@@ -631,6 +631,7 @@ class Abuser:
         self.by_kind = collections.Counter()
         self.detail = {k: collections.Counter() for k in KINDS}
         self.examples = []
+        self.started = time.monotonic()  # an example says when it came, to match it with the receiver's log
         self.garbage = GarbagePool(args.timeout)
         self.kind_turn = collections.Counter()
         self.timeouts = collections.Counter()
@@ -658,7 +659,8 @@ class Abuser:
 
     def example(self, kind, variant, payload, got, why):
         if len(self.examples) < MAX_EXAMPLES:
-            ex = {"kind": kind, "variant": variant, "got": got}
+            ex = {"kind": kind, "variant": variant, "got": got, "at_s": round(time.monotonic() - self.started, 3),
+                  "wall": time.strftime("%H:%M:%S")}
             if payload:
                 ex["sent"] = show(payload)
             if why:
