@@ -651,13 +651,14 @@ class Abuser:
 
     def record(self, kind, variant, ok, payload=b"", got="", why=""):
         self.by_kind[kind] += 1
+        before, self.last_input = getattr(self, "last_input", None), f"{kind} {variant}"
         result = "ok" if ok else "unexpected"
         self.counts[result] += 1
         self.detail[kind][result] += 1
         if not ok:
-            self.example(kind, variant, payload, got, why)
+            self.example(kind, variant, payload, got, why, after=before)
 
-    def example(self, kind, variant, payload, got, why):
+    def example(self, kind, variant, payload, got, why, after=None):
         if len(self.examples) < MAX_EXAMPLES:
             ex = {"kind": kind, "variant": variant, "got": got, "at_s": round(time.monotonic() - self.started, 3),
                   "wall": time.strftime("%H:%M:%S")}
@@ -665,6 +666,8 @@ class Abuser:
                 ex["sent"] = show(payload)
             if why:
                 ex["why"] = why
+            if after:
+                ex["after"] = after  # the input the receiver handled just before
             self.examples.append(ex)
 
     def sent(self, kind):
