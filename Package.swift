@@ -191,7 +191,12 @@ let package = Package(
         .testTarget(
             name: "LyreSessionTests",
             dependencies: ["LyreSender", "LyreReceiver", "LyreWire", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]),
-        .testTarget(name: "LyreSenderTests", dependencies: ["LyreSender", "LyreWire", "LyreSRTP", "LyreCodec", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]),
+        .testTarget(
+            name: "LyreSenderTests",
+            dependencies: [
+                "LyreSender", "LyreWire", "LyreSRTP", "LyreCodec", "LyreReceiver", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
+            ]),
         .testTarget(
             name: "LyreControlTests",
             dependencies: [

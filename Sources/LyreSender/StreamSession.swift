@@ -671,16 +671,33 @@ public final class StreamSession: @unchecked Sendable {
     /// once, and every sample plays as long after it was recorded as the rest, none dropped to catch up.
     public func start(startDelay: UInt64 = 20_000_000, backdate: UInt64 = 0) throws {
         try controlled {
-            // Waiting for a lost room (`waitsForLostRooms`): nothing would hear it, so the position stays.
-            guard !lock.withLock({ _ in links.isEmpty }) else { throw LyreSenderError.rooms("no room is left to play on") }
-            let (anchor, seq, start) = lock.withLock { _ in timeline.anchor(at: HostClock.now(), startDelay: startDelay, backdate: backdate) }
-            let headers = RecordRequest(anchor: anchor, info: RTPInfo(sequence: seq, rtpTime: anchor.rtpTime), startAt: start).headers
-            let answers = try broadcast("RECORD", { _ in (headers, []) })
-            for (link, reply) in answers { recordAnswered(link, reply) }
-            let echoed = answers.allSatisfy { RecordAnswer.read($0.1).startAt == start }
-            lock.withLock { _ in timeline.began(echoedStart: echoed) }
-            pacerWake.signal()
+            let record = try recordTerms(startDelay: startDelay, backdate: backdate)
+            began(try broadcast("RECORD", { _ in (record.headers, []) }), startAt: record.startAt)
         }
+    }
+
+    /// `start(startDelay:backdate:)`, awaited: no thread waits while the rooms answer.
+    public func start(startDelay: UInt64 = 20_000_000, backdate: UInt64 = 0) async throws {
+        try await controlled {
+            let record = try recordTerms(startDelay: startDelay, backdate: backdate)
+            began(try await broadcastAwaited("RECORD", { _ in (record.headers, []) }), startAt: record.startAt)
+        }
+    }
+
+    /// The RECORD that starts: a new anchor on the timeline, `startDelay` ns from now.
+    private func recordTerms(startDelay: UInt64, backdate: UInt64) throws -> (headers: [(String, String)], startAt: UInt32?) {
+        // Waiting for a lost room (`waitsForLostRooms`): nothing would hear it, so the position stays.
+        guard !lock.withLock({ _ in links.isEmpty }) else { throw LyreSenderError.rooms("no room is left to play on") }
+        let (anchor, seq, start) = lock.withLock { _ in timeline.anchor(at: HostClock.now(), startDelay: startDelay, backdate: backdate) }
+        return (RecordRequest(anchor: anchor, info: RTPInfo(sequence: seq, rtpTime: anchor.rtpTime), startAt: start).headers, start)
+    }
+
+    /// The rooms answered RECORD: the timeline runs, and the pacer sends.
+    private func began(_ answers: [(Link, RTSPMessage)], startAt: UInt32?) {
+        for (link, reply) in answers { recordAnswered(link, reply) }
+        let echoed = answers.allSatisfy { RecordAnswer.read($0.1).startAt == startAt }
+        lock.withLock { _ in timeline.began(echoedStart: echoed) }
+        pacerWake.signal()
     }
 
     /// Stops at once (FLUSH) in every room. Audio sent but not yet played is taken back, from the sample where
@@ -689,27 +706,53 @@ public final class StreamSession: @unchecked Sendable {
     /// none played twice.
     public func pause() throws {
         try controlled {
-            let (seq, rtp, dueNow) = lock.withLock { _ in timeline.pause(at: HostClock.now()) }
-            wakePacerForAudio()
-            wakeQueueWaiters()
-            let headers = FlushTerms.request(next: RTPInfo(sequence: seq, rtpTime: rtp))
-            let (targets, sent, written) = send("FLUSH", what: nil, timed: true) { _ in (headers, []) }
-            var answers: [(Link, RTSPMessage)] = []
-            defer {
-                // The rooms stopped at slightly different samples: resume from the earliest, so none skips audio.
-                // A room that does not say (version 1) stopped as the FLUSH reached it: not before it was written,
-                // which may be well after `dueNow` when this thread or the connection's loop waited for a core.
-                // A write that failed has no time (its room's answer says why).
-                let stops = answers.compactMap { FlushTerms.stoppedAt($0.1) }
-                let left = written.compactMap { try? $0.wait() }.min()
-                lock.withLock { _ in
-                    timeline.takeBack(from: stops.min { Int32(bitPattern: $0 &- $1) < 0 } ?? left.map(timeline.dueRTP) ?? dueNow)
-                }
-            }
-            answers = try answered(zip(targets, outcomes(sent)))
+            let flush = flushed()
+            try paused(flush, answers: outcomes(flush.sent), written: outcomes(flush.written))
         }
     }
 
+    /// `pause()`, awaited: no thread waits while the rooms answer.
+    public func pause() async throws {
+        try await controlled {
+            let flush = flushed()
+            try paused(flush, answers: await outcomes(flush.sent), written: await outcomes(flush.written))
+        }
+    }
+
+    /// A FLUSH on its way to every room: the timeline stopped at `dueNow`, and each room's answer and write time to come.
+    private struct Flush {
+        let targets: [Link]
+        let sent: [EventLoopFuture<RTSPMessage>]
+        let written: [EventLoopFuture<UInt64>]
+        let dueNow: UInt32
+    }
+
+    /// Stops the timeline, wakes what waits on it, and sends every room FLUSH.
+    private func flushed() -> Flush {
+        let (seq, rtp, dueNow) = lock.withLock { _ in timeline.pause(at: HostClock.now()) }
+        wakePacerForAudio()
+        wakeQueueWaiters()
+        let headers = FlushTerms.request(next: RTPInfo(sequence: seq, rtpTime: rtp))
+        let (targets, sent, written) = send("FLUSH", what: nil, timed: true) { _ in (headers, []) }
+        return Flush(targets: targets, sent: sent, written: written, dueNow: dueNow)
+    }
+
+    /// The rooms answered FLUSH (or failed): what was sent and not played is taken back.
+    private func paused(_ flush: Flush, answers results: [Result<RTSPMessage, any Error>], written: [Result<UInt64, any Error>]) throws {
+        var answers: [(Link, RTSPMessage)] = []
+        defer {
+            // The rooms stopped at slightly different samples: resume from the earliest, so none skips audio.
+            // A room that does not say (version 1) stopped as the FLUSH reached it: not before it was written,
+            // which may be well after `dueNow` when this thread or the connection's loop waited for a core.
+            // A write that failed has no time (its room's answer says why).
+            let stops = answers.compactMap { FlushTerms.stoppedAt($0.1) }
+            let left = written.compactMap { try? $0.get() }.min()
+            lock.withLock { _ in
+                timeline.takeBack(from: stops.min { Int32(bitPattern: $0 &- $1) < 0 } ?? left.map(timeline.dueRTP) ?? flush.dueNow)
+            }
+        }
+        answers = try answered(zip(flush.targets, results))
+    }
 
     /// Drops queued audio (for a seek: pause, drop, enqueue from the new position, start).
     public func dropQueued() {

@@ -1,0 +1,55 @@
+import Foundation
+import Logging
+import LyreReceiver
+@testable import LyreSender
+import Testing
+
+/// A whole playback in this process, through the awaited API only: a `Receiver` (lyred's, writing a WAV
+/// file paced like a DAC) on loopback, and a `StreamSession` connected, started, paused, resumed and
+/// finished with no thread waiting for an answer. What the receiver wrote is measured against the input by
+/// `Tools/peers/audio.py splice`, as `StreamingTests.pauseAndPlayResumeAtTheSampleWhereTheOutputStopped`
+/// measures lyred's through the blocking API: the seam at the pause to the sample.
+struct AwaitedSessionTests {
+    @Test func startPauseAndResumeAwaitedLoseNoSampleAndPlayNoneTwice() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lyre-awaited-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let input = directory + "/sweep.wav", output = directory + "/out.wav"
+        let audio = EncodeQualityTests.peers + "/audio.py"
+        _ = try EncodeQualityTests.run(["python3", audio, "sweep", input, "--rate", "48000", "--seconds", "4", "--no-fade"])
+
+        var configuration = ReceiverConfiguration()
+        configuration.host = "127.0.0.1"
+        configuration.port = 0
+        configuration.output = .wav(path: output, skewPPM: 0)
+        configuration.access = .open
+        configuration.controlSocketPath = nil
+        configuration.name = "Speaker"
+        let receiver = Receiver(configuration: configuration, logger: Logger(label: "receiver"))
+        let port = try await receiver.start()
+
+        let session = try await StreamSession.connect(
+            routes: [OutputRoute(host: "127.0.0.1", port: UInt16(port), name: "Speaker")], configuration: StreamConfiguration())
+        // All of it at once: nothing is queued yet, so this does not block.
+        #expect(session.enqueue(try EncodeQualityTests.samples(of: input, in: directory)))
+        session.padToPacket()
+        try await session.start()
+        try await Task.sleep(for: .seconds(1.5))
+        try await session.pause()
+        try await Task.sleep(for: .seconds(1))
+        try await session.start()
+        // `finish` waits until all of it has played: on a thread of its own, not the tasks'.
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            Thread { session.finish(); done.resume() }.start()
+        }
+        await receiver.stop()
+
+        let json = try EncodeQualityTests.run(["python3", audio, "splice", input, output])
+        let splice = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any], "\(json)")
+        let lost = splice["edges_lost"] as? Int ?? .max
+        print("awaited: the seam at the pause: \(lost) samples lost (> 0) or played twice (< 0): \(splice)")
+        #expect(abs(lost) <= 1, "samples lost (> 0) or played twice (< 0) at the pause: \(splice)")
+        #expect((splice["pause_seconds"] as? Double ?? 0) > 0.5, "\(splice)")
+        #expect((splice["resume_snr_db"] as? Double ?? -100) >= 20, "\(splice)")
+    }
+}
