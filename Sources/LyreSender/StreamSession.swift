@@ -862,17 +862,37 @@ public final class StreamSession: @unchecked Sendable {
     /// Describes what plays (`MPNowPlayingInfoCenter.nowPlayingInfo`) in every room. Send it when the rate
     /// changes, on a seek and on a track change; the receivers extrapolate the position in between.
     public func setNowPlaying(_ info: NowPlayingInfo) throws {
+        _ = try broadcast("SET_PARAMETER", what: "now-playing SET_PARAMETER", nowPlaying(info))
+    }
+
+    /// `setNowPlaying(_:)`, awaited: no thread waits while the rooms answer.
+    public func setNowPlaying(_ info: NowPlayingInfo) async throws {
+        _ = try await broadcastAwaited("SET_PARAMETER", what: "now-playing SET_PARAMETER", nowPlaying(info))
+    }
+
+    /// Keeps `info` for rooms that join later: what each room is sent.
+    private func nowPlaying(_ info: NowPlayingInfo) throws -> @Sendable (Link) -> (headers: [(String, String)], body: [UInt8]) {
         try info.validate()
         lock.withLock { _ in lastNowPlaying = info }
         let body = info.serialized()
-        _ = try broadcast("SET_PARAMETER", what: "now-playing SET_PARAMETER") { _ in ([("Content-Type", "application/json")], body) }
+        return { _ in ([("Content-Type", "application/json")], body) }
     }
 
     /// Sets the cover art shown with the now-playing info; nil clears it.
     public func setArtwork(_ artwork: Artwork?) throws {
+        _ = try broadcast("SET_PARAMETER", what: "artwork SET_PARAMETER", cover(artwork))
+    }
+
+    /// `setArtwork(_:)`, awaited: no thread waits while the rooms answer.
+    public func setArtwork(_ artwork: Artwork?) async throws {
+        _ = try await broadcastAwaited("SET_PARAMETER", what: "artwork SET_PARAMETER", cover(artwork))
+    }
+
+    /// Keeps `artwork` for rooms that join later: what each room is sent.
+    private func cover(_ artwork: Artwork?) -> @Sendable (Link) -> (headers: [(String, String)], body: [UInt8]) {
         lock.withLock { _ in lastArtwork = artwork }
         let headers = [("Content-Type", artwork?.type.rawValue ?? "image/jpeg")]
-        _ = try broadcast("SET_PARAMETER", what: "artwork SET_PARAMETER") { _ in (headers, artwork?.bytes ?? []) }
+        return { _ in (headers, artwork?.bytes ?? []) }
     }
 
     private func sendEnabledCommands(_ enabled: EnabledCommands) {

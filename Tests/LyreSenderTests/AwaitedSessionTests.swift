@@ -2,13 +2,15 @@ import Foundation
 import Logging
 import LyreReceiver
 @testable import LyreSender
+import LyreWire
 import Testing
 
 /// A whole playback in this process, through the awaited API only: a `Receiver` (lyred's, writing a WAV
-/// file paced like a DAC) on loopback, and a `StreamSession` connected, started, paused, resumed and
-/// finished with no thread waiting for an answer. What the receiver wrote is measured against the input by
-/// `Tools/peers/audio.py splice`, as `StreamingTests.pauseAndPlayResumeAtTheSampleWhereTheOutputStopped`
-/// measures lyred's through the blocking API: the seam at the pause to the sample.
+/// file paced like a DAC) on loopback, and a `StreamSession` connected, started, told what plays and its
+/// cover, paused, resumed and finished, with no thread waiting for an answer. What the receiver wrote is
+/// measured against the input by `Tools/peers/audio.py splice`, as
+/// `StreamingTests.pauseAndPlayResumeAtTheSampleWhereTheOutputStopped` measures lyred's through the blocking
+/// API: the seam at the pause, to the sample.
 struct AwaitedSessionTests {
     @Test func startPauseAndResumeAwaitedLoseNoSampleAndPlayNoneTwice() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lyre-awaited-\(UUID().uuidString)").path
@@ -34,6 +36,13 @@ struct AwaitedSessionTests {
         #expect(session.enqueue(try EncodeQualityTests.samples(of: input, in: directory)))
         session.padToPacket()
         try await session.start()
+        // What plays, and its cover, as the receiver holds them once it has answered.
+        try await session.setNowPlaying(NowPlayingInfo(title: "Sweep", artist: "audio.py", duration: 4, rate: 1))
+        let png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0x00, 0x00, 0x00, 0x0D]
+        try await session.setArtwork(Artwork(bytes: png))
+        let shown = await receiver.nowPlaying()
+        #expect(shown?.info?.title == "Sweep" && shown?.info?.artist == "audio.py", "\(String(describing: shown))")
+        #expect(shown?.artworkType == .png, "\(String(describing: shown))")
         try await Task.sleep(for: .seconds(1.5))
         try await session.pause()
         try await Task.sleep(for: .seconds(1))
