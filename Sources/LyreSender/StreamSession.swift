@@ -1011,14 +1011,26 @@ public final class StreamSession: @unchecked Sendable {
         // A command being handled (a room's remote `stop`, which ends the playback) is answered before the
         // TEARDOWN: the receiver that relayed it would otherwise lose the answer with its session.
         if DispatchQueue.getSpecific(key: Self.onCommandQueue) == nil { commandQueue.sync {} }
+        _ = outcomes(tornDown())
+        closeEndpoints()
+    }
+
+    /// `close()`, awaited: no thread waits for the command being handled or the rooms' answers.
+    public func close() async {
+        await withCheckedContinuation { (handled: CheckedContinuation<Void, Never>) in commandQueue.async { handled.resume() } }
+        _ = await outcomes(tornDown())
+        closeEndpoints()
+    }
+
+    /// Ends the session and sends TEARDOWN in every room: each room's link closed, to come.
+    private func tornDown() -> [EventLoopFuture<Void>] {
         let closing = lock.withLock { _ -> [Link] in
             defer { ended = true; timeline.end(); routeChangeSent = true; links.removeAll() }
             return ended ? [] : links
         }
         pacerWake.signal()
         wakeQueueWaiters()
-        _ = outcomes(closing.map { $0.closing(teardown: true) })
-        closeEndpoints()
+        return closing.map { $0.closing(teardown: true) }
     }
 
     // MARK: receiver events

@@ -180,7 +180,7 @@ struct Play: AsyncParsableCommand {
         do {
             items = try await described.value.get()
         } catch {
-            session.close()
+            await session.close()
             throw error
         }
         let label = routes.map(\.description).joined(separator: ", ")
@@ -285,7 +285,7 @@ struct Play: AsyncParsableCommand {
         case .success(.interrupted(.categoryChange)):
             throw CommandFailure("stopped: the audio session's category moved the audio off \(label)")  // an app's, not lyre play's
         case .failure(let error):
-            session.close()
+            await session.close()
             throw CommandFailure("\(error)")
         }
     }

@@ -20,18 +20,7 @@ struct AwaitedSessionTests {
         let audio = EncodeQualityTests.peers + "/audio.py"
         _ = try EncodeQualityTests.run(["python3", audio, "sweep", input, "--rate", "48000", "--seconds", "4", "--no-fade"])
 
-        var configuration = ReceiverConfiguration()
-        configuration.host = "127.0.0.1"
-        configuration.port = 0
-        configuration.output = .wav(path: output, skewPPM: 0)
-        configuration.access = .open
-        configuration.controlSocketPath = nil
-        configuration.name = "Speaker"
-        let receiver = Receiver(configuration: configuration, logger: Logger(label: "receiver"))
-        let port = try await receiver.start()
-
-        let session = try await StreamSession.connect(
-            routes: [OutputRoute(host: "127.0.0.1", port: UInt16(port), name: "Speaker")], configuration: StreamConfiguration())
+        let (receiver, session) = try await Self.connected(output: output)
         // All of it at once: nothing is queued yet, so this does not block.
         #expect(session.enqueue(try EncodeQualityTests.samples(of: input, in: directory)))
         session.padToPacket()
@@ -60,5 +49,38 @@ struct AwaitedSessionTests {
         #expect(abs(lost) <= 1, "samples lost (> 0) or played twice (< 0) at the pause: \(splice)")
         #expect((splice["pause_seconds"] as? Double ?? 0) > 0.5, "\(splice)")
         #expect((splice["resume_snr_db"] as? Double ?? -100) >= 20, "\(splice)")
+    }
+
+    /// `close()` awaited ends the session at the receiver too: its TEARDOWN has been answered when it returns.
+    @Test func closeAwaitedTearsTheSessionDown() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lyre-awaited-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let (receiver, session) = try await Self.connected(output: directory + "/out.wav")
+        #expect(session.enqueue([Float](repeating: 0.25, count: 48_000)))
+        try await session.start()
+        try await session.setNowPlaying(NowPlayingInfo(title: "Tone", rate: 1))
+        #expect(await receiver.nowPlaying()?.info?.title == "Tone")
+        await session.close()
+        #expect(session.hasEnded)
+        let after = await receiver.nowPlaying()
+        #expect(after == nil, "the receiver still has a session: \(String(describing: after))")
+        await receiver.stop()
+    }
+
+    /// lyred's `Receiver` on loopback, playing into the WAV file `output`, and a session connected to it, awaited.
+    static func connected(output: String) async throws -> (Receiver, StreamSession) {
+        var configuration = ReceiverConfiguration()
+        configuration.host = "127.0.0.1"
+        configuration.port = 0
+        configuration.output = .wav(path: output, skewPPM: 0)
+        configuration.access = .open
+        configuration.controlSocketPath = nil
+        configuration.name = "Speaker"
+        let receiver = Receiver(configuration: configuration, logger: Logger(label: "receiver"))
+        let port = try await receiver.start()
+        let session = try await StreamSession.connect(
+            routes: [OutputRoute(host: "127.0.0.1", port: UInt16(port), name: "Speaker")], configuration: StreamConfiguration())
+        return (receiver, session)
     }
 }
