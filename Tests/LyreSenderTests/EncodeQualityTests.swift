@@ -72,9 +72,8 @@ struct EncodeQualityTests {
 
     @Test(arguments: ["full", "music"], [32, 64, 128, 256])
     func encodeIsAsGoodAsFFmpegsLibopus(signal: String, kbps: Int) throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lyre-encode-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scratch = try ScratchFolder("lyre-encode"), directory = scratch.path
+        defer { scratch.remove() }
         let input = directory + "/input.wav"
         _ = try Self.run(["python3", Self.peers + "/audio.py", "sweep", input, "--rate", "48000", "--seconds", "4", "--signal", signal])
 

@@ -646,12 +646,13 @@ class Abuser:
         self.media_blocked_until = 0  # media input count before which no new session is tried
         self.media_inputs = 0
         self.tcp_sessions_ended = 0
+        self.last_input = None  # the input recorded last, named in the next unexpected answer's example
 
     # --- bookkeeping
 
     def record(self, kind, variant, ok, payload=b"", got="", why=""):
         self.by_kind[kind] += 1
-        before, self.last_input = getattr(self, "last_input", None), f"{kind} {variant}"
+        before, self.last_input = self.last_input, f"{kind} {variant}"
         result = "ok" if ok else "unexpected"
         self.counts[result] += 1
         self.detail[kind][result] += 1
