@@ -90,6 +90,9 @@ public final class StreamSession: @unchecked Sendable {
     /// (`wakeQueueWaiters`) after every change they wait on, when one waits.
     private let queueWake = DispatchSemaphore(value: 0)
     private var queueWaiters = 0
+    /// `finish()`es awaited: each resumed by `wakeQueueWaiters` once all of the queue was sent, or the
+    /// playback stopped or ended (what the blocking form's wait waits for).
+    private var drainAwaiters: [CheckedContinuation<Void, Never>] = []
     /// Wakes the pacer waiting for a live source's late audio (`lateAudioWaitMilliseconds`); signalled when it
     /// waits and audio comes, or the end.
     private let audioWake = DispatchSemaphore(value: 0)
@@ -719,7 +722,8 @@ public final class StreamSession: @unchecked Sendable {
         }
     }
 
-    /// A FLUSH on its way to every room: the timeline stopped at `dueNow`, and each room's answer and write time to come.
+    /// A FLUSH on its way to every room: the timeline stopped at `dueNow`, and each room's answer and write
+    /// time to come.
     private struct Flush {
         let targets: [Link]
         let sent: [EventLoopFuture<RTSPMessage>]
@@ -942,8 +946,7 @@ public final class StreamSession: @unchecked Sendable {
     private func waitForQueue(below samples: Int, whilePaused: Bool, flushed: Bool = false) -> Bool {
         while true {
             let state = lock.withLock { _ -> Bool? in
-                if ended || (!whilePaused && !timeline.running) { return false }
-                if timeline.queuedSamples < samples, !flushed || !timeline.holdsUnflushedTail { return true }
+                if let over = queueWaitOver(below: samples, whilePaused: whilePaused, flushed: flushed) { return over }
                 queueWaiters += 1
                 return nil
             }
@@ -955,13 +958,27 @@ public final class StreamSession: @unchecked Sendable {
         }
     }
 
+    /// Whether a wait for fewer than `samples` queued is over (called under `lock`): true when they are (and,
+    /// if `flushed`, the last partial frame was sent too), false when the session ended or, unless
+    /// `whilePaused`, stopped; nil while it goes on.
+    private func queueWaitOver(below samples: Int, whilePaused: Bool, flushed: Bool) -> Bool? {
+        if ended || (!whilePaused && !timeline.running) { return false }
+        if timeline.queuedSamples < samples, !flushed || !timeline.holdsUnflushedTail { return true }
+        return nil
+    }
+
     private func wakeQueueWaiters() {
-        let (waiters, notice) = lock.withLock { _ -> (Int, (@Sendable () -> Void)?) in
-            guard let notice = drainNotice, ended || timeline.queuedSamples / 2 < notice.frames else { return (queueWaiters, nil) }
+        let (waiters, notice, drained) = lock.withLock { _ -> (Int, (@Sendable () -> Void)?, [CheckedContinuation<Void, Never>]) in
+            var drained: [CheckedContinuation<Void, Never>] = []
+            if !drainAwaiters.isEmpty, queueWaitOver(below: 1, whilePaused: false, flushed: true) != nil {
+                swap(&drained, &drainAwaiters)
+            }
+            guard let notice = drainNotice, ended || timeline.queuedSamples / 2 < notice.frames else { return (queueWaiters, nil, drained) }
             drainNotice = nil
-            return (queueWaiters, notice.handler)
+            return (queueWaiters, notice.handler, drained)
         }
         for _ in 0..<waiters { queueWake.signal() }
+        for awaiter in drained { awaiter.resume() }
         notice?()
     }
 
@@ -998,12 +1015,40 @@ public final class StreamSession: @unchecked Sendable {
 
     /// Sends what is queued, waits until it has played, then TEARDOWN and close.
     public func finish() {
+        beginFinishing()
+        _ = waitForQueue(below: 1, whilePaused: false, flushed: true)
+        if let played = playedBy() { HostClock.sleep(until: played) }
+        close()
+    }
+
+    /// `finish()`, awaited: no thread waits for the queue to be sent, for it to play or for the rooms' answers.
+    public func finish() async {
+        beginFinishing()
+        await withCheckedContinuation { (drained: CheckedContinuation<Void, Never>) in
+            let over = lock.withLock { _ -> Bool in
+                if queueWaitOver(below: 1, whilePaused: false, flushed: true) != nil { return true }
+                drainAwaiters.append(drained)
+                return false
+            }
+            if over { drained.resume() }
+        }
+        if let played = playedBy() {
+            let now = HostClock.now()
+            // A cancelled task does not wait for the end to play: it closes at once.
+            if played > now { try? await Task.sleep(nanoseconds: played - now) }
+        }
+        await close()
+    }
+
+    /// No more audio comes: the pacer sends the last partial frame, and waits no longer for late audio.
+    private func beginFinishing() {
         lock.withLock { _ in finishing = true }
         wakePacerForAudio()
-        _ = waitForQueue(below: 1, whilePaused: false, flushed: true)
-        let until = sentUntil
-        if lock.withLock({ _ in timeline.running && !ended }) { HostClock.sleep(until: until + 20_000_000) }
-        close()
+    }
+
+    /// When all that was sent will have played (and 20 ms more), while the playback still plays.
+    private func playedBy() -> UInt64? {
+        lock.withLock { _ in timeline.running && !ended ? timeline.sentUntil + 20_000_000 : nil }
     }
 
     /// TEARDOWN in every room and close now.

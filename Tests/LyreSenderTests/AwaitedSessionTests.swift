@@ -13,9 +13,8 @@ import Testing
 /// API: the seam at the pause, to the sample.
 struct AwaitedSessionTests {
     @Test func startPauseAndResumeAwaitedLoseNoSampleAndPlayNoneTwice() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lyre-awaited-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scratch = try ScratchFolder("lyre-awaited"), directory = scratch.path
+        defer { scratch.remove() }
         let input = directory + "/sweep.wav", output = directory + "/out.wav"
         let audio = EncodeQualityTests.peers + "/audio.py"
         _ = try EncodeQualityTests.run(["python3", audio, "sweep", input, "--rate", "48000", "--seconds", "4", "--no-fade"])
@@ -36,11 +35,18 @@ struct AwaitedSessionTests {
         try await session.pause()
         try await Task.sleep(for: .seconds(1))
         try await session.start()
-        // `finish` waits until all of it has played: on a thread of its own, not the tasks'.
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            Thread { session.finish(); done.resume() }.start()
-        }
+        // Returns once all of it has played and the room answered TEARDOWN.
+        await session.finish()
+        let writtenAtReturn = try Self.bytes(of: output)
+        await Self.expectTornDown(session, at: receiver)
         await receiver.stop()
+        // The receiver plays out what it holds after a TEARDOWN, so the output alone cannot tell a `finish()`
+        // that waited from one that closed as soon as all was sent, a latency (250 ms) before it had played:
+        // what the receiver wrote after `finish()` returned can. Half the latency leaves room for a late
+        // writer thread.
+        let writtenAfter = (try Self.bytes(of: output) - writtenAtReturn) / 4
+        print("awaited: \(writtenAfter) frames written after finish() returned")
+        #expect(writtenAfter < 6_000, "finish() returned \(writtenAfter) frames before the end had played")
 
         let json = try EncodeQualityTests.run(["python3", audio, "splice", input, output])
         let splice = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any], "\(json)")
@@ -48,23 +54,35 @@ struct AwaitedSessionTests {
         // No sample lost (> 0) or played twice (< 0) at the pause, which lasted, and clean at once after it.
         #expect(abs(splice["edges_lost"] as? Int ?? .max) <= 1 && splice["pause_seconds"] as? Double ?? 0 > 0.5
                     && splice["resume_snr_db"] as? Double ?? -100 >= 20, "\(splice)")
+        // `finish()` returned once all of it had played: the sweep's last sample is in the output, and its
+        // last 100 ms are clean.
+        #expect(splice["end_missing"] as? Int == 0 && splice["end_snr_db"] as? Double ?? -100 >= 20, "\(splice)")
     }
 
     /// `close()` awaited ends the session at the receiver too: its TEARDOWN has been answered when it returns.
     @Test func closeAwaitedTearsTheSessionDown() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lyre-awaited-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scratch = try ScratchFolder("lyre-awaited"), directory = scratch.path
+        defer { scratch.remove() }
         let (receiver, session) = try await Self.connected(output: directory + "/out.wav")
         #expect(session.enqueue([Float](repeating: 0.25, count: 48_000)))
         try await session.start()
         try await session.setNowPlaying(NowPlayingInfo(title: "Tone", rate: 1))
         #expect(await receiver.nowPlaying()?.info?.title == "Tone")
         await session.close()
+        await Self.expectTornDown(session, at: receiver)
+        await receiver.stop()
+    }
+
+    /// The size of the file at `path`, in bytes.
+    static func bytes(of path: String) throws -> Int {
+        try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int ?? 0
+    }
+
+    /// The session has ended, and so has the receiver's: its TEARDOWN was answered.
+    static func expectTornDown(_ session: StreamSession, at receiver: Receiver) async {
         #expect(session.hasEnded)
         let after = await receiver.nowPlaying()
         #expect(after == nil, "the receiver still has a session: \(String(describing: after))")
-        await receiver.stop()
     }
 
     /// lyred's `Receiver` on loopback, playing into the WAV file `output`, and a session connected to it, awaited.

@@ -557,9 +557,16 @@ def cmd_splice(a):
         return best
     w = int(0.1 * rate)
     edge1, edge2 = local_lag(lag1, max(0, g0 - w), g0), local_lag(lag2, g1, min(len(out), g1 + w))
+    # REF's end: how many of its last samples OUT never played (a playback closed before it had played out),
+    # and how clean the last 100 ms that it did play are.
+    end_missing = max(0, len(ref) + edge2 - len(out))
+    k = min(w, len(ref) - end_missing)
+    tail, want = out[len(ref) - end_missing - k + edge2:len(ref) - end_missing + edge2], gain * ref[len(ref) - end_missing - k:len(ref) - end_missing]
+    end_snr = ratio_db(float(np.dot(want, want)), float(np.dot(tail - want, tail - want))) if k > 0 else SNR_FLOOR
     print(json.dumps({"heard_before": heard, "resumed_at": m, "lost": m - heard, "resume_snr_db": round(resume_snr, 3),
                       "pause_seconds": round((g1 - g0) / rate, 3), "lag_before": lag1, "lag_after": lag2,
-                      "edges_lost": (g1 - edge2) - (g0 - edge1), "edge_lags": [edge1, edge2], **blanked}))
+                      "edges_lost": (g1 - edge2) - (g0 - edge1), "edge_lags": [edge1, edge2],
+                      "end_missing": end_missing, "end_snr_db": round(end_snr, 3), **blanked}))
     return 0
 
 
