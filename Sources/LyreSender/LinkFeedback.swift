@@ -11,7 +11,8 @@ import Synchronization
 /// - Receiver reports with Lyre's reception report (§4.2): the room's link quality.
 /// Everything else is dropped and counted; the stream goes on.
 ///
-/// Sendable: state is behind `lock`. Runs on the link's event loop.
+/// Sendable: state is behind `lock`, which is a leaf: nothing outside this class is called while it is held.
+/// Runs on the link's event loop.
 final class LinkFeedback: Sendable {
     private struct State {
         var expected: SocketAddress?
@@ -92,7 +93,7 @@ final class LinkFeedback: Sendable {
 
     /// A datagram on the link's RTCP socket.
     func received(_ datagram: [UInt8], from source: SocketAddress, now: UInt64 = HostClock.now()) {
-        let (packets, send) = lock.withLock { state -> ([[UInt8]], (@Sendable ([UInt8]) -> Void)?) in
+        let (asked, lookup) = lock.withLock { state -> ([UInt16], (@Sendable (UInt16) -> [UInt8]?)?) in
             guard let expected = state.expected, let lookup = state.lookup, source == expected,
                 let plain = state.srtcp.map({ try? $0.unprotectRTCP(datagram).get() }) ?? datagram,
                 let rtcp = try? RTCPPacket.all(in: plain)
@@ -101,23 +102,11 @@ final class LinkFeedback: Sendable {
                 return ([], nil)
             }
             state.lastHeard = now
-            var packets: [[UInt8]] = []
+            var asked: [UInt16] = []
             for packet in rtcp {
                 switch packet {
                 case .nack(let nack) where nack.mediaSSRC == ssrc:
-                    for sequence in nack.sequences {
-                        state.counters.requested += 1
-                        guard let packet = lookup(sequence) else {
-                            state.counters.unavailable += 1
-                            continue
-                        }
-                        guard state.budget.allow(sequence: sequence, bytes: packet.count, now: now) == .send else {
-                            state.counters.refused += 1
-                            continue
-                        }
-                        state.counters.resent += 1
-                        packets.append(packet)
-                    }
+                    asked += nack.sequences
                 case .receiverReport(let report):
                     guard let block = report.blocks.first(where: { $0.ssrc == ssrc }) else { continue }
                     var quality = state.quality ?? LinkQuality()
@@ -130,6 +119,28 @@ final class LinkFeedback: Sendable {
                 case .nack, .lyreReception: state.counters.dropped += 1  // for another stream
                 case .senderReport, .lyreSent, .other: continue
                 }
+            }
+            return (asked, lookup)
+        }
+        guard let lookup, !asked.isEmpty else { return }
+        // Looked up without `lock`: the lookup takes the playback's lock, and the playback holds its own lock
+        // where it tells this feedback of a packet sent (a joining room's first packets) or reads it (the
+        // rooms' report). Taken in both orders, two threads would each wait for the other's lock.
+        let found = asked.map { ($0, lookup($0)) }
+        let (packets, send) = lock.withLock { state -> ([[UInt8]], (@Sendable ([UInt8]) -> Void)?) in
+            var packets: [[UInt8]] = []
+            for (sequence, packet) in found {
+                state.counters.requested += 1
+                guard let packet else {
+                    state.counters.unavailable += 1
+                    continue
+                }
+                guard state.budget.allow(sequence: sequence, bytes: packet.count, now: now) == .send else {
+                    state.counters.refused += 1
+                    continue
+                }
+                state.counters.resent += 1
+                packets.append(packet)
             }
             return (packets, state.send)
         }

@@ -51,6 +51,25 @@ struct LinkFeedbackTests {
         #expect(report.requested == 3 && report.resent == 2 && report.unavailable == 1 && report.dropped == 3, "\(report)")
     }
 
+    /// A resend looks the packet up without the feedback's lock held: the lookup takes the playback's lock,
+    /// under which the playback reads this feedback (a lyre play crashed on the two locks taken in both orders,
+    /// in a fresh run's loss test). Here the lookup reads the feedback itself, which under its lock would be a
+    /// recursive lock and a crash.
+    @Test func aResendLooksUpWithoutTheFeedbacksLock() throws {
+        let feedback = LinkFeedback(ssrc: Self.ssrc, bitrate: 128_000)
+        let receiver = try SocketAddress(ipAddress: "127.0.0.1", port: 6001)
+        let sent = Sent()
+        feedback.start(receiver: receiver, lookup: { sequence in
+            _ = feedback.quality
+            _ = feedback.report
+            return [UInt8(truncatingIfNeeded: sequence), 0xAA]
+        }, now: 100 * Self.second) { packet in sent.packets.withLock { $0.append(packet) } }
+        feedback.received(Self.nack([12, 13]), from: receiver, now: 101 * Self.second)
+        #expect(sent.withLock { $0 } == [[12, 0xAA], [13, 0xAA]])
+        let report = feedback.report
+        #expect(report.requested == 2 && report.resent == 2, "\(report)")
+    }
+
     static func receiverReport(lastSenderReport: UInt32, delay: UInt32, ssrc: UInt32 = ssrc) -> [UInt8] {
         RTCPReceiverReport(ssrc: receiverSSRC, blocks: [
             RTCPReportBlock(ssrc: ssrc, fractionLost: 0, cumulativeLost: 0, extendedHighestSequence: 100, jitter: 96,
