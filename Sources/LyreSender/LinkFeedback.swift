@@ -123,9 +123,9 @@ final class LinkFeedback: Sendable {
             return (asked, lookup)
         }
         guard let lookup, !asked.isEmpty else { return }
-        // Looked up without `lock`: the lookup takes the playback's lock, and the playback holds its own lock
-        // where it tells this feedback of a packet sent (a joining room's first packets) or reads it (the
-        // rooms' report). Taken in both orders, two threads would each wait for the other's lock.
+        // Looked up without `lock`: the lookup takes the playback's lock, and the playback reads this feedback
+        // under its own lock (`linkQualities`, the rooms' report). Taken in both orders, two threads would each
+        // wait for the other's lock.
         let found = asked.map { ($0, lookup($0)) }
         let (packets, send) = lock.withLock { state -> ([[UInt8]], (@Sendable ([UInt8]) -> Void)?) in
             var packets: [[UInt8]] = []

@@ -10,11 +10,10 @@ struct CoverArtTests {
     static let png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + Array("a PNG".utf8)
     static let gif: [UInt8] = Array("GIF89a, not sent".utf8)
 
-    static func folder(_ files: [String: [UInt8]]) throws -> String {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lyre-art-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        for (name, bytes) in files { try Data(bytes).write(to: URL(fileURLWithPath: directory + "/" + name)) }
-        return directory
+    static func folder(_ files: [String: [UInt8]]) throws -> ScratchFolder {
+        let folder = try ScratchFolder("lyre-art")
+        for (name, bytes) in files { try Data(bytes).write(to: URL(fileURLWithPath: folder.path + "/" + name)) }
+        return folder
     }
 
     @Test func theFilesOwnPictureThenOneBesideItOnlyJPEGOrPNG() throws {
@@ -33,8 +32,8 @@ struct CoverArtTests {
             ([:], nil, nil),
         ]
         for (index, row) in cases.enumerated() {
-            let directory = try Self.folder(row.files)
-            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let folder = try Self.folder(row.files), directory = folder.path
+            defer { folder.remove() }
             let found = CoverArt.find(for: directory + "/song.flac", embedded: row.embedded)
             #expect(found?.bytes == row.expected, "case \(index): \(row.files.keys.sorted())")
         }

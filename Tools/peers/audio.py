@@ -560,8 +560,9 @@ def cmd_splice(a):
     # REF's end: how many of its last samples OUT never played (a playback closed before it had played out),
     # and how clean the last 100 ms that it did play are.
     end_missing = max(0, len(ref) + edge2 - len(out))
-    k = min(w, len(ref) - end_missing)
-    tail, want = out[len(ref) - end_missing - k + edge2:len(ref) - end_missing + edge2], gain * ref[len(ref) - end_missing - k:len(ref) - end_missing]
+    last = len(ref) - end_missing  # REF's end as far as OUT holds it
+    k = min(w, last)
+    tail, want = out[last - k + edge2:last + edge2], gain * ref[last - k:last]
     end_snr = ratio_db(float(np.dot(want, want)), float(np.dot(tail - want, tail - want))) if k > 0 else SNR_FLOOR
     print(json.dumps({"heard_before": heard, "resumed_at": m, "lost": m - heard, "resume_snr_db": round(resume_snr, 3),
                       "pause_seconds": round((g1 - g0) / rate, 3), "lag_before": lag1, "lag_after": lag2,
