@@ -71,9 +71,10 @@ var configuration = StreamConfiguration()
 configuration.senderName = senderName
 // A doorbell app sets duckOthers (or mixWithOthers): it asks to play over the music, not to take it over.
 configuration.take(audioSession)
+// Awaited, as an app on Swift concurrency connects: no thread waits while the receiver answers.
 let session: StreamSession
 do {
-    session = try StreamSession(host: String(parts[0]), port: port, configuration: configuration)
+    session = try await StreamSession.connect(routes: [OutputRoute(host: String(parts[0]), port: port)], configuration: configuration)
 } catch {
     fail("cannot play on \(host): \(error)")
 }
@@ -81,21 +82,24 @@ do {
 let player = QueuePlayer(items: [QueueItem(source: .file(path: song), metadata: TrackMetadata(title: "Example"))], session: session,
                          audioSession: audioSession)
 
-if let alert {
-    // A notification arrives while the song plays: its sound is the machine's, not the stream's.
-    let thread = Thread {
-        Thread.sleep(forTimeInterval: alertAt)
-        do { try SystemSound.play(path: alert) } catch { fail("system sound: \(error)") }
+// A notification arrives while the song plays: its sound is the machine's, not the stream's. A thread of its
+// own, as SystemSound.play writes to the audio device until the sound has played.
+let alertPlayed: Task<Void, Never>? = alert.map { alert in
+    Task {
+        await withCheckedContinuation { (played: CheckedContinuation<Void, Never>) in
+            Thread {
+                Thread.sleep(forTimeInterval: alertAt)
+                do { try SystemSound.play(path: alert) } catch { fail("system sound: \(error)") }
+                played.resume()
+            }.start()
+        }
     }
-    thread.start()
 }
 if let (seconds, name) = later {
     guard let next = AudioSession.Category(rawValue: name) else { fail("unknown category \(name)") }
-    let thread = Thread {
-        Thread.sleep(forTimeInterval: seconds)
+    DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
         do { try audioSession.setCategory(next) } catch { fail("\(error)") }
     }
-    thread.start()
 }
 do {
     let outcome = try player.play()
@@ -107,4 +111,4 @@ do {
 } catch {
     fail("\(error)")
 }
-Thread.sleep(forTimeInterval: 0.5)  // the alert thread, if it is still playing
+await alertPlayed?.value  // the alert, if it is still playing

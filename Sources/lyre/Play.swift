@@ -215,7 +215,8 @@ struct Play: AsyncParsableCommand {
             case .left(.oldDeviceUnavailable?) where session.isWaitingForRooms:
                 returns.lost(change.route)
                 // Said before the player pauses itself: a pause of the user's own is not undone by the return.
-                resumeOnReturn.withLock { $0 = resume && !player.isPaused }
+                let wanted = resume && !player.isPaused  // the player's lock, not under ours
+                resumeOnReturn.withLock { $0 = wanted }
                 let waiting = returns.returning
                 line = "paused: \(waiting.map(\.description).joined(separator: ", ")) \(waiting.count > 1 ? "are" : "is") no longer available; "
                     + (resume ? "it plays on when \(waiting.count > 1 ? "one" : "it") is back" : "waiting for \(waiting.count > 1 ? "one" : "it"); its controls play on")

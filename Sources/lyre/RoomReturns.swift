@@ -27,6 +27,10 @@ final class RoomReturns: @unchecked Sendable {
     /// The browse, from the first room with an id lost until the playback ends.
     private var browser: DeviceBrowser?
     private var browsing: Task<Void, Never>?
+    /// A browse is made or being made (claimed under `lock`, made outside it).
+    private var watching = false
+    /// The playback ended: nothing more is browsed.
+    private var closed = false
 
     /// Called when the last room waited for is forgotten while no room plays: the playback has nowhere to go.
     private let onNothingLeft: @Sendable () -> Void
@@ -57,24 +61,43 @@ final class RoomReturns: @unchecked Sendable {
     }
 
     /// Browses mDNS, once, when `route` has an id to look for: each sighting of a receiver goes to `seen`.
+    /// The browse is claimed under `lock` but made outside it: connecting to avahi can take a while, and the
+    /// session's room changes (`cameBack`, `returning`) take `lock` meanwhile.
     private func watch(for route: OutputRoute) {
         guard route.id != nil, let discovery else { return }
-        lock.withLock { _ in
-            guard browser == nil else { return }
-            do {
-                let browser = try DeviceBrowser(mode: discovery.mode, interfaces: discovery.interfaces)
-                let changes = try browser.routeChanges()
-                self.browser = browser
-                browsing = Task { [weak self] in
-                    for await change in changes where change.reason != .deviceUnavailable {
-                        guard let address = change.device.streamAddress else { continue }
-                        self?.seen(id: change.device.id.rawValue, host: address, port: change.device.port)
-                    }
-                }
-            } catch {
-                // Tried at its known address still.
-                Logger(label: "lyre.play").notice("cannot watch mDNS for returning rooms: \(error)")
+        let claimed = lock.withLock { _ in
+            guard !watching, !closed else { return false }
+            watching = true
+            return true
+        }
+        guard claimed else { return }
+        let browser: DeviceBrowser
+        let changes: RouteChanges
+        do {
+            browser = try DeviceBrowser(mode: discovery.mode, interfaces: discovery.interfaces)
+            changes = try browser.routeChanges()
+        } catch {
+            // Tried at its known address still; the next room lost tries to browse again.
+            lock.withLock { _ in watching = false }
+            Logger(label: "lyre.play").notice("cannot watch mDNS for returning rooms: \(error)")
+            return
+        }
+        let browsing = Task { [weak self] in
+            for await change in changes where change.reason != .deviceUnavailable {
+                guard let address = change.device.streamAddress else { continue }
+                self?.seen(id: change.device.id.rawValue, host: address, port: change.device.port)
             }
+        }
+        let kept = lock.withLock { _ in
+            guard !closed else { return false }
+            self.browser = browser
+            self.browsing = browsing
+            return true
+        }
+        // The playback ended while the browse was made.
+        if !kept {
+            browsing.cancel()
+            browser.close()
         }
     }
 
@@ -122,6 +145,7 @@ final class RoomReturns: @unchecked Sendable {
     /// Stops waiting for anyone (the playback ended).
     func close() {
         let (browser, browsing) = lock.withLock { _ in
+            closed = true
             waiting.removeAll()
             stopTimer()
             defer { self.browser = nil; self.browsing = nil }
