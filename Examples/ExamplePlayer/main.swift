@@ -102,7 +102,7 @@ if let (seconds, name) = later {
     }
 }
 do {
-    let outcome = try player.play()
+    let outcome = try await player.play()  // awaited: the main actor is free while the song plays
     if outcome == .interrupted(.categoryChange) {
         FileHandle.standardError.write(Data("lyre-example-player: the category moved the song off the receiver\n".utf8))
     } else if outcome != .finished {

@@ -93,10 +93,11 @@ public struct QueueItem: Sendable {
 /// Plays a queue through a `StreamSession`: decodes, makes stereo, resamples to 48 kHz with libsoxr and
 /// hands the audio to the session, which paces it. It describes what plays to the receiver
 /// (`NowPlayingInfo`, artwork) and handles the receiver's commands: play, pause, toggle, stop, next,
-/// previous, seek and skip. `play()` blocks until the queue ends, the player is stopped, or the route goes away.
+/// previous, seek and skip. `play()` returns when the queue ends, the player is stopped, or the route goes away.
 ///
 /// `@unchecked Sendable`: state is in `state` (locked); session calls that change what plays, and the
-/// now-playing updates that describe them, are serialised by `control`.
+/// now-playing updates that describe them, run one at a time, in turn (`control`, a `TurnChain`), whether
+/// their caller waits on a thread or awaits.
 public final class QueuePlayer: @unchecked Sendable {
     public struct Progress: Sendable {
         public var index: Int
@@ -158,7 +159,7 @@ public final class QueuePlayer: @unchecked Sendable {
     private let session: StreamSession
     private let items: [QueueItem]
     private let state = Mutex(State())
-    private let control = Mutex<Void>(())
+    private let control: TurnChain
     /// Wakes `play()`'s thread when something it waits for may have happened: a command, the route lost,
     /// the session's queue drained (`StreamSession.whenQueued`).
     private let wakeup = Wakeup()
@@ -178,6 +179,7 @@ public final class QueuePlayer: @unchecked Sendable {
         self.items = items
         self.session = session
         self.audioSession = audioSession
+        control = TurnChain(loop: session.mediaLoop)
         session.observeRouteChange { [weak self] reason in self?.routeChanged(reason) }
         categoryObservation = audioSession?.observeRouteChange { [weak self, weak audioSession] reason in
             // Only a change that takes the audio off the receivers ends the playback.
@@ -210,7 +212,7 @@ public final class QueuePlayer: @unchecked Sendable {
             s.paused = true
             if waiting {
                 if case .jump = s.jump?.kind { s.jump?.kind = .jump(resume: false) }
-                // The play thread says so: this may run where `control` is held (a request that found the room gone).
+                // The play thread says so: this may run in a `control` turn (a request that found the room gone).
                 s.showPaused = true
             } else {
                 s.stopped = true
@@ -224,42 +226,80 @@ public final class QueuePlayer: @unchecked Sendable {
 
     /// Pauses at once (FLUSH); `resume()` carries on where it stopped.
     public func pause() throws {
-        try control.withLock { _ in
-            guard !state.withLock({ $0.paused || $0.stopped }) else { return }
-            if state.withLock({ $0.jump == nil }) { try session.pause() }
-            state.withLock { s in
-                s.paused = true
-                if case .jump = s.jump?.kind { s.jump?.kind = .jump(resume: false) }
-            }
+        defer { wakeup.signal() }
+        try control.run {
+            guard let sessionPauses = pausing() else { return }
+            if sessionPauses { try session.pause() }
+            markPaused()
             publishNowPlaying(force: true)
         }
-        wakeup.signal()
+    }
+
+    /// `pause()`, awaited: no thread waits while the rooms answer.
+    public func pause() async throws {
+        defer { wakeup.signal() }
+        try await control.run {
+            guard let sessionPauses = pausing() else { return }
+            if sessionPauses { try await session.pause() }
+            markPaused()
+            await publishNowPlaying(force: true)
+        }
+    }
+
+    /// Whether a pause is to pause the session (not when a pending jump already did); nil when the player is
+    /// paused or stopped already. In its turn.
+    private func pausing() -> Bool? {
+        state.withLock { s in s.paused || s.stopped ? nil : s.jump == nil }
+    }
+
+    /// The player paused: a pending jump stays paused.
+    private func markPaused() {
+        state.withLock { s in
+            s.paused = true
+            if case .jump = s.jump?.kind { s.jump?.kind = .jump(resume: false) }
+        }
     }
 
     public func resume() throws {
-        try control.withLock { _ in
-            let (wasPaused, jumping) = state.withLock { s in
-                defer {
-                    s.paused = false
-                    if case .jump = s.jump?.kind { s.jump?.kind = .jump(resume: true) }
-                }
-                return (s.paused, s.jump != nil)
-            }
-            defer { wakeup.signal() }
-            guard wasPaused, !jumping else { return }  // a pending jump starts when its audio is queued
-            do {
-                try session.start()
-            } catch {
-                state.withLock { $0.paused = true }  // no room to play on (the session waits for one)
-                throw error
-            }
+        defer { wakeup.signal() }
+        try control.run {
+            guard resuming() else { return }
+            do { try session.start() } catch { throw notStarted(error) }
             publishNowPlaying(force: true)
         }
+    }
+
+    /// `resume()`, awaited: no thread waits while the rooms answer.
+    public func resume() async throws {
+        defer { wakeup.signal() }
+        try await control.run {
+            guard resuming() else { return }
+            do { try await session.start() } catch { throw notStarted(error) }
+            await publishNowPlaying(force: true)
+        }
+    }
+
+    /// Marks the player playing; true when the session is to start (it was paused, and no jump is pending:
+    /// a pending jump starts when its audio is queued). In its turn.
+    private func resuming() -> Bool {
+        state.withLock { s in
+            defer {
+                s.paused = false
+                if case .jump = s.jump?.kind { s.jump?.kind = .jump(resume: true) }
+            }
+            return s.paused && s.jump == nil
+        }
+    }
+
+    /// The session did not start (no room to play on: it waits for one): the player stays paused.
+    private func notStarted(_ error: any Error) -> any Error {
+        state.withLock { $0.paused = true }
+        return error
     }
 
     /// Moves to `position` seconds into item `index`, for `command`; what was queued is dropped.
     func jump(to index: Int, position: Double, for command: RemoteCommand) -> RemoteCommandStatus {
-        control.withLock { _ in
+        control.run {
             let paused = state.withLock { $0.paused }
             if !paused, state.withLock({ $0.jump == nil }) {
                 let status = outcome(of: command, session.pause)
@@ -341,8 +381,24 @@ public final class QueuePlayer: @unchecked Sendable {
     // MARK: now playing
 
     /// Sends the now-playing info when the item that plays has changed (or always, with `force`).
-    /// Call with `control` held.
+    /// In a `control` turn.
     private func publishNowPlaying(force: Bool = false) {
+        guard let update = nowPlayingUpdate(force: force) else { return }
+        if let artwork = update.artwork { session.bestEffort("the cover") { try session.setArtwork(artwork) } }
+        session.bestEffort("now playing") { try session.setNowPlaying(update.info) }
+    }
+
+    /// `publishNowPlaying(force:)`, awaited: no thread waits while the rooms answer.
+    private func publishNowPlaying(force: Bool = false) async {
+        guard let update = nowPlayingUpdate(force: force) else { return }
+        if let artwork = update.artwork { await session.bestEffort("the cover") { try await session.setArtwork(artwork) } }
+        await session.bestEffort("now playing") { try await session.setNowPlaying(update.info) }
+    }
+
+    /// What the receivers are to be told of the item that plays: its cover when it is another item's (an
+    /// `Artwork?` to send, nil when the cover stays), and its now playing; nil when the item has not changed
+    /// and `force` is false. The commands the item allows are enabled here.
+    private func nowPlayingUpdate(force: Bool) -> (artwork: Artwork??, info: NowPlayingInfo)? {
         let played = session.playedFrames()
         let (boundary, changed, sendArtwork) = state.withLock { s -> (Boundary?, Bool, Bool) in
             guard let boundary = s.boundaries.last(where: { $0.frame <= played }) ?? s.boundaries.first else { return (nil, false, false) }
@@ -352,11 +408,12 @@ public final class QueuePlayer: @unchecked Sendable {
             if sendArtwork { s.artworkIndex = boundary.index }
             return (boundary, changed, sendArtwork)
         }
-        guard let boundary, changed || force else { return }
+        guard let boundary, changed || force else { return nil }
         let item = items[boundary.index]
+        var artwork: Artwork?? = nil
         if sendArtwork {
             let previous = boundary.index > 0 ? items[boundary.index - 1].artwork : nil
-            if boundary.index == 0 || item.artwork != previous { session.bestEffort("the cover") { try session.setArtwork(item.artwork) } }
+            if boundary.index == 0 || item.artwork != previous { artwork = .some(item.artwork) }
             session.remoteCommands.setEnabled([
                 .nextTrack: boundary.index + 1 < items.count,
                 .skipForward: item.source.isSeekable, .skipBackward: item.source.isSeekable,
@@ -377,13 +434,13 @@ public final class QueuePlayer: @unchecked Sendable {
             info.anchor = HostClock.now()
             info.rate = 0
         }
-        session.bestEffort("now playing") { try session.setNowPlaying(info) }
+        return (artwork, info)
     }
 
     private func checkTransition() {
         let force = state.withLock { s in defer { s.showPaused = false }; return s.showPaused }
         guard !state.withLock({ $0.awaitingStart }) else { return }
-        control.withLock { _ in publishNowPlaying(force: force) }
+        control.run { publishNowPlaying(force: force) }
     }
 
     /// When the next queued item starts to play (sender clock), for `checkTransition`; nil while paused.
@@ -395,10 +452,22 @@ public final class QueuePlayer: @unchecked Sendable {
 
     // MARK: playing
 
-    /// Plays the queue; `progress` is called about 5 times a second from this thread. A request that fails
+    /// Plays the queue; `progress` is called about 5 times a second from its thread. A request that fails
     /// because the receiver went away ends it as `.interrupted`, not as an error.
+    ///
+    /// The queue plays on a thread of its own, and no task waits on a thread meanwhile. A thread, not a task:
+    /// playing decodes (FFmpeg's calls block) and waits while the session holds a second of audio, for as long
+    /// as the queue plays, which would hold one of the few threads Swift's tasks share.
     @discardableResult
-    public func play(progress: (Progress) -> Void = { _ in }) throws -> Outcome {
+    public func play(progress: @escaping @Sendable (Progress) -> Void = { _ in }) async throws -> Outcome {
+        try await withCheckedThrowingContinuation { played in
+            let thread = Thread { [self] in played.resume(with: Result { try playOnThisThread(progress: progress) }) }
+            thread.name = "lyre-queue"
+            thread.start()
+        }
+    }
+
+    private func playOnThisThread(progress: (Progress) -> Void) throws -> Outcome {
         do {
             return try playQueue(progress: progress)
         } catch {
@@ -490,7 +559,7 @@ public final class QueuePlayer: @unchecked Sendable {
                 s.nextBoundaryID += 1
                 if s.boundaries.count > 16 { s.boundaries.removeFirst() }
             }
-            if case .jump(resume: false) = target.kind { control.withLock { _ in publishNowPlaying(force: true) } }
+            if case .jump(resume: false) = target.kind { control.run { publishNowPlaying(force: true) } }
             while true {
                 if let jump = takeJump() { target = jump; continue queue }
                 if state.withLock({ $0.stopped }) { break queue }
@@ -503,7 +572,7 @@ public final class QueuePlayer: @unchecked Sendable {
                 // decoder while the RECORD and now-playing requests are answered.
                 let queuedEnough = session.queuedFrames >= Self.startQueue || source.sourceEnded
                 if queuedEnough, session.queuedFrames > 0, state.withLock({ $0.awaitingStart }) {
-                    try control.withLock { _ in
+                    try control.run {
                         guard state.withLock({ $0.jump == nil && !$0.paused }) else { return }
                         do {
                             try session.start()

@@ -26,7 +26,7 @@ import Glibc
 /// second is queued. A pacing thread sends each frame `lead` ahead of the time it is due.
 ///
 /// `@unchecked Sendable`: mutable state is behind `lock`; control changes (start, pause, joins) run one at a
-/// time, in turn (`controlled`).
+/// time, in turn (`control`, a `TurnChain`).
 public final class StreamSession: @unchecked Sendable {
     public let configuration: StreamConfiguration
     /// The receivers' output latency, ms, from their RECORD answers (the largest, with several rooms).
@@ -44,8 +44,6 @@ public final class StreamSession: @unchecked Sendable {
     private let frameSamples: Int
     private let lead: UInt64
     private let lock = Mutex<Void>(())
-    /// The end of the last control change asked for: the next one starts once it has completed.
-    private let controlTail = Mutex<EventLoopFuture<Void>?>(nil)
     /// The rooms, in the order they joined.
     private var links: [Link] = []
     /// Each room's volume level, dB: unclamped, so a group change keeps the rooms' balance.
@@ -76,7 +74,9 @@ public final class StreamSession: @unchecked Sendable {
     /// Wakes the pacer: it waits on this while paused, instead of polling.
     private let pacerWake = DispatchSemaphore(value: 0)
     /// Every room's media sockets are on this one event loop, so that each frame's sends wake one thread.
-    private let mediaLoop: any EventLoop = RTSPClient.eventLoopGroup.next()
+    let mediaLoop: any EventLoop
+    /// Control changes (start, pause, joins) run one at a time, in turn (`control`, a `TurnChain`).
+    private let control: TurnChain
     /// What the playback's rooms reached from one local address share, made on first use and closed when the
     /// playback ends: the timing responder (one thread for all of them, not one each) and the socket RTP
     /// leaves from (each frame's packets to all of them are written together and sent in one `sendmmsg`).
@@ -142,6 +142,8 @@ public final class StreamSession: @unchecked Sendable {
         timeline = Timeline(frameSamples: frameSamples, latency: UInt64(configuration.latencyMilliseconds) * 1_000_000, lead: lead,
                             rtp: UInt32.random(in: 0...UInt32.max), sequence: UInt16.random(in: 0...UInt16.max))
         ssrc = UInt32.random(in: 1...UInt32.max)
+        mediaLoop = RTSPClient.eventLoopGroup.next()
+        control = TurnChain(loop: mediaLoop)
         if let onRouteChange { routeChangeHandlers.append(onRouteChange) }
     }
 
@@ -329,7 +331,7 @@ public final class StreamSession: @unchecked Sendable {
         try admit(route)
         defer { admitted(route) }
         let link = try RTSPClient.wait(connect(route))
-        try controlled {
+        try control.run {
             do {
                 try RTSPClient.wait(welcome(link))
             } catch {
@@ -347,7 +349,7 @@ public final class StreamSession: @unchecked Sendable {
         try admit(route)
         defer { admitted(route) }
         let link = try await RTSPClient.awaited(connect(route))
-        try await controlled {
+        try await control.run {
             do {
                 try await RTSPClient.awaited(welcome(link))
             } catch {
@@ -376,7 +378,7 @@ public final class StreamSession: @unchecked Sendable {
         _ = lock.withLock { _ in adding.remove(HostPort.uri(route.host, route.port)) }
     }
 
-    /// A room set up, joined to the playback (in turn, `controlled`): RECORD when the playback runs, then what
+    /// A room set up, joined to the playback (in its `control` turn): RECORD when the playback runs, then what
     /// plays, each sent once the one before was answered. Completes when the last is answered.
     private func welcome(_ link: Link) -> EventLoopFuture<Void> {
         let (isRunning, anchor, start, info, artwork, enabled) = lock.withLock { _ in
@@ -463,12 +465,18 @@ public final class StreamSession: @unchecked Sendable {
     /// Runs an update whose failure stops nothing: a failure is counted (`updatesFailed`) and logged, not
     /// thrown. A room whose connection failed has left the playback by then (`broadcast`).
     func bestEffort(_ what: String, _ update: () throws -> Void) {
-        do {
-            try update()
-        } catch {
-            let count = lock.withLock { _ in updatesNotSent += 1; return updatesNotSent }
-            Self.logger.notice("\(what) was not sent (\(count) updates so far): \(error)")
-        }
+        do { try update() } catch { notSent(what, error) }
+    }
+
+    /// `bestEffort`, awaited.
+    func bestEffort(_ what: String, _ update: () async throws -> Void) async {
+        do { try await update() } catch { notSent(what, error) }
+    }
+
+    /// An update that was not sent: counted and logged.
+    private func notSent(_ what: String, _ error: any Error) {
+        let count = lock.withLock { _ in updatesNotSent += 1; return updatesNotSent }
+        Self.logger.notice("\(what) was not sent (\(count) updates so far): \(error)")
     }
 
     /// Each room's state, volume, latencies and the receiver's link statistics (asked now, at once).
@@ -634,46 +642,12 @@ public final class StreamSession: @unchecked Sendable {
 
     // MARK: control
 
-    /// Runs a control change in its turn: once every change asked for before it has completed, whether its
-    /// caller waited on a thread or awaited. Blocks until then. Not on an event loop.
-    private func controlled<T>(_ change: () throws -> T) throws -> T {
-        let (previous, done) = controlTurn()
-        defer { endTurn(done) }
-        try previous?.wait()  // never fails
-        return try change()
-    }
-
-    /// `controlled`, awaited: no thread waits for the turn.
-    private func controlled<T>(_ change: () async throws -> T) async throws -> T {
-        let (previous, done) = controlTurn()
-        defer { endTurn(done) }
-        try await previous?.get()  // never fails
-        return try await change()
-    }
-
-    /// The change before this one (nil when none is running or waiting), and the promise that ends this one.
-    private func controlTurn() -> (previous: EventLoopFuture<Void>?, done: EventLoopPromise<Void>) {
-        let done = mediaLoop.makePromise(of: Void.self)
-        let previous = controlTail.withLock { tail in
-            defer { tail = done.futureResult }
-            return tail
-        }
-        return (previous, done)
-    }
-
-    /// Ends a turn: the next change asked for runs. When none was asked for, the chain is left empty, so the
-    /// next change does not wait at all (and so a change refused at once never waits, even on an event loop).
-    private func endTurn(_ done: EventLoopPromise<Void>) {
-        controlTail.withLock { tail in if tail === done.futureResult { tail = nil } }
-        done.succeed()
-    }
-
     /// Starts (or resumes) playing: RECORD with a new anchor, `startDelay` ns from now, in every room. A live
     /// source that queued audio recorded while the session connected (`lyre sink`) sets `backdate` to that
     /// audio's length past what it starts with: the anchor is that much earlier, what is overdue is sent at
     /// once, and every sample plays as long after it was recorded as the rest, none dropped to catch up.
     public func start(startDelay: UInt64 = 20_000_000, backdate: UInt64 = 0) throws {
-        try controlled {
+        try control.run {
             let record = try recordTerms(startDelay: startDelay, backdate: backdate)
             began(try broadcast("RECORD", { _ in (record.headers, []) }), startAt: record.startAt)
         }
@@ -681,7 +655,7 @@ public final class StreamSession: @unchecked Sendable {
 
     /// `start(startDelay:backdate:)`, awaited: no thread waits while the rooms answer.
     public func start(startDelay: UInt64 = 20_000_000, backdate: UInt64 = 0) async throws {
-        try await controlled {
+        try await control.run {
             let record = try recordTerms(startDelay: startDelay, backdate: backdate)
             began(try await broadcastAwaited("RECORD", { _ in (record.headers, []) }), startAt: record.startAt)
         }
@@ -708,7 +682,7 @@ public final class StreamSession: @unchecked Sendable {
     /// frame due as the FLUSH was written to the first room), so `start()` resumes exactly: no sample lost,
     /// none played twice.
     public func pause() throws {
-        try controlled {
+        try control.run {
             let flush = flushed()
             try paused(flush, answers: outcomes(flush.sent), written: outcomes(flush.written))
         }
@@ -716,7 +690,7 @@ public final class StreamSession: @unchecked Sendable {
 
     /// `pause()`, awaited: no thread waits while the rooms answer.
     public func pause() async throws {
-        try await controlled {
+        try await control.run {
             let flush = flushed()
             try paused(flush, answers: await outcomes(flush.sent), written: await outcomes(flush.written))
         }

@@ -206,7 +206,9 @@ struct Play: AsyncParsableCommand {
                 // A room again after the last went away (back, or one added): the playback that paused then
                 // resumes (unless --no-resume).
                 if resumeOnReturn.withLock({ wanted in defer { wanted = false }; return wanted }) {
-                    do { try player.resume() } catch { logger.warning("cannot resume on \(change.route): \(error)") }
+                    Task {
+                        do { try await player.resume() } catch { logger.warning("cannot resume on \(change.route): \(error)") }
+                    }
                 }
             case .left(nil): line = "\(change.route) removed\(rest)"
             case .left(.oldDeviceUnavailable?) where change.remaining > 0:
@@ -250,26 +252,25 @@ struct Play: AsyncParsableCommand {
         }
         qualityLog.resume()
         defer { qualityLog.cancel() }
-        let outcome: Result<QueuePlayer.Outcome, Error> = await withCheckedContinuation { continuation in
-            let thread = Thread {
-                continuation.resume(returning: Result {
-                    try player.play { progress in
-                        guard terminal else { return }
-                        // The room with the worst link, once a receiver has reported.
-                        let worst = session.linkQualities.max { $0.quality.lossPercent < $1.quality.lossPercent }
-                        let link = worst.map { "  \(session.routes.count > 1 ? "\($0.route) " : "")\($0.quality.summary)" } ?? ""
-                        let total = progress.duration.map { " / " + NowPlayingInfo.clockText($0) } ?? ""
-                        let by = progress.artist.map { " — \($0)" } ?? ""
-                        let place = items.count > 1 ? "  [\(progress.index + 1)/\(items.count)]" : ""
-                        let volume = session.volume <= -144 ? "  muted" : session.volume < 0 ? "  \(Int(session.volume.rounded())) dB" : ""
-                        let plain = session.plainRoutes
-                        let security = plain.isEmpty ? "" : "  unencrypted" + (session.routes.count > 1 ? ": \(plain.map(\.description).joined(separator: ", "))" : "")
-                        FileHandle.standardError.write(Data(
-                            "\r\u{1B}[K\(progress.paused ? "⏸" : "▶") \(progress.title)\(by)  \(NowPlayingInfo.clockText(progress.elapsed))\(total)\(place)\(volume)\(security)\(link)".utf8))
-                    }
+        let outcome: Result<QueuePlayer.Outcome, Error>
+        do {
+            outcome = .success(
+                try await player.play { progress in
+                    guard terminal else { return }
+                    // The room with the worst link, once a receiver has reported.
+                    let worst = session.linkQualities.max { $0.quality.lossPercent < $1.quality.lossPercent }
+                    let link = worst.map { "  \(session.routes.count > 1 ? "\($0.route) " : "")\($0.quality.summary)" } ?? ""
+                    let total = progress.duration.map { " / " + NowPlayingInfo.clockText($0) } ?? ""
+                    let by = progress.artist.map { " — \($0)" } ?? ""
+                    let place = items.count > 1 ? "  [\(progress.index + 1)/\(items.count)]" : ""
+                    let volume = session.volume <= -144 ? "  muted" : session.volume < 0 ? "  \(Int(session.volume.rounded())) dB" : ""
+                    let plain = session.plainRoutes
+                    let security = plain.isEmpty ? "" : "  unencrypted" + (session.routes.count > 1 ? ": \(plain.map(\.description).joined(separator: ", "))" : "")
+                    FileHandle.standardError.write(Data(
+                        "\r\u{1B}[K\(progress.paused ? "⏸" : "▶") \(progress.title)\(by)  \(NowPlayingInfo.clockText(progress.elapsed))\(total)\(place)\(volume)\(security)\(link)".utf8))
                 })
-            }
-            thread.start()
+        } catch {
+            outcome = .failure(error)
         }
         interrupt.cancel()
         if terminal { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }

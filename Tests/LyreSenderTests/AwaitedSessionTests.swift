@@ -59,6 +59,42 @@ struct AwaitedSessionTests {
         #expect(splice["end_missing"] as? Int == 0 && splice["end_snr_db"] as? Double ?? -100 >= 20, "\(splice)")
     }
 
+    /// A `QueuePlayer` through its awaited API: `play()` awaited while the test pauses and resumes it, awaited
+    /// too. The receiver is told paused (rate 0) and playing again; the output, against the input, lost no
+    /// sample at the pause and played none twice, and ends with the file's last sample.
+    @Test func aQueuePlayerPlaysPausesAndResumesAwaited() async throws {
+        let scratch = try ScratchFolder("lyre-awaited"), directory = scratch.path
+        defer { scratch.remove() }
+        let input = directory + "/sweep.wav", output = directory + "/out.wav"
+        let audio = EncodeQualityTests.peers + "/audio.py"
+        _ = try EncodeQualityTests.run(["python3", audio, "sweep", input, "--rate", "48000", "--seconds", "4", "--no-fade"])
+
+        let (receiver, session) = try await Self.connected(output: output)
+        let player = QueuePlayer(items: [QueueItem(source: .file(path: input), metadata: TrackMetadata(title: "Sweep"))], session: session)
+        let played = Task { try await player.play() }
+        // It starts once 300 ms are queued, at once from a file: 1.5 s in, it plays.
+        try await Task.sleep(for: .seconds(1.5))
+        try await player.pause()
+        #expect(player.isPaused)
+        let paused = await receiver.nowPlaying()?.info
+        #expect(paused?.title == "Sweep" && paused?.rate == 0, "\(String(describing: paused))")
+        try await Task.sleep(for: .seconds(1))
+        try await player.resume()
+        #expect(!player.isPaused)
+        let playing = await receiver.nowPlaying()?.info
+        #expect(playing?.rate == 1, "\(String(describing: playing))")
+        #expect(try await played.value == .finished)
+        await Self.expectTornDown(session, at: receiver)
+        await receiver.stop()
+
+        let json = try EncodeQualityTests.run(["python3", audio, "splice", input, output])
+        let splice = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any], "\(json)")
+        print("awaited player: the seam at the pause: \(splice)")
+        #expect(abs(splice["edges_lost"] as? Int ?? .max) <= 1 && splice["pause_seconds"] as? Double ?? 0 > 0.5
+                    && splice["resume_snr_db"] as? Double ?? -100 >= 20, "\(splice)")
+        #expect(splice["end_missing"] as? Int == 0 && splice["end_snr_db"] as? Double ?? -100 >= 20, "\(splice)")
+    }
+
     /// `close()` awaited ends the session at the receiver too: its TEARDOWN has been answered when it returns.
     @Test func closeAwaitedTearsTheSessionDown() async throws {
         let scratch = try ScratchFolder("lyre-awaited"), directory = scratch.path
