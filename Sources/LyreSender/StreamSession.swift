@@ -72,7 +72,7 @@ public final class StreamSession: @unchecked Sendable {
     private var lostRoute: OutputRouteChangeReason?
     private var lastRequest = HostClock.now()
     /// Wakes the pacer: it waits on this while paused, instead of polling.
-    private let pacerWake = DispatchSemaphore(value: 0)
+    private let pacerWake = Wakeup()
     /// Every room's media sockets are on this one event loop, so that each frame's sends wake one thread.
     let mediaLoop: any EventLoop
     /// Control changes (start, pause, joins) run one at a time, in turn (`control`, a `TurnChain`).
@@ -95,7 +95,7 @@ public final class StreamSession: @unchecked Sendable {
     private var drainAwaiters: [CheckedContinuation<Void, Never>] = []
     /// Wakes the pacer waiting for a live source's late audio (`lateAudioWaitMilliseconds`); signalled when it
     /// waits and audio comes, or the end.
-    private let audioWake = DispatchSemaphore(value: 0)
+    private let audioWake = Wakeup()
     private var pacerWaitsForAudio = false
     /// `whenQueued`'s one notice: how few frames it waits for, and whom to tell.
     private var drainNotice: (frames: Int, handler: @Sendable () -> Void)?
@@ -1147,7 +1147,7 @@ public final class StreamSession: @unchecked Sendable {
             if step.ended { break }
             if !step.running {
                 // Paused: sleep until started or ended, and keep the sessions alive (streaming.md §7).
-                if pacerWake.wait(timeout: .now() + .seconds(4)) == .timedOut, !hasEnded,
+                if !pacerWake.wait(until: HostClock.now() + 4_000_000_000), !hasEnded,
                     HostClock.now() - lock.withLock({ _ in lastRequest }) > 4_000_000_000
                 {
                     bestEffort("the keep-alive") { _ = try broadcast("GET_PARAMETER") { _ in ([], []) } }
@@ -1163,7 +1163,7 @@ public final class StreamSession: @unchecked Sendable {
                     pacerWaitsForAudio = late
                     return late
                 }), HostClock.now() < deadline {
-                    _ = audioWake.wait(timeout: .now() + .nanoseconds(Int(deadline - min(deadline, HostClock.now()))))
+                    audioWake.wait(until: deadline)
                 }
                 lock.withLock { _ in pacerWaitsForAudio = false }
             }
