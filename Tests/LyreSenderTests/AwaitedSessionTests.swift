@@ -15,9 +15,7 @@ struct AwaitedSessionTests {
     @Test func startPauseAndResumeAwaitedLoseNoSampleAndPlayNoneTwice() async throws {
         let scratch = try ScratchFolder("lyre-awaited"), directory = scratch.path
         defer { scratch.remove() }
-        let input = directory + "/sweep.wav", output = directory + "/out.wav"
-        let audio = EncodeQualityTests.peers + "/audio.py"
-        _ = try EncodeQualityTests.run(["python3", audio, "sweep", input, "--rate", "48000", "--seconds", "4", "--no-fade"])
+        let (input, output) = try Self.sweep(in: directory)
 
         let (receiver, session) = try await Self.connected(output: output)
         // All of it at once: nothing is queued yet, so this does not block.
@@ -48,15 +46,8 @@ struct AwaitedSessionTests {
         print("awaited: \(writtenAfter) frames written after finish() returned")
         #expect(writtenAfter < 6_000, "finish() returned \(writtenAfter) frames before the end had played")
 
-        let json = try EncodeQualityTests.run(["python3", audio, "splice", input, output])
-        let splice = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any], "\(json)")
-        print("awaited: the seam at the pause: \(splice)")
-        // No sample lost (> 0) or played twice (< 0) at the pause, which lasted, and clean at once after it.
-        #expect(abs(splice["edges_lost"] as? Int ?? .max) <= 1 && splice["pause_seconds"] as? Double ?? 0 > 0.5
-                    && splice["resume_snr_db"] as? Double ?? -100 >= 20, "\(splice)")
-        // `finish()` returned once all of it had played: the sweep's last sample is in the output, and its
-        // last 100 ms are clean.
-        #expect(splice["end_missing"] as? Int == 0 && splice["end_snr_db"] as? Double ?? -100 >= 20, "\(splice)")
+        // `finish()` returned once all of it had played: the sweep's last sample is in the output.
+        try Self.expectSeamless(input, output, "awaited")
     }
 
     /// A `QueuePlayer` through its awaited API: `play()` awaited while the test pauses and resumes it, awaited
@@ -65,9 +56,7 @@ struct AwaitedSessionTests {
     @Test func aQueuePlayerPlaysPausesAndResumesAwaited() async throws {
         let scratch = try ScratchFolder("lyre-awaited"), directory = scratch.path
         defer { scratch.remove() }
-        let input = directory + "/sweep.wav", output = directory + "/out.wav"
-        let audio = EncodeQualityTests.peers + "/audio.py"
-        _ = try EncodeQualityTests.run(["python3", audio, "sweep", input, "--rate", "48000", "--seconds", "4", "--no-fade"])
+        let (input, output) = try Self.sweep(in: directory)
 
         let (receiver, session) = try await Self.connected(output: output)
         let player = QueuePlayer(items: [QueueItem(source: .file(path: input), metadata: TrackMetadata(title: "Sweep"))], session: session)
@@ -87,9 +76,26 @@ struct AwaitedSessionTests {
         await Self.expectTornDown(session, at: receiver)
         await receiver.stop()
 
+        try Self.expectSeamless(input, output, "awaited player")
+    }
+
+    /// The input, a 4 s full-band sweep at 48 kHz written by audio.py in `directory`, and where the receiver
+    /// is to write what it plays.
+    static func sweep(in directory: String) throws -> (input: String, output: String) {
+        let input = directory + "/sweep.wav"
+        _ = try EncodeQualityTests.run(["python3", audio, "sweep", input, "--rate", "48000", "--seconds", "4", "--no-fade"])
+        return (input, directory + "/out.wav")
+    }
+
+    static let audio = EncodeQualityTests.peers + "/audio.py"
+
+    /// The output against the input, by audio.py splice: no sample lost (> 0) or played twice (< 0) at the
+    /// one pause, which lasted, clean at once after it, and the input's last sample in the output, its last
+    /// 100 ms clean.
+    static func expectSeamless(_ input: String, _ output: String, _ what: String) throws {
         let json = try EncodeQualityTests.run(["python3", audio, "splice", input, output])
         let splice = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any], "\(json)")
-        print("awaited player: the seam at the pause: \(splice)")
+        print("\(what): the seam at the pause: \(splice)")
         #expect(abs(splice["edges_lost"] as? Int ?? .max) <= 1 && splice["pause_seconds"] as? Double ?? 0 > 0.5
                     && splice["resume_snr_db"] as? Double ?? -100 >= 20, "\(splice)")
         #expect(splice["end_missing"] as? Int == 0 && splice["end_snr_db"] as? Double ?? -100 >= 20, "\(splice)")
