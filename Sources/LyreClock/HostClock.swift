@@ -22,6 +22,9 @@ public enum HostClock {
 /// A wake-up call between threads: `signal()` from anywhere, `wait(until:)` on the thread that waits for
 /// something to happen, which returns at the signal or at the deadline, whichever comes first. Signals
 /// before the wait are not lost (the next wait returns at once), and several coalesce into one.
+///
+/// Several threads can wait for the same event with `wait(after:)`: each reads `signals` before it checks
+/// what it waits for, and every signal from then on wakes all of them.
 public final class Wakeup: @unchecked Sendable {
     // @unchecked: `signalled` is guarded by `mutex`. Both pthread objects live at fixed addresses. The one lock
     // that is not a `Synchronization.Mutex`: a wait with a CLOCK_MONOTONIC deadline needs a condition variable,
@@ -29,6 +32,7 @@ public final class Wakeup: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private var signalled = false
+    private var count: UInt64 = 0
 
     public init() {
         pthread_mutex_init(mutex, nil)
@@ -49,7 +53,8 @@ public final class Wakeup: @unchecked Sendable {
     public func signal() {
         pthread_mutex_lock(mutex)
         signalled = true
-        pthread_cond_signal(condition)
+        count &+= 1
+        pthread_cond_broadcast(condition)
         pthread_mutex_unlock(mutex)
     }
 
@@ -64,5 +69,28 @@ public final class Wakeup: @unchecked Sendable {
         }
         defer { signalled = false }
         return signalled
+    }
+
+    /// Waits for a signal, however long it takes (an idle thread that nothing else wakes).
+    public func wait() {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        while !signalled { pthread_cond_wait(condition, mutex) }
+        signalled = false
+    }
+
+    /// How many signals there have been: read before checking what is waited for, for `wait(after:)`.
+    public var signals: UInt64 {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return count
+    }
+
+    /// Waits until there has been a signal since `signals` read `seen`: at once if one came in between. Any
+    /// number of threads can wait so at once; each signal wakes them all.
+    public func wait(after seen: UInt64) {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        while count == seen { pthread_cond_wait(condition, mutex) }
     }
 }

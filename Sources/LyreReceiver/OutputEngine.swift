@@ -40,7 +40,7 @@ final class OutputEngine: @unchecked Sendable {
     private let availabilityChanged: @Sendable (Bool) -> Void
     private var thread: Thread?
     /// Wakes the idle audio thread when there is something to play or it should stop.
-    private let wake = DispatchSemaphore(value: 0)
+    private let wake = Wakeup()
     /// Signalled by the audio thread when a draining session has played out, and when it ends: `stop()`
     /// waits on it.
     private let settled = Wakeup()
@@ -237,7 +237,7 @@ final class OutputEngine: @unchecked Sendable {
                         lastFailure = error.description
                     }
                     setAvailable(false)
-                    _ = wake.wait(timeout: .now() + .seconds(2))  // or at once when stopping
+                    wake.wait(until: HostClock.now() + 2_000_000_000)  // or at once when stopping
                     continue
                 }
             }

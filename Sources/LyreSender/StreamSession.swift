@@ -86,10 +86,10 @@ public final class StreamSession: @unchecked Sendable {
     private var framesNotEncoded = 0
     private var updatesNotSent = 0
     private static let logger = Logger(label: "lyre.sender")
-    /// Wakes a producer or `finish()` waiting for the queue to shrink, the session to stop or to end; signalled
-    /// (`wakeQueueWaiters`) after every change they wait on, when one waits.
-    private let queueWake = DispatchSemaphore(value: 0)
-    private var queueWaiters = 0
+    /// Wakes the producers and `finish()`es waiting for the queue to shrink, the session to stop or to end (any
+    /// number at once: each waits `after` the signals it had seen); signalled (`wakeQueueWaiters`) after every
+    /// change they wait on.
+    private let queueWake = Wakeup()
     /// `finish()`es awaited: each resumed by `wakeQueueWaiters` once all of the queue was sent, or the
     /// playback stopped or ended (what the blocking form's wait waits for).
     private var drainAwaiters: [CheckedContinuation<Void, Never>] = []
@@ -919,16 +919,12 @@ public final class StreamSession: @unchecked Sendable {
     /// tail has been sent too); false when the session ended (or, unless `whilePaused`, stopped running) first.
     private func waitForQueue(below samples: Int, whilePaused: Bool, flushed: Bool = false) -> Bool {
         while true {
-            let state = lock.withLock { _ -> Bool? in
-                if let over = queueWaitOver(below: samples, whilePaused: whilePaused, flushed: flushed) { return over }
-                queueWaiters += 1
-                return nil
-            }
-            if let state { return state }
+            // Read before the check: a change after it is signalled after it, and ends the wait below at once.
+            let seen = queueWake.signals
+            if let over = lock.withLock({ _ in queueWaitOver(below: samples, whilePaused: whilePaused, flushed: flushed) }) { return over }
             // Signalled after each change of what is checked above: the pacer takes a frame, the queue is
-            // dropped, the session pauses, loses its last room or ends. A signal given before this wait counts.
-            queueWake.wait()
-            lock.withLock { _ in queueWaiters -= 1 }
+            // dropped, the session pauses, loses its last room or ends.
+            queueWake.wait(after: seen)
         }
     }
 
@@ -942,16 +938,16 @@ public final class StreamSession: @unchecked Sendable {
     }
 
     private func wakeQueueWaiters() {
-        let (waiters, notice, drained) = lock.withLock { _ -> (Int, (@Sendable () -> Void)?, [CheckedContinuation<Void, Never>]) in
+        let (notice, drained) = lock.withLock { _ -> ((@Sendable () -> Void)?, [CheckedContinuation<Void, Never>]) in
             var drained: [CheckedContinuation<Void, Never>] = []
             if !drainAwaiters.isEmpty, queueWaitOver(below: 1, whilePaused: false, flushed: true) != nil {
                 swap(&drained, &drainAwaiters)
             }
-            guard let notice = drainNotice, ended || timeline.queuedSamples / 2 < notice.frames else { return (queueWaiters, nil, drained) }
+            guard let notice = drainNotice, ended || timeline.queuedSamples / 2 < notice.frames else { return (nil, drained) }
             drainNotice = nil
-            return (queueWaiters, notice.handler, drained)
+            return (notice.handler, drained)
         }
-        for _ in 0..<waiters { queueWake.signal() }
+        queueWake.signal()
         for awaiter in drained { awaiter.resume() }
         notice?()
     }

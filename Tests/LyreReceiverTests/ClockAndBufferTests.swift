@@ -2,6 +2,7 @@ import Foundation
 import LyreClock
 import LyreReceiver
 import LyreWire
+import Synchronization
 import Testing
 
 /// The clock filter, the jitter buffer and the channel map: the pure parts, without sockets.
@@ -172,6 +173,30 @@ struct SplitMix: RandomNumberGenerator {
         let start = HostClock.now()
         #expect(!wakeup.wait(until: start + 20_000_000))
         #expect(HostClock.now() >= start + 20_000_000)
+    }
+
+    /// `wait(after:)`: a signal between reading `signals` and the wait ends it at once, and one signal wakes
+    /// every thread that waits so.
+    @Test func oneSignalWakesEveryWaiterAndNoneIsLostBeforeTheWait() {
+        let wakeup = Wakeup()
+        let seen = wakeup.signals
+        wakeup.signal()
+        wakeup.wait(after: seen)  // returns at once: the signal came after `seen`
+        let before = wakeup.signals
+        let woken = Wakeup()
+        let count = Mutex(0)
+        let waiters = (0..<3).map { _ in
+            Thread {
+                wakeup.wait(after: before)
+                count.withLock { $0 += 1 }
+                woken.signal()
+            }
+        }
+        for waiter in waiters { waiter.start() }
+        wakeup.signal()
+        let deadline = HostClock.now() + 10_000_000_000
+        while count.withLock({ $0 }) < 3, HostClock.now() < deadline { woken.wait(until: deadline) }
+        #expect(count.withLock { $0 } == 3)
     }
 
     @Test func aSignalFromAnotherThreadEndsTheWait() {
