@@ -453,17 +453,22 @@ public final class QueuePlayer: @unchecked Sendable {
     // MARK: playing
 
     /// Plays the queue; `progress` is called about 5 times a second from its thread. A request that fails
-    /// because the receiver went away ends it as `.interrupted`, not as an error.
+    /// because the receiver went away ends it as `.interrupted`, not as an error. Cancelling the task that
+    /// awaits it stops the player, as `stop()` does: it returns `.stopped` once the rooms are torn down.
     ///
     /// The queue plays on a thread of its own, and no task waits on a thread meanwhile. A thread, not a task:
     /// playing decodes (FFmpeg's calls block) and waits while the session holds a second of audio, for as long
     /// as the queue plays, which would hold one of the few threads Swift's tasks share.
     @discardableResult
     public func play(progress: @escaping @Sendable (Progress) -> Void = { _ in }) async throws -> Outcome {
-        try await withCheckedThrowingContinuation { played in
-            let thread = Thread { [self] in played.resume(with: Result { try playOnThisThread(progress: progress) }) }
-            thread.name = "lyre-queue"
-            thread.start()
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { played in
+                let thread = Thread { [self] in played.resume(with: Result { try playOnThisThread(progress: progress) }) }
+                thread.name = "lyre-queue"
+                thread.start()
+            }
+        } onCancel: {
+            stop()
         }
     }
 

@@ -79,6 +79,31 @@ struct AwaitedSessionTests {
         try Self.expectSeamless(input, output, "awaited player")
     }
 
+    /// Cancelling the task that awaits `play()` stops the player: it returns `.stopped`, the room is torn down,
+    /// and the output holds the start of the file and not its end.
+    @Test func cancellingTheTaskThatAwaitsPlayStopsThePlayer() async throws {
+        let scratch = try ScratchFolder("lyre-awaited"), directory = scratch.path
+        defer { scratch.remove() }
+        let (input, output) = try Self.sweep(in: directory)
+
+        let (receiver, session) = try await Self.connected(output: output)
+        let player = QueuePlayer(items: [QueueItem(source: .file(path: input), metadata: TrackMetadata(title: "Sweep"))], session: session)
+        let played = Task { try await player.play() }
+        try await Task.sleep(for: .seconds(1.5))
+        played.cancel()
+        #expect(try await played.value == .stopped)
+        await Self.expectTornDown(session, at: receiver)
+        await receiver.stop()
+        // The sweep is 4 s, cancelled 1.5 s in: what played is a stretch of it, cleanly, and not its end (what
+        // had been sent, a latency ahead, plays out after the TEARDOWN).
+        let json = try EncodeQualityTests.run(["python3", Self.audio, "compare", input, output, "--part"])
+        let part = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any], "\(json)")
+        print("cancelled: \(part)")
+        let matched = part["matched_seconds"] as? Double ?? 0
+        #expect(matched > 1 && matched < 3.5, "\(part)")
+        #expect(part["snr_db"] as? Double ?? -100 >= 20 && part["gaps"] as? Int == 0, "\(part)")
+    }
+
     /// The input, a 4 s full-band sweep at 48 kHz written by audio.py in `directory`, and where the receiver
     /// is to write what it plays.
     static func sweep(in directory: String) throws -> (input: String, output: String) {
