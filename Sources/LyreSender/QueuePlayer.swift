@@ -298,11 +298,11 @@ public final class QueuePlayer: @unchecked Sendable {
     }
 
     /// Moves to `position` seconds into item `index`, for `command`; what was queued is dropped.
-    func jump(to index: Int, position: Double, for command: RemoteCommand) -> RemoteCommandStatus {
-        control.run {
+    func jump(to index: Int, position: Double, for command: RemoteCommand) async -> RemoteCommandStatus {
+        await control.run {
             let paused = state.withLock { $0.paused }
             if !paused, state.withLock({ $0.jump == nil }) {
-                let status = outcome(of: command, session.pause)
+                let status = await outcome(of: command) { try await session.pause() }
                 guard status == .success else { return status }
             }
             state.withLock { $0.jump = Target(index: index, position: max(0, position), kind: .jump(resume: !paused)) }
@@ -323,9 +323,9 @@ public final class QueuePlayer: @unchecked Sendable {
 
     /// A command's status from what it did; one that failed says why in the log (the receiver is told only
     /// `commandFailed`).
-    private func outcome(of command: RemoteCommand, _ body: () throws -> Void) -> RemoteCommandStatus {
+    private func outcome(of command: RemoteCommand, _ body: () async throws -> Void) async -> RemoteCommandStatus {
         do {
-            try body()
+            try await body()
             return .success
         } catch {
             Self.logger.warning("the remote command \(command) failed: \(error)")
@@ -339,15 +339,18 @@ public final class QueuePlayer: @unchecked Sendable {
 
     private func installCommands() {
         for command in Self.handled {
-            session.remoteCommands.addHandler(command) { [weak self] event in self?.handle(event) ?? .commandFailed }
+            session.remoteCommands.addHandler(command) { [weak self] event async in await self?.handle(event) ?? .commandFailed }
         }
     }
 
-    func handle(_ event: RemoteCommandEvent) -> RemoteCommandStatus {
+    /// A receiver's command, awaited: no thread waits while the rooms answer a pause, a resume or a jump.
+    func handle(_ event: RemoteCommandEvent) async -> RemoteCommandStatus {
         switch event.command {
-        case .play: return outcome(of: event.command, resume)
-        case .pause: return outcome(of: event.command, pause)
-        case .togglePlayPause: return outcome(of: event.command, isPaused ? resume : pause)
+        case .play: return await outcome(of: event.command) { try await resume() }
+        case .pause: return await outcome(of: event.command) { try await pause() }
+        case .togglePlayPause:
+            let paused = isPaused
+            return await outcome(of: event.command) { if paused { try await resume() } else { try await pause() } }
         case .stop:
             stop()
             return .success
@@ -356,10 +359,10 @@ public final class QueuePlayer: @unchecked Sendable {
         guard let (shown, position) = currentPosition() else { return .noSuchContent }
         switch event.command {
         case .nextTrack:
-            return shown.index + 1 < items.count ? jump(to: shown.index + 1, position: 0, for: event.command) : .noSuchContent
+            return shown.index + 1 < items.count ? await jump(to: shown.index + 1, position: 0, for: event.command) : .noSuchContent
         case .previousTrack:
             // As media players do: restart the item unless it has only just begun.
-            return jump(to: position > 3 || shown.index == 0 ? shown.index : shown.index - 1, position: 0, for: event.command)
+            return await jump(to: position > 3 || shown.index == 0 ? shown.index : shown.index - 1, position: 0, for: event.command)
         case .skipForward, .skipBackward, .changePlaybackPosition:
             guard items[shown.index].source.isSeekable else { return .commandFailed }
             let target: Double =
@@ -370,9 +373,9 @@ public final class QueuePlayer: @unchecked Sendable {
                 }
             if let duration = shown.duration, target >= duration {
                 guard event.command == .skipForward else { return .commandFailed }
-                return shown.index + 1 < items.count ? jump(to: shown.index + 1, position: 0, for: event.command) : .noSuchContent
+                return shown.index + 1 < items.count ? await jump(to: shown.index + 1, position: 0, for: event.command) : .noSuchContent
             }
-            return jump(to: shown.index, position: target, for: event.command)
+            return await jump(to: shown.index, position: target, for: event.command)
         default:
             return .commandFailed
         }

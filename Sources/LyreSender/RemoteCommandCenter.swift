@@ -5,14 +5,17 @@ import Synchronization
 /// when it has a handler and is not disabled. The receiver is told the enabled set whenever it changes,
 /// and refuses the others itself (now-playing.md §4).
 ///
-/// Handlers run one at a time on the session's command thread, never on its network reader.
+/// Handlers run one at a time, in the order the commands came, each in a task (never on the session's network
+/// reader). A handler can be awaited (`AsyncHandler`): it may await the player's pause or the session's
+/// requests, and no thread waits meanwhile.
 ///
 /// `@unchecked Sendable`: all state is behind `lock`; handlers are called without it held.
 public final class RemoteCommandCenter: @unchecked Sendable {
     public typealias Handler = @Sendable (RemoteCommandEvent) -> RemoteCommandStatus
+    public typealias AsyncHandler = @Sendable (RemoteCommandEvent) async -> RemoteCommandStatus
 
     private let lock = Mutex<Void>(())
-    private var handlers: [RemoteCommand: Handler] = [:]
+    private var handlers: [RemoteCommand: AsyncHandler] = [:]
     private var disabled: Set<RemoteCommand> = []
     private var skipInterval: Double = 15
     private var lastPublished: EnabledCommands?
@@ -23,6 +26,11 @@ public final class RemoteCommandCenter: @unchecked Sendable {
 
     /// Adds (or replaces) the handler for `command`, which enables it unless it was disabled.
     public func addHandler(_ command: RemoteCommand, _ handler: @escaping Handler) {
+        addHandler(command) { event async in handler(event) }
+    }
+
+    /// Adds (or replaces) a handler that is awaited, which enables the command unless it was disabled.
+    public func addHandler(_ command: RemoteCommand, _ handler: @escaping AsyncHandler) {
         lock.withLock { _ in handlers[command] = handler }
         changed()
     }
@@ -66,9 +74,10 @@ public final class RemoteCommandCenter: @unchecked Sendable {
     }
 
     /// Runs the command's handler; `.disabled` when it has none or is disabled.
-    func handle(_ event: RemoteCommandEvent) -> RemoteCommandStatus {
-        let handler: Handler? = lock.withLock { _ in disabled.contains(event.command) ? nil : handlers[event.command] }
-        return handler?(event) ?? .disabled
+    func handle(_ event: RemoteCommandEvent) async -> RemoteCommandStatus {
+        let handler: AsyncHandler? = lock.withLock { _ in disabled.contains(event.command) ? nil : handlers[event.command] }
+        guard let handler else { return .disabled }
+        return await handler(event)
     }
 
     /// Tells the session when the enabled set really changed.

@@ -35,11 +35,16 @@ public final class StreamSession: @unchecked Sendable {
     /// handled by the session, which owns the volume, unless replaced or disabled: from a room's controls
     /// they step that room.
     public let remoteCommands = RemoteCommandCenter()
-    private let commandQueue = DispatchQueue(label: "lyre-remote-commands")
-    /// Set on `commandQueue`: `close()` from a command's handler does not wait for the queue it runs on.
-    private static let onCommandQueue = DispatchSpecificKey<Bool>()
-    /// The room whose command `commandQueue` is running (the queue runs one at a time).
-    private var commandOrigin: Link?
+    /// The receivers' remote commands, one at a time in the order they came, each handled in a task, and
+    /// what is told the rooms off the event loops in order with them (the room list, the answers to updates
+    /// nothing waits for). `close()` waits for those asked for before it.
+    private let commands: TurnChain
+    /// The session and room whose command is being handled, in its handler's task.
+    @TaskLocal private static var handling: (session: ObjectIdentifier, room: Link)?
+    /// The room whose command this session's handler is handling, in the handler's task: a volume step moves
+    /// that room, and `close()` from the handler does not wait for the turn it runs in (the answer follows
+    /// its TEARDOWN).
+    private var commandOrigin: Link? { Self.handling.flatMap { $0.session == ObjectIdentifier(self) ? $0.room : nil } }
 
     private let frameSamples: Int
     private let lead: UInt64
@@ -144,6 +149,7 @@ public final class StreamSession: @unchecked Sendable {
         ssrc = UInt32.random(in: 1...UInt32.max)
         mediaLoop = RTSPClient.eventLoopGroup.next()
         control = TurnChain(loop: mediaLoop)
+        commands = TurnChain(loop: mediaLoop)
         if let onRouteChange { routeChangeHandlers.append(onRouteChange) }
     }
 
@@ -174,16 +180,15 @@ public final class StreamSession: @unchecked Sendable {
         lock.withLock { _ in
             for link in made { add(link) }
         }
-        commandQueue.setSpecific(key: Self.onCommandQueue, value: true)
-        remoteCommands.addHandler(.volumeUp) { [weak self] _ in self?.stepVolume(up: true) ?? .commandFailed }
-        remoteCommands.addHandler(.volumeDown) { [weak self] _ in self?.stepVolume(up: false) ?? .commandFailed }
-        remoteCommands.addHandler(.changeVolume) { [weak self] event in
+        remoteCommands.addHandler(.volumeUp) { [weak self] _ async in await self?.stepVolume(up: true) ?? .commandFailed }
+        remoteCommands.addHandler(.volumeDown) { [weak self] _ async in await self?.stepVolume(up: false) ?? .commandFailed }
+        remoteCommands.addHandler(.changeVolume) { [weak self] event async in
             guard let self, let db = event.volume else { return .commandFailed }
-            return self.applyVolume(from: self.commandOrigin, db)
+            return await self.applyVolume(from: self.commandOrigin, db)
         }
         remoteCommands.onChange = { [weak self] enabled in self?.sendEnabledCommands(enabled) }
         remoteCommands.publish()
-        if made.count > 1 { commandQueue.async { [weak self] in self?.sendRooms() } }
+        if made.count > 1 { commands.enqueue { [weak self] in await self?.sendRooms() } }
         let thread = Thread { [self] in pace() }
         thread.name = "lyre-pacer"
         thread.start()
@@ -540,13 +545,13 @@ public final class StreamSession: @unchecked Sendable {
 
     private func notifyRoom(_ change: RoomChange) {
         for handler in lock.withLock({ _ in roomHandlers }) { handler(change) }
-        commandQueue.async { [weak self] in self?.sendRooms() }
+        commands.enqueue { [weak self] in await self?.sendRooms() }
     }
 
     /// Tells every room which rooms play this playback (streaming.md §3 `room`), so that a receiver's page
-    /// shows its group; on the command queue, off the thread that saw the change. A single room from the
+    /// shows its group; in a `commands` turn, off the thread that saw the change. A single room from the
     /// start is told nothing.
-    private func sendRooms() {
+    private func sendRooms() async {
         let names: [String]? = lock.withLock { _ in
             guard !ended, links.count > 1 || toldRooms else { return nil }
             toldRooms = true
@@ -554,7 +559,9 @@ public final class StreamSession: @unchecked Sendable {
         }
         guard let names else { return }
         let body = Array(RoomList(names).parameters.serialized.utf8)
-        bestEffort("the room list") { _ = try broadcast("SET_PARAMETER", what: "rooms SET_PARAMETER") { _ in ([("Content-Type", "text/parameters")], body) } }
+        await bestEffort("the room list") {
+            _ = try await broadcastAwaited("SET_PARAMETER", what: "rooms SET_PARAMETER") { _ in ([("Content-Type", "text/parameters")], body) }
+        }
     }
 
     private func recordAnswered(_ link: Link, _ reply: RTSPMessage) {
@@ -588,12 +595,12 @@ public final class StreamSession: @unchecked Sendable {
     }
 
     /// `broadcast` for an update nothing waits for (`bestEffort`): sent now, in order with every other request
-    /// on each room's connection; its answers are read on the command queue when they have all come.
+    /// on each room's connection; its answers are read in a `commands` turn when they have all come.
     private func broadcastUnawaited(_ update: String, _ request: @escaping @Sendable (Link) -> (headers: [(String, String)], body: [UInt8])) {
         let (targets, sent, _) = send("SET_PARAMETER", what: nil, request)
         EventLoopFuture.whenAllComplete(sent, on: mediaLoop).whenSuccess { [weak self] results in
             guard let self else { return }
-            commandQueue.async { self.bestEffort(update) { _ = try self.answered(zip(targets, results)) } }
+            commands.enqueue { self.bestEffort(update) { _ = try self.answered(zip(targets, results)) } }
         }
     }
 
@@ -774,7 +781,7 @@ public final class StreamSession: @unchecked Sendable {
 
     /// Sets one room's volume (dB, RAOP scale).
     public func setVolume(_ db: Double, room name: String) throws {
-        try setLevel(db, of: room(named: name))
+        try RTSPClient.wait(level(db, of: room(named: name)))
     }
 
     /// `setVolume(_:room:)`, awaited: no thread waits while the room answers.
@@ -789,9 +796,6 @@ public final class StreamSession: @unchecked Sendable {
         return link
     }
 
-    private func setLevel(_ level: Double, of link: Link) throws {
-        try RTSPClient.wait(self.level(level, of: link))
-    }
 
     /// Sends a room its level; once it is answered 200, keeps it.
     private func level(_ level: Double, of link: Link) -> EventLoopFuture<Void> {
@@ -809,10 +813,10 @@ public final class StreamSession: @unchecked Sendable {
 
     /// One step up or down, 1/16 of the range as iOS volume buttons; below −30 dB is mute. From a room's
     /// controls the step moves that room; otherwise the group.
-    private func stepVolume(up: Bool) -> RemoteCommandStatus {
+    private func stepVolume(up: Bool) async -> RemoteCommandStatus {
         let origin = commandOrigin
         let current = origin.flatMap { link in lock.withLock { _ in levels[ObjectIdentifier(link)] } }.map(Self.effective) ?? volume
-        return applyVolume(from: origin, Self.stepped(current, up: up))
+        return await applyVolume(from: origin, Self.stepped(current, up: up))
     }
 
     /// The level one volume step from `level` (now-playing.md §4.3): 1/16 of −30…0 dB; a step below −30 mutes
@@ -824,9 +828,9 @@ public final class StreamSession: @unchecked Sendable {
 
     /// A volume a receiver's controls asked for (a step, or its slider): that room's, or the group's when it
     /// came from no room; the app's observers hear the group volume.
-    private func applyVolume(from origin: Link?, _ db: Double) -> RemoteCommandStatus {
+    private func applyVolume(from origin: Link?, _ db: Double) async -> RemoteCommandStatus {
         do {
-            if let origin { try setLevel(db, of: origin) } else { try setVolume(db) }
+            if let origin { try await RTSPClient.awaited(level(db, of: origin)) } else { try await setVolume(db) }
             let (handlers, now) = (lock.withLock { _ in volumeHandlers }, volume)
             for handler in handlers { handler(now) }
             return .success
@@ -1025,14 +1029,14 @@ public final class StreamSession: @unchecked Sendable {
     public func close() {
         // A command being handled (a room's remote `stop`, which ends the playback) is answered before the
         // TEARDOWN: the receiver that relayed it would otherwise lose the answer with its session.
-        if DispatchQueue.getSpecific(key: Self.onCommandQueue) == nil { commandQueue.sync {} }
+        if commandOrigin == nil { commands.drain() }
         _ = outcomes(tornDown())
         closeEndpoints()
     }
 
     /// `close()`, awaited: no thread waits for the command being handled or the rooms' answers.
     public func close() async {
-        await withCheckedContinuation { (handled: CheckedContinuation<Void, Never>) in commandQueue.async { handled.resume() } }
+        if commandOrigin == nil { await commands.drain() }
         _ = await outcomes(tornDown())
         closeEndpoints()
     }
@@ -1064,10 +1068,8 @@ public final class StreamSession: @unchecked Sendable {
             reply(200, [])
             linkLost(link, reason: end.known == .takenOver ? .takenOver(by: end.takenOverBy) : .oldDeviceUnavailable, stoppedAt: end.stoppedAt)
         case .success(.command(let event)):
-            commandQueue.async { [self] in
-                commandOrigin = link
-                let status = remoteCommands.handle(event)
-                commandOrigin = nil
+            commands.enqueue { [self] in
+                let status = await Self.$handling.withValue((ObjectIdentifier(self), link)) { await remoteCommands.handle(event) }
                 let answer = ReceiverNotice.answer(status)
                 reply(answer.status, answer.headers)
             }

@@ -32,6 +32,23 @@ final class TurnChain: Sendable {
         return try await change()
     }
 
+    /// Asks for a turn now and runs `change` in it in a task of its own, without waiting: changes asked for
+    /// one after another (as an event loop reads requests) run in that order.
+    func enqueue(_ change: @escaping @Sendable () async -> Void) {
+        let (previous, done) = turn()
+        Task {
+            do { try await previous?.get() } catch { Self.broken(error) }
+            await change()
+            end(done)
+        }
+    }
+
+    /// Returns once every change asked for before it has completed. Blocks: not on an event loop.
+    func drain() { run {} }
+
+    /// `drain()`, awaited.
+    func drain() async { await run { () async in } }
+
     /// A turn always ends in success (`end`): one that failed is a broken chain.
     private static func broken(_ error: any Error) -> Never { preconditionFailure("a turn of the chain failed: \(error)") }
 

@@ -209,8 +209,8 @@ public final class SinkController: @unchecked Sendable {
         // Disabled first, so that adding the handlers sends nothing; refresh enables what the player can do.
         session.remoteCommands.setEnabled(PlayerBridge.enabled(nil))
         for command in PlayerBridge.bridgedCommands {
-            session.remoteCommands.addHandler(command) { [weak self] event in
-                self?.relay(event, receiver: receiver) ?? .commandFailed
+            session.remoteCommands.addHandler(command) { [weak self] event async in
+                await self?.relay(event, receiver: receiver) ?? .commandFailed
             }
         }
         bridges[receiver] = Bridge()
@@ -291,9 +291,9 @@ public final class SinkController: @unchecked Sendable {
         }
     }
 
-    /// A control from the receiver, passed to the app's player (on the session's command thread); its answer is
-    /// waited for, up to 2 s.
-    private func relay(_ event: RemoteCommandEvent, receiver: String) -> RemoteCommandStatus {
+    /// A control from the receiver, passed to the app's player (awaited, in the session's command turn); its
+    /// answer is awaited, up to 2 s.
+    private func relay(_ event: RemoteCommandEvent, receiver: String) async -> RemoteCommandStatus {
         let target: (WatchedPlayer, MPRISPlayerWatcher)? = queue.sync {
             guard let name = bridges[receiver]?.player, let player = players[name], let watcher = watcher?.value else { return nil }
             return (player, watcher)
@@ -304,25 +304,21 @@ public final class SinkController: @unchecked Sendable {
         case .call(let call): command = call
         }
         guard let (player, watcher) = target else { return .noSuchContent }
-        let answered = DispatchSemaphore(value: 0)
-        let result = Mutex<MPRISCommandResult?>(nil)
-        watcher.send(command, to: player.busName) { outcome in
-            result.withLock { $0 = outcome }
-            answered.signal()
+        // The player's answer, or nil at the deadline: whichever comes first.
+        let answer = await withCheckedContinuation { (answered: CheckedContinuation<MPRISCommandResult?, Never>) in
+            let first = FirstAnswer(answered)
+            watcher.send(command, to: player.busName) { outcome in first.resume(outcome) }
+            DispatchQueue.global().asyncAfter(deadline: .now() + 2) { first.resume(nil) }
         }
-        let inTime = answered.wait(timeout: .now() + 2) == .success
-        let answer = result.withLock { $0 }
         switch answer {
-        case _ where !inTime:
+        case nil:
             logger.warning("\(player.busName) did not answer \(event.command.rawValue) within 2 s")
         case .success?:
             logger.info("\(event.command.rawValue) from \(routes[receiver]?.description ?? receiver) passed to \(player.busName)")
         case .failed(let name, let message)?:
             logger.warning("\(player.busName) refused \(event.command.rawValue): \(name): \(message)")
-        case nil:
-            break
         }
-        return PlayerBridge.status(of: inTime ? answer : nil)
+        return PlayerBridge.status(of: answer)
     }
 
     private func perform(_ actions: [SinkRouter.Action]) {
@@ -439,4 +435,13 @@ public final class SinkController: @unchecked Sendable {
         queue.sync { watcher }?.shutdown()
         _ = finishing.wait(timeout: .now() + .seconds(5))
     }
+}
+
+/// A player's answer to a relayed control, or its deadline: the continuation is resumed by the first.
+private final class FirstAnswer: Sendable {
+    private let continuation: Mutex<CheckedContinuation<MPRISCommandResult?, Never>?>
+
+    init(_ continuation: CheckedContinuation<MPRISCommandResult?, Never>) { self.continuation = Mutex(continuation) }
+
+    func resume(_ answer: MPRISCommandResult?) { continuation.withLock { $0.take() }?.resume(returning: answer) }
 }

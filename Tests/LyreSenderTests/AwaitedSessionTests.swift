@@ -54,15 +54,9 @@ struct AwaitedSessionTests {
     /// too. The receiver is told paused (rate 0) and playing again; the output, against the input, lost no
     /// sample at the pause and played none twice, and ends with the file's last sample.
     @Test func aQueuePlayerPlaysPausesAndResumesAwaited() async throws {
-        let scratch = try ScratchFolder("lyre-awaited"), directory = scratch.path
+        let scratch = try ScratchFolder("lyre-awaited")
         defer { scratch.remove() }
-        let (input, output) = try Self.sweep(in: directory)
-
-        let (receiver, session) = try await Self.connected(output: output)
-        let player = QueuePlayer(items: [QueueItem(source: .file(path: input), metadata: TrackMetadata(title: "Sweep"))], session: session)
-        let played = Task { try await player.play() }
-        // It starts once 300 ms are queued, at once from a file: 1.5 s in, it plays.
-        try await Task.sleep(for: .seconds(1.5))
+        let (input, output, receiver, session, player, played) = try await Self.playingSweep(in: scratch.path)
         try await player.pause()
         #expect(player.isPaused)
         let paused = await receiver.nowPlaying()?.info
@@ -82,14 +76,9 @@ struct AwaitedSessionTests {
     /// Cancelling the task that awaits `play()` stops the player: it returns `.stopped`, the room is torn down,
     /// and the output holds the start of the file and not its end.
     @Test func cancellingTheTaskThatAwaitsPlayStopsThePlayer() async throws {
-        let scratch = try ScratchFolder("lyre-awaited"), directory = scratch.path
+        let scratch = try ScratchFolder("lyre-awaited")
         defer { scratch.remove() }
-        let (input, output) = try Self.sweep(in: directory)
-
-        let (receiver, session) = try await Self.connected(output: output)
-        let player = QueuePlayer(items: [QueueItem(source: .file(path: input), metadata: TrackMetadata(title: "Sweep"))], session: session)
-        let played = Task { try await player.play() }
-        try await Task.sleep(for: .seconds(1.5))
+        let (input, output, receiver, session, _, played) = try await Self.playingSweep(in: scratch.path)
         played.cancel()
         #expect(try await played.value == .stopped)
         await Self.expectTornDown(session, at: receiver)
@@ -102,6 +91,20 @@ struct AwaitedSessionTests {
         let matched = part["matched_seconds"] as? Double ?? 0
         #expect(matched > 1 && matched < 3.5, "\(part)")
         #expect(part["snr_db"] as? Double ?? -100 >= 20 && part["gaps"] as? Int == 0, "\(part)")
+    }
+
+    /// A `QueuePlayer` playing `sweep(in:)` awaited to an in-process receiver, 1.5 s in.
+    static func playingSweep(in directory: String) async throws
+        -> (input: String, output: String, receiver: Receiver, session: StreamSession, player: QueuePlayer,
+            played: Task<QueuePlayer.Outcome, any Error>)
+    {
+        let (input, output) = try sweep(in: directory)
+        let (receiver, session) = try await connected(output: output)
+        let player = QueuePlayer(items: [QueueItem(source: .file(path: input), metadata: TrackMetadata(title: "Sweep"))], session: session)
+        let played = Task { try await player.play() }
+        // It starts once 300 ms are queued, at once from a file: 1.5 s in, it plays.
+        try await Task.sleep(for: .seconds(1.5))
+        return (input, output, receiver, session, player, played)
     }
 
     /// The input, a 4 s full-band sweep at 48 kHz written by audio.py in `directory`, and where the receiver
@@ -136,6 +139,48 @@ struct AwaitedSessionTests {
         try await session.setNowPlaying(NowPlayingInfo(title: "Tone", rate: 1))
         #expect(await receiver.nowPlaying()?.info?.title == "Tone")
         await session.close()
+        await Self.expectTornDown(session, at: receiver)
+        await receiver.stop()
+    }
+
+    /// Handlers are awaited: an app's handler that awaits the session's own request to the room that sent the
+    /// command is answered (the room answers the request while its command waits), the session's volume step
+    /// is awaited, and a `stop` handler that awaits `close()` ends the session instead of waiting for itself.
+    @Test func awaitedHandlersAwaitTheSessionWhileTheirCommandWaits() async throws {
+        let scratch = try ScratchFolder("lyre-awaited"), directory = scratch.path
+        defer { scratch.remove() }
+        let (receiver, session) = try await Self.connected(output: directory + "/out.wav")
+        #expect(session.enqueue([Float](repeating: 0.25, count: 96_000)))
+        try await session.start()
+        session.remoteCommands.addHandler(.nextTrack) { _ async in
+            do {
+                try await session.setNowPlaying(NowPlayingInfo(title: "Next", rate: 1))
+                return .success
+            } catch {
+                return .commandFailed
+            }
+        }
+        // The receiver takes a command once it holds it enabled: the enabled set is sent before this request
+        // on the room's connection, so once this is answered it does.
+        try await session.setNowPlaying(NowPlayingInfo(title: "Tone", rate: 1))
+        let next = await receiver.send(RemoteCommandEvent(.nextTrack))
+        #expect(next.kind == .success, "\(next)")
+        #expect(await receiver.nowPlaying()?.info?.title == "Next")
+
+        // The room's own volume key steps that room, one step of 30/16 dB.
+        let before = try #require(await session.rooms().first?.volume)
+        let down = await receiver.send(RemoteCommandEvent(.volumeDown))
+        #expect(down.kind == .success, "\(down)")
+        let after = try #require(await session.rooms().first?.volume)
+        #expect(after == StreamSession.stepped(before, up: false), "\(before) dB stepped down to \(after) dB")
+
+        session.remoteCommands.addHandler(.stop) { _ async in
+            await session.close()
+            return .success
+        }
+        try await session.setNowPlaying(NowPlayingInfo(title: "Tone", rate: 1))
+        let stop = await receiver.send(RemoteCommandEvent(.stop))
+        print("awaited: stop from a handler that closes the session: \(stop)")
         await Self.expectTornDown(session, at: receiver)
         await receiver.stop()
     }

@@ -26,16 +26,25 @@ import Testing
         .init(.changeShuffleMode, shuffleMode: .items), .init(.volumeUp), .init(.volumeDown), .init(.changeVolume, volume: -144),
     ]
 
-    @Test func everyCommandReachesTheSendersHandlerAndItsAnswerComesBack() throws {
+    @Test func everyCommandReachesTheSendersHandlerAndItsAnswerComesBack() async throws {
         #expect(Set(Self.events.map(\.command)) == Set(RemoteCommand.allCases), "every command is tried")
         let center = RemoteCommandCenter()
         let heard = Mutex<[RemoteCommandEvent]>([])
         // Each handler answers by the command's place in the list, so every status is seen.
         let statuses = RemoteCommandStatus.allCases
+        // Every other handler is awaited: both kinds are answered alike.
         for (index, event) in Self.events.enumerated() {
-            center.addHandler(event.command) { got in
-                heard.withLock { $0.append(got) }
-                return statuses[index % statuses.count]
+            if index % 2 == 0 {
+                center.addHandler(event.command) { got in
+                    heard.withLock { $0.append(got) }
+                    return statuses[index % statuses.count]
+                }
+            } else {
+                center.addHandler(event.command) { got async in
+                    await Task.yield()
+                    heard.withLock { $0.append(got) }
+                    return statuses[index % statuses.count]
+                }
             }
         }
         for (index, event) in Self.events.enumerated() {
@@ -43,7 +52,7 @@ import Testing
             let read = ReceiverNotice.read(Self.sent(.command(event)), session: Self.session)
             guard case .success(.command(let got)) = read else { Issue.record("\(event.command): \(read)"); continue }
             #expect(got == event)
-            let answer = ReceiverNotice.answer(center.handle(got))
+            let answer = ReceiverNotice.answer(await center.handle(got))
             // The receiver's side, as `RTSPConnectionHandler.relay` tells whoever asked.
             let response = RTSPMessage.response(answer.status, cseq: 1, headers: answer.headers)
             let outcome = RTSPConnectionHandler.outcome(of: response, command: event.command, sender: "Kitchen laptop")
@@ -54,7 +63,7 @@ import Testing
         #expect(heard.withLock { $0 } == Self.events)
         // A command the sender has no handler for, or disabled, is answered as such.
         center.setEnabled(.play, false)
-        let answer = ReceiverNotice.answer(center.handle(RemoteCommandEvent(.play)))
+        let answer = ReceiverNotice.answer(await center.handle(RemoteCommandEvent(.play)))
         let outcome = RTSPConnectionHandler.outcome(of: .response(answer.status, cseq: 1, headers: answer.headers), command: .play, sender: "S")
         #expect(answer.status == 403 && outcome.kind == .disabled)
     }
