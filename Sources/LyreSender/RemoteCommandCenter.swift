@@ -7,7 +7,8 @@ import Synchronization
 ///
 /// Handlers run one at a time, in the order the commands came, each in a task (never on the session's network
 /// reader). A handler can be awaited (`AsyncHandler`): it may await the player's pause or the session's
-/// requests, and no thread waits meanwhile.
+/// requests, and no thread waits meanwhile. A blocking handler holds one of the few threads Swift's tasks
+/// share for as long as it blocks: one that waits for anything should be awaited instead.
 ///
 /// `@unchecked Sendable`: all state is behind `lock`; handlers are called without it held.
 public final class RemoteCommandCenter: @unchecked Sendable {

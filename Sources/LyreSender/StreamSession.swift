@@ -39,12 +39,19 @@ public final class StreamSession: @unchecked Sendable {
     /// what is told the rooms off the event loops in order with them (the room list, the answers to updates
     /// nothing waits for). `close()` waits for those asked for before it.
     private let commands: TurnChain
-    /// The session and room whose command is being handled, in its handler's task.
-    @TaskLocal private static var handling: (session: ObjectIdentifier, room: Link)?
-    /// The room whose command this session's handler is handling, in the handler's task: a volume step moves
-    /// that room, and `close()` from the handler does not wait for the turn it runs in (the answer follows
-    /// its TEARDOWN).
-    private var commandOrigin: Link? { Self.handling.flatMap { $0.session == ObjectIdentifier(self) ? $0.room : nil } }
+    /// A command being handled, in its handler's task: the session's, the room that sent it, and when it has
+    /// been answered.
+    private struct Handling: Sendable {
+        let session: ObjectIdentifier
+        let room: Link
+        let answered: EventLoopFuture<Void>
+    }
+    @TaskLocal private static var handling: Handling?
+    /// The command this session's handler is handling, in the handler's task: a volume step moves the room
+    /// that sent it, and `close()` from the handler does not wait for the turn it runs in, and sends that
+    /// room its TEARDOWN once the command is answered.
+    private var handlingHere: Handling? { Self.handling.flatMap { $0.session == ObjectIdentifier(self) ? $0 : nil } }
+    private var commandOrigin: Link? { handlingHere?.room }
 
     private let frameSamples: Int
     private let lead: UInt64
@@ -1029,27 +1036,35 @@ public final class StreamSession: @unchecked Sendable {
     public func close() {
         // A command being handled (a room's remote `stop`, which ends the playback) is answered before the
         // TEARDOWN: the receiver that relayed it would otherwise lose the answer with its session.
-        if commandOrigin == nil { commands.drain() }
-        _ = outcomes(tornDown())
+        let handling = handlingHere
+        if handling == nil { commands.drain() }
+        _ = outcomes(tornDown(answering: handling))
         closeEndpoints()
     }
 
     /// `close()`, awaited: no thread waits for the command being handled or the rooms' answers.
     public func close() async {
-        if commandOrigin == nil { await commands.drain() }
-        _ = await outcomes(tornDown())
+        let handling = handlingHere
+        if handling == nil { await commands.drain() }
+        _ = await outcomes(tornDown(answering: handling))
         closeEndpoints()
     }
 
-    /// Ends the session and sends TEARDOWN in every room: each room's link closed, to come.
-    private func tornDown() -> [EventLoopFuture<Void>] {
+    /// Ends the session and sends TEARDOWN in every room: each room's link closed, to come. From a command's
+    /// handler (`handling`), the room that sent it is sent its TEARDOWN once the command is answered, when
+    /// the handler has returned: that one is not among those returned, which its closer waits for.
+    private func tornDown(answering handling: Handling? = nil) -> [EventLoopFuture<Void>] {
         let closing = lock.withLock { _ -> [Link] in
             defer { ended = true; timeline.end(); routeChangeSent = true; links.removeAll() }
             return ended ? [] : links
         }
         pacerWake.signal()
         wakeQueueWaiters()
-        return closing.map { $0.closing(teardown: true) }
+        return closing.compactMap { link in
+            guard let handling, link === handling.room else { return link.closing(teardown: true) }
+            _ = handling.answered.flatMap { link.closing(teardown: true) }
+            return nil
+        }
     }
 
     // MARK: receiver events
@@ -1069,9 +1084,13 @@ public final class StreamSession: @unchecked Sendable {
             linkLost(link, reason: end.known == .takenOver ? .takenOver(by: end.takenOverBy) : .oldDeviceUnavailable, stoppedAt: end.stoppedAt)
         case .success(.command(let event)):
             commands.enqueue { [self] in
-                let status = await Self.$handling.withValue((ObjectIdentifier(self), link)) { await remoteCommands.handle(event) }
+                let answered = mediaLoop.makePromise(of: Void.self)
+                let handling = Handling(session: ObjectIdentifier(self), room: link, answered: answered.futureResult)
+                let status = await Self.$handling.withValue(handling) { await remoteCommands.handle(event) }
                 let answer = ReceiverNotice.answer(status)
+                // Written before a TEARDOWN the handler asked for (`tornDown`), which follows this.
                 reply(answer.status, answer.headers)
+                answered.succeed()
             }
         }
     }
