@@ -142,6 +142,9 @@ public final class QueuePlayer: @unchecked Sendable {
 
     struct State {
         var stopped = false
+        /// `stop()` was called (or the task awaiting `play()` cancelled): a category change undone before the
+        /// playback began does not undo it.
+        var stopAsked = false
         var paused = false
         var interruption: OutputRouteChangeReason?
         var jump: Target?
@@ -197,7 +200,10 @@ public final class QueuePlayer: @unchecked Sendable {
     }
 
     public func stop() {
-        state.withLock { $0.stopped = true }
+        state.withLock { s in
+            s.stopped = true
+            s.stopAsked = true
+        }
         wakeup.signal()
     }
 
@@ -457,7 +463,8 @@ public final class QueuePlayer: @unchecked Sendable {
 
     /// Plays the queue; `progress` is called about 5 times a second from its thread. A request that fails
     /// because the receiver went away ends it as `.interrupted`, not as an error. Cancelling the task that
-    /// awaits it stops the player, as `stop()` does: it returns `.stopped` once the rooms are torn down.
+    /// awaits it stops the player, as `stop()` does: unless the queue had already ended or been interrupted,
+    /// it returns `.stopped` once the rooms are torn down.
     ///
     /// The queue plays on a thread of its own, and no task waits on a thread meanwhile. A thread, not a task:
     /// playing decodes (FFmpeg's calls block) and waits while the session holds a second of audio, for as long
@@ -508,7 +515,7 @@ public final class QueuePlayer: @unchecked Sendable {
             state.withLock { s in
                 guard s.interruption == .categoryChange else { return }
                 s.interruption = nil
-                s.stopped = false
+                s.stopped = s.stopAsked
                 s.paused = false
             }
         }

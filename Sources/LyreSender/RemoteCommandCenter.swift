@@ -1,3 +1,4 @@
+import Dispatch
 import LyreWire
 import Synchronization
 
@@ -7,8 +8,9 @@ import Synchronization
 ///
 /// Handlers run one at a time, in the order the commands came, each in a task (never on the session's network
 /// reader). A handler can be awaited (`AsyncHandler`): it may await the player's pause or the session's
-/// requests, and no thread waits meanwhile. A blocking handler holds one of the few threads Swift's tasks
-/// share for as long as it blocks: one that waits for anything should be awaited instead.
+/// requests, and no thread waits meanwhile. A blocking handler (`Handler`) runs on a thread of the center's
+/// own, not on one of the few threads Swift's tasks share, so that it may wait on the session's blocking
+/// forms.
 ///
 /// `@unchecked Sendable`: all state is behind `lock`; handlers are called without it held.
 public final class RemoteCommandCenter: @unchecked Sendable {
@@ -16,6 +18,8 @@ public final class RemoteCommandCenter: @unchecked Sendable {
     public typealias AsyncHandler = @Sendable (RemoteCommandEvent) async -> RemoteCommandStatus
 
     private let lock = Mutex<Void>(())
+    /// Where blocking handlers run, one at a time (commands are handled one at a time anyway).
+    private let blocking = DispatchQueue(label: "lyre-remote-commands")
     private var handlers: [RemoteCommand: AsyncHandler] = [:]
     private var disabled: Set<RemoteCommand> = []
     private var skipInterval: Double = 15
@@ -27,7 +31,10 @@ public final class RemoteCommandCenter: @unchecked Sendable {
 
     /// Adds (or replaces) the handler for `command`, which enables it unless it was disabled.
     public func addHandler(_ command: RemoteCommand, _ handler: @escaping Handler) {
-        addHandler(command) { event async in handler(event) }
+        let blocking = blocking
+        addHandler(command) { event async in
+            await withCheckedContinuation { answered in blocking.async { answered.resume(returning: handler(event)) } }
+        }
     }
 
     /// Adds (or replaces) a handler that is awaited, which enables the command unless it was disabled.

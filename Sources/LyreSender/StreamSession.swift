@@ -39,19 +39,24 @@ public final class StreamSession: @unchecked Sendable {
     /// what is told the rooms off the event loops in order with them (the room list, the answers to updates
     /// nothing waits for). `close()` waits for those asked for before it.
     private let commands: TurnChain
-    /// A command being handled, in its handler's task: the session's, the room that sent it, and when it has
-    /// been answered.
-    private struct Handling: Sendable {
+    /// A `commands` turn, in its task: the session's, and, for a command, the room that sent it and when the
+    /// command has been answered.
+    private struct Turn: Sendable {
         let session: ObjectIdentifier
-        let room: Link
-        let answered: EventLoopFuture<Void>
+        var command: (room: Link, answered: EventLoopFuture<Void>)?
     }
-    @TaskLocal private static var handling: Handling?
+    @TaskLocal private static var turn: Turn?
+    /// In one of this session's `commands` turns (a command's handler, or what the room list or an update's
+    /// answers call: the app's room and route-change handlers): `close()` from it does not wait for the turn
+    /// it runs in.
+    private var inOwnTurn: Bool { Self.turn?.session == ObjectIdentifier(self) }
     /// The command this session's handler is handling, in the handler's task: a volume step moves the room
-    /// that sent it, and `close()` from the handler does not wait for the turn it runs in, and sends that
-    /// room its TEARDOWN once the command is answered.
-    private var handlingHere: Handling? { Self.handling.flatMap { $0.session == ObjectIdentifier(self) ? $0 : nil } }
+    /// that sent it, and `close()` from the handler sends that room its TEARDOWN once the command is answered.
+    private var handlingHere: (room: Link, answered: EventLoopFuture<Void>)? { inOwnTurn ? Self.turn?.command : nil }
     private var commandOrigin: Link? { handlingHere?.room }
+    /// The TEARDOWNs that `close()` from a command's handler left to follow the command's answer: a later
+    /// `close()` waits for them.
+    private var teardownsAfterAnswers: [EventLoopFuture<Void>] = []
 
     private let frameSamples: Int
     private let lead: UInt64
@@ -195,7 +200,7 @@ public final class StreamSession: @unchecked Sendable {
         }
         remoteCommands.onChange = { [weak self] enabled in self?.sendEnabledCommands(enabled) }
         remoteCommands.publish()
-        if made.count > 1 { commands.enqueue { [weak self] in await self?.sendRooms() } }
+        if made.count > 1 { inTurn { [weak self] in await self?.sendRooms() } }
         let thread = Thread { [self] in pace() }
         thread.name = "lyre-pacer"
         thread.start()
@@ -329,7 +334,7 @@ public final class StreamSession: @unchecked Sendable {
     }
 
     /// `handler` gets the playback's volume (``volume``, dB) whenever a receiver's controls change it (volume
-    /// up or down at the receiver), on the session's command thread; an app's own slider follows it.
+    /// up or down at the receiver), in the command's task; an app's own slider follows it.
     public func observeVolume(_ handler: @escaping @Sendable (Double) -> Void) {
         lock.withLock { _ in volumeHandlers.append(handler) }
     }
@@ -552,7 +557,14 @@ public final class StreamSession: @unchecked Sendable {
 
     private func notifyRoom(_ change: RoomChange) {
         for handler in lock.withLock({ _ in roomHandlers }) { handler(change) }
-        commands.enqueue { [weak self] in await self?.sendRooms() }
+        inTurn { [weak self] in await self?.sendRooms() }
+    }
+
+    /// Runs `change` in a `commands` turn of its own, marked as this session's (`inOwnTurn`), whatever turn
+    /// asked for it.
+    private func inTurn(command: (room: Link, answered: EventLoopFuture<Void>)? = nil, _ change: @escaping @Sendable () async -> Void) {
+        let turn = Turn(session: ObjectIdentifier(self), command: command)
+        commands.enqueue { await Self.$turn.withValue(turn) { await change() } }
     }
 
     /// Tells every room which rooms play this playback (streaming.md §3 `room`), so that a receiver's page
@@ -607,7 +619,7 @@ public final class StreamSession: @unchecked Sendable {
         let (targets, sent, _) = send("SET_PARAMETER", what: nil, request)
         EventLoopFuture.whenAllComplete(sent, on: mediaLoop).whenSuccess { [weak self] results in
             guard let self else { return }
-            commands.enqueue { self.bestEffort(update) { _ = try self.answered(zip(targets, results)) } }
+            inTurn { self.bestEffort(update) { _ = try self.answered(zip(targets, results)) } }
         }
     }
 
@@ -1032,39 +1044,56 @@ public final class StreamSession: @unchecked Sendable {
         lock.withLock { _ in timeline.running && !ended ? timeline.sentUntil + 20_000_000 : nil }
     }
 
-    /// TEARDOWN in every room and close now.
+    /// TEARDOWN in every room and close now. A command being handled (a room's remote `stop`, which ends the
+    /// playback) is answered before the TEARDOWN: the receiver that relayed it would otherwise lose the answer
+    /// with its session. From that command's own handler, the room that sent it is sent its TEARDOWN once the
+    /// handler has returned and the command is answered; this returns without waiting for that one, and a
+    /// later `close()` waits for it.
     public func close() {
-        // A command being handled (a room's remote `stop`, which ends the playback) is answered before the
-        // TEARDOWN: the receiver that relayed it would otherwise lose the answer with its session.
-        let handling = handlingHere
-        if handling == nil { commands.drain() }
-        _ = outcomes(tornDown(answering: handling))
-        closeEndpoints()
+        if !inOwnTurn { commands.drain() }
+        let closed = tornDown(answering: handlingHere)
+        _ = outcomes(closed.now)
+        closeEndpoints(after: closed.afterAnswer)
     }
 
     /// `close()`, awaited: no thread waits for the command being handled or the rooms' answers.
     public func close() async {
-        let handling = handlingHere
-        if handling == nil { await commands.drain() }
-        _ = await outcomes(tornDown(answering: handling))
-        closeEndpoints()
+        if !inOwnTurn { await commands.drain() }
+        let closed = tornDown(answering: handlingHere)
+        _ = await outcomes(closed.now)
+        closeEndpoints(after: closed.afterAnswer)
     }
 
-    /// Ends the session and sends TEARDOWN in every room: each room's link closed, to come. From a command's
-    /// handler (`handling`), the room that sent it is sent its TEARDOWN once the command is answered, when
-    /// the handler has returned: that one is not among those returned, which its closer waits for.
-    private func tornDown(answering handling: Handling? = nil) -> [EventLoopFuture<Void>] {
-        let closing = lock.withLock { _ -> [Link] in
+    /// The shared sockets closed now, or once the TEARDOWN left to follow a command's answer is answered.
+    private func closeEndpoints(after teardown: EventLoopFuture<Void>?) {
+        guard let teardown else { return closeEndpoints() }
+        teardown.whenComplete { [self] _ in closeEndpoints() }
+    }
+
+    /// Ends the session and sends TEARDOWN in every room: each room's link closed, to come (`now`; once the
+    /// session has ended, the TEARDOWNs left to follow a command's answer). From a command's handler
+    /// (`handling`), the room that sent it is sent its TEARDOWN once the command is answered, when the handler
+    /// has returned (`afterAnswer`, not among `now`: the handler's `close()` would wait for itself).
+    private func tornDown(answering handling: (room: Link, answered: EventLoopFuture<Void>)? = nil)
+        -> (now: [EventLoopFuture<Void>], afterAnswer: EventLoopFuture<Void>?)
+    {
+        let (closing, left) = lock.withLock { _ -> ([Link], [EventLoopFuture<Void>]) in
             defer { ended = true; timeline.end(); routeChangeSent = true; links.removeAll() }
-            return ended ? [] : links
+            return ended ? ([], teardownsAfterAnswers) : (links, [])
         }
         pacerWake.signal()
         wakeQueueWaiters()
-        return closing.compactMap { link in
-            guard let handling, link === handling.room else { return link.closing(teardown: true) }
-            _ = handling.answered.flatMap { link.closing(teardown: true) }
-            return nil
+        var now = left, afterAnswer: EventLoopFuture<Void>?
+        for link in closing {
+            guard let handling, link === handling.room else {
+                now.append(link.closing(teardown: true))
+                continue
+            }
+            let teardown = handling.answered.flatMap { link.closing(teardown: true) }
+            lock.withLock { _ in teardownsAfterAnswers.append(teardown) }
+            afterAnswer = teardown
         }
+        return (now, afterAnswer)
     }
 
     // MARK: receiver events
@@ -1083,10 +1112,9 @@ public final class StreamSession: @unchecked Sendable {
             reply(200, [])
             linkLost(link, reason: end.known == .takenOver ? .takenOver(by: end.takenOverBy) : .oldDeviceUnavailable, stoppedAt: end.stoppedAt)
         case .success(.command(let event)):
-            commands.enqueue { [self] in
-                let answered = mediaLoop.makePromise(of: Void.self)
-                let handling = Handling(session: ObjectIdentifier(self), room: link, answered: answered.futureResult)
-                let status = await Self.$handling.withValue(handling) { await remoteCommands.handle(event) }
+            let answered = mediaLoop.makePromise(of: Void.self)
+            inTurn(command: (link, answered.futureResult)) { [self] in
+                let status = await remoteCommands.handle(event)
                 let answer = ReceiverNotice.answer(status)
                 // Written before a TEARDOWN the handler asked for (`tornDown`), which follows this.
                 reply(answer.status, answer.headers)

@@ -294,9 +294,10 @@ public final class SinkController: @unchecked Sendable {
     /// A control from the receiver, passed to the app's player (awaited, in the session's command turn); its
     /// answer is awaited, up to 2 s.
     private func relay(_ event: RemoteCommandEvent, receiver: String) async -> RemoteCommandStatus {
-        let target: (WatchedPlayer, MPRISPlayerWatcher)? = queue.sync {
-            guard let name = bridges[receiver]?.player, let player = players[name], let watcher = watcher?.value else { return nil }
-            return (player, watcher)
+        let (target, room): ((WatchedPlayer, MPRISPlayerWatcher)?, String) = queue.sync {
+            let room = routes[receiver]?.description ?? receiver
+            guard let name = bridges[receiver]?.player, let player = players[name], let watcher = watcher?.value else { return (nil, room) }
+            return ((player, watcher), room)
         }
         let command: MPRISCommand
         switch PlayerBridge.relay(event, to: target?.0) {
@@ -314,7 +315,7 @@ public final class SinkController: @unchecked Sendable {
         case nil:
             logger.warning("\(player.busName) did not answer \(event.command.rawValue) within 2 s")
         case .success?:
-            logger.info("\(event.command.rawValue) from \(routes[receiver]?.description ?? receiver) passed to \(player.busName)")
+            logger.info("\(event.command.rawValue) from \(room) passed to \(player.busName)")
         case .failed(let name, let message)?:
             logger.warning("\(player.busName) refused \(event.command.rawValue): \(name): \(message)")
         }

@@ -145,7 +145,8 @@ struct AwaitedSessionTests {
 
     /// Handlers are awaited: an app's handler that awaits the session's own request to the room that sent the
     /// command is answered (the room answers the request while its command waits), the session's volume step
-    /// is awaited, and a `stop` handler that awaits `close()` ends the session instead of waiting for itself,
+    /// is awaited, a blocking handler may block on the session, and a `stop` handler that awaits `close()`
+    /// ends the session instead of waiting for itself,
     /// and the room hears its answer before the TEARDOWN.
     @Test func awaitedHandlersAwaitTheSessionWhileTheirCommandWaits() async throws {
         let scratch = try ScratchFolder("lyre-awaited"), directory = scratch.path
@@ -175,14 +176,29 @@ struct AwaitedSessionTests {
         let after = try #require(await session.rooms().first?.volume)
         #expect(after == StreamSession.stepped(before, up: false), "\(before) dB stepped down to \(after) dB")
 
+        // A blocking handler runs on a thread of its own, and may wait on the session's blocking forms.
+        session.remoteCommands.addHandler(.pause) { _ in
+            do {
+                try session.pause()
+                return .success
+            } catch {
+                return .commandFailed
+            }
+        }
+        try await session.setNowPlaying(NowPlayingInfo(title: "Tone", rate: 1))
+        let pause = await receiver.send(RemoteCommandEvent(.pause))
+        #expect(pause.kind == .success, "\(pause)")
+
         session.remoteCommands.addHandler(.stop) { _ async in
             await session.close()
             return .success
         }
         try await session.setNowPlaying(NowPlayingInfo(title: "Tone", rate: 1))
         let stop = await receiver.send(RemoteCommandEvent(.stop))
-        // Answered before the TEARDOWN that the handler's close sends the room once it has returned.
+        // Answered before the TEARDOWN that the handler's close sends the room once it has returned; a later
+        // close() returns once that TEARDOWN is answered.
         #expect(stop.kind == .success, "\(stop)")
+        await session.close()
         await Self.expectTornDown(session, at: receiver)
         await receiver.stop()
     }
