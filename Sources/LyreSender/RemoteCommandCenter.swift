@@ -20,7 +20,11 @@ public final class RemoteCommandCenter: @unchecked Sendable {
     private let lock = Mutex<Void>(())
     /// Where blocking handlers run, one at a time (commands are handled one at a time anyway).
     private let blocking = DispatchQueue(label: "lyre-remote-commands")
-    private var handlers: [RemoteCommand: AsyncHandler] = [:]
+    private enum Entry {
+        case blocking(Handler)
+        case awaited(AsyncHandler)
+    }
+    private var handlers: [RemoteCommand: Entry] = [:]
     private var disabled: Set<RemoteCommand> = []
     private var skipInterval: Double = 15
     private var lastPublished: EnabledCommands?
@@ -31,15 +35,16 @@ public final class RemoteCommandCenter: @unchecked Sendable {
 
     /// Adds (or replaces) the handler for `command`, which enables it unless it was disabled.
     public func addHandler(_ command: RemoteCommand, _ handler: @escaping Handler) {
-        let blocking = blocking
-        addHandler(command) { event async in
-            await withCheckedContinuation { answered in blocking.async { answered.resume(returning: handler(event)) } }
-        }
+        add(command, .blocking(handler))
     }
 
     /// Adds (or replaces) a handler that is awaited, which enables the command unless it was disabled.
     public func addHandler(_ command: RemoteCommand, _ handler: @escaping AsyncHandler) {
-        lock.withLock { _ in handlers[command] = handler }
+        add(command, .awaited(handler))
+    }
+
+    private func add(_ command: RemoteCommand, _ entry: Entry) {
+        lock.withLock { _ in handlers[command] = entry }
         changed()
     }
 
@@ -82,10 +87,18 @@ public final class RemoteCommandCenter: @unchecked Sendable {
     }
 
     /// Runs the command's handler; `.disabled` when it has none or is disabled.
-    func handle(_ event: RemoteCommandEvent) async -> RemoteCommandStatus {
-        let handler: AsyncHandler? = lock.withLock { _ in disabled.contains(event.command) ? nil : handlers[event.command] }
-        guard let handler else { return .disabled }
-        return await handler(event)
+    /// A blocking handler runs on the center's thread, inside `around` (what the caller's task holds, bound on
+    /// that thread too).
+    func handle(_ event: RemoteCommandEvent,
+                around: @escaping @Sendable (() -> RemoteCommandStatus) -> RemoteCommandStatus = { $0() }) async -> RemoteCommandStatus
+    {
+        let entry: Entry? = lock.withLock { _ in disabled.contains(event.command) ? nil : handlers[event.command] }
+        switch entry {
+        case nil: return .disabled
+        case .awaited(let handler)?: return await handler(event)
+        case .blocking(let handler)?:
+            return await withCheckedContinuation { answered in blocking.async { answered.resume(returning: around { handler(event) }) } }
+        }
     }
 
     /// Tells the session when the enabled set really changed.

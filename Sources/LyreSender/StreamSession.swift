@@ -39,24 +39,29 @@ public final class StreamSession: @unchecked Sendable {
     /// what is told the rooms off the event loops in order with them (the room list, the answers to updates
     /// nothing waits for). `close()` waits for those asked for before it.
     private let commands: TurnChain
-    /// A `commands` turn, in its task: the session's, and, for a command, the room that sent it and when the
-    /// command has been answered.
+    /// A `commands` turn, in its task and on the thread of a blocking handler it runs: the session's, whether
+    /// it still runs (a task started from it inherits it and may outlive it), and, for a command, the room
+    /// that sent it and when the command has been answered.
     private struct Turn: Sendable {
         let session: ObjectIdentifier
+        let running = TurnRunning()
         var command: (room: Link, answered: EventLoopFuture<Void>)?
     }
     @TaskLocal private static var turn: Turn?
-    /// In one of this session's `commands` turns (a command's handler, or what the room list or an update's
-    /// answers call: the app's room and route-change handlers): `close()` from it does not wait for the turn
-    /// it runs in.
-    private var inOwnTurn: Bool { Self.turn?.session == ObjectIdentifier(self) }
+    /// In one of this session's `commands` turns, while it runs (a command's handler, or what the room list or
+    /// an update's answers call: the app's room and route-change handlers): `close()` from it does not wait
+    /// for the turn it runs in.
+    private var inOwnTurn: Bool {
+        guard let turn = Self.turn, turn.session == ObjectIdentifier(self) else { return false }
+        return turn.running.isRunning
+    }
     /// The command this session's handler is handling, in the handler's task: a volume step moves the room
     /// that sent it, and `close()` from the handler sends that room its TEARDOWN once the command is answered.
     private var handlingHere: (room: Link, answered: EventLoopFuture<Void>)? { inOwnTurn ? Self.turn?.command : nil }
     private var commandOrigin: Link? { handlingHere?.room }
-    /// The TEARDOWNs that `close()` from a command's handler left to follow the command's answer: a later
-    /// `close()` waits for them.
-    private var teardownsAfterAnswers: [EventLoopFuture<Void>] = []
+    /// The TEARDOWNs that `close()` from a command's handler left to follow the command's answer (`answered`):
+    /// a later `close()` waits for them, unless in that command's handler.
+    private var teardownsAfterAnswers: [(answered: EventLoopFuture<Void>, teardown: EventLoopFuture<Void>)] = []
 
     private let frameSamples: Int
     private let lead: UInt64
@@ -564,7 +569,10 @@ public final class StreamSession: @unchecked Sendable {
     /// asked for it.
     private func inTurn(command: (room: Link, answered: EventLoopFuture<Void>)? = nil, _ change: @escaping @Sendable () async -> Void) {
         let turn = Turn(session: ObjectIdentifier(self), command: command)
-        commands.enqueue { await Self.$turn.withValue(turn) { await change() } }
+        commands.enqueue {
+            await Self.$turn.withValue(turn) { await change() }
+            turn.running.end()
+        }
     }
 
     /// Tells every room which rooms play this playback (streaming.md §3 `room`), so that a receiver's page
@@ -1077,23 +1085,19 @@ public final class StreamSession: @unchecked Sendable {
     private func tornDown(answering handling: (room: Link, answered: EventLoopFuture<Void>)? = nil)
         -> (now: [EventLoopFuture<Void>], afterAnswer: EventLoopFuture<Void>?)
     {
-        let (closing, left) = lock.withLock { _ -> ([Link], [EventLoopFuture<Void>]) in
+        let (closing, left, afterAnswer) = lock.withLock { _ -> ([Link], [EventLoopFuture<Void>], EventLoopFuture<Void>?) in
             defer { ended = true; timeline.end(); routeChangeSent = true; links.removeAll() }
-            return ended ? ([], teardownsAfterAnswers) : (links, [])
+            // Ended already: what is left to follow the answers, but this handler's own (it would wait for itself).
+            guard !ended else { return ([], teardownsAfterAnswers.filter { $0.answered !== handling?.answered }.map(\.teardown), nil) }
+            guard let handling, let room = links.first(where: { $0 === handling.room }) else { return (links, [], nil) }
+            // Kept with `ended` set, so that no other `close()` misses it.
+            let teardown = handling.answered.flatMap { room.closing(teardown: true) }
+            teardownsAfterAnswers.append((handling.answered, teardown))
+            return (links.filter { $0 !== room }, [], teardown)
         }
         pacerWake.signal()
         wakeQueueWaiters()
-        var now = left, afterAnswer: EventLoopFuture<Void>?
-        for link in closing {
-            guard let handling, link === handling.room else {
-                now.append(link.closing(teardown: true))
-                continue
-            }
-            let teardown = handling.answered.flatMap { link.closing(teardown: true) }
-            lock.withLock { _ in teardownsAfterAnswers.append(teardown) }
-            afterAnswer = teardown
-        }
-        return (now, afterAnswer)
+        return (left + closing.map { $0.closing(teardown: true) }, afterAnswer)
     }
 
     // MARK: receiver events
@@ -1114,7 +1118,9 @@ public final class StreamSession: @unchecked Sendable {
         case .success(.command(let event)):
             let answered = mediaLoop.makePromise(of: Void.self)
             inTurn(command: (link, answered.futureResult)) { [self] in
-                let status = await remoteCommands.handle(event)
+                // A blocking handler runs on a thread of its own, in this turn all the same.
+                let turn = Self.turn
+                let status = await remoteCommands.handle(event) { body in Self.$turn.withValue(turn, operation: body) }
                 let answer = ReceiverNotice.answer(status)
                 // Written before a TEARDOWN the handler asked for (`tornDown`), which follows this.
                 reply(answer.status, answer.headers)
@@ -1241,4 +1247,11 @@ public final class StreamSession: @unchecked Sendable {
             }
         }
     }
+}
+
+/// Whether a `commands` turn still runs: a task started from it inherits it, and may outlive it.
+private final class TurnRunning: Sendable {
+    private let running = Mutex(true)
+    var isRunning: Bool { running.withLock { $0 } }
+    func end() { running.withLock { $0 = false } }
 }

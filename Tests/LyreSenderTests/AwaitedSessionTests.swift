@@ -189,18 +189,45 @@ struct AwaitedSessionTests {
         let pause = await receiver.send(RemoteCommandEvent(.pause))
         #expect(pause.kind == .success, "\(pause)")
 
-        session.remoteCommands.addHandler(.stop) { _ async in
-            await session.close()
-            return .success
+        try await Self.expectStopThatClosesAnsweredFirst(session, at: receiver, blocking: false)
+        await receiver.stop()
+    }
+
+    /// A blocking `stop` handler that closes the session (twice, as a `finish()` after a `close()` would), as
+    /// the awaited one does: answered `success` before the room's TEARDOWN, with no wait for itself.
+    @Test func aBlockingStopHandlerThatClosesIsAnsweredFirst() async throws {
+        let scratch = try ScratchFolder("lyre-awaited")
+        defer { scratch.remove() }
+        let (receiver, session) = try await Self.connected(output: scratch.path + "/out.wav")
+        #expect(session.enqueue([Float](repeating: 0.25, count: 96_000)))
+        try await session.start()
+        try await Self.expectStopThatClosesAnsweredFirst(session, at: receiver, blocking: true)
+        await receiver.stop()
+    }
+
+    /// The session's `stop` handler closes it twice, blocking or awaited: the receiver's `stop` is answered
+    /// `success` before the TEARDOWN that the handler's close sends the room once it has returned, and a later
+    /// `close()` returns once that TEARDOWN is answered.
+    static func expectStopThatClosesAnsweredFirst(_ session: StreamSession, at receiver: Receiver, blocking: Bool) async throws {
+        if blocking {
+            session.remoteCommands.addHandler(.stop) { _ in
+                session.close()
+                session.close()
+                return .success
+            }
+        } else {
+            session.remoteCommands.addHandler(.stop) { _ async in
+                await session.close()
+                await session.close()
+                return .success
+            }
         }
+        // The enabled set goes before this on the room's connection.
         try await session.setNowPlaying(NowPlayingInfo(title: "Tone", rate: 1))
         let stop = await receiver.send(RemoteCommandEvent(.stop))
-        // Answered before the TEARDOWN that the handler's close sends the room once it has returned; a later
-        // close() returns once that TEARDOWN is answered.
         #expect(stop.kind == .success, "\(stop)")
         await session.close()
-        await Self.expectTornDown(session, at: receiver)
-        await receiver.stop()
+        await expectTornDown(session, at: receiver)
     }
 
     /// The size of the file at `path`, in bytes.
