@@ -1087,8 +1087,12 @@ public final class StreamSession: @unchecked Sendable {
     {
         let (closing, left, afterAnswer) = lock.withLock { _ -> ([Link], [EventLoopFuture<Void>], EventLoopFuture<Void>?) in
             defer { ended = true; timeline.end(); routeChangeSent = true; links.removeAll() }
-            // Ended already: what is left to follow the answers, but this handler's own (it would wait for itself).
-            guard !ended else { return ([], teardownsAfterAnswers.filter { $0.answered !== handling?.answered }.map(\.teardown), nil) }
+            // Ended already: what is left to follow the answers, but this handler's own (it would wait for itself),
+            // after which the shared sockets close all the same.
+            guard !ended else {
+                let own = teardownsAfterAnswers.first { $0.answered === handling?.answered }?.teardown
+                return ([], teardownsAfterAnswers.filter { $0.answered !== handling?.answered }.map(\.teardown), own)
+            }
             guard let handling, let room = links.first(where: { $0 === handling.room }) else { return (links, [], nil) }
             // Kept with `ended` set, so that no other `close()` misses it.
             let teardown = handling.answered.flatMap { room.closing(teardown: true) }
