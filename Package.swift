@@ -110,7 +110,7 @@ let package = Package(
         .target(
             name: "LyreSink",
             dependencies: [
-                "CPulse", "CPulseShim", "LyreAudio", "LyreDiscovery", "LyreSender", "LyreWire", "LyreMPRIS",
+                "CPulse", "CPulseShim", "LyreAudio", "LyreClock", "LyreDiscovery", "LyreSender", "LyreWire", "LyreMPRIS",
                 .product(name: "Logging", package: "swift-log"),
             ]),
 
@@ -156,7 +156,7 @@ let package = Package(
         .executableTarget(
             name: "lyre",
             dependencies: [
-                "LyreDiscovery", "LyreIdentity", "LyreWire", "LyreCommandLine", "LyreSender", "LyreSink", "LyreAudio", "LyreControl", "LyrePairing",
+                "LyreClock", "LyreDiscovery", "LyreIdentity", "LyreWire", "LyreCommandLine", "LyreSender", "LyreSink", "LyreAudio", "LyreControl", "LyrePairing",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]),

@@ -1,10 +1,10 @@
 import Dispatch
+import LyreClock
 import LyreRTSP
 import LyreWire
 import NIOCore
 import NIOPosix
 import NIOSSL
-import Synchronization
 
 /// The sender's end of an RTSP connection (streaming.md §1), on SwiftNIO: the same framing and
 /// `RTSPPeerHandler` as the receiver's end, so requests in both directions are numbered and matched by
@@ -29,8 +29,7 @@ final class RTSPClient: Sendable {
     /// Where `onRequest` and `onClose` run.
     private let events: DispatchQueue
     /// Set from the TLS handshake's verify callback, which is made before `self` is: a reference it can hold.
-    private final class Flag: Sendable { let raised = Mutex(false) }
-    private let mismatch: Flag
+    private let mismatch: Latch
 
     /// TLS to a paired receiver (Protocol/pairing.md §6): the sender's context, and the key the receiver
     /// must prove it holds.
@@ -39,7 +38,7 @@ final class RTSPClient: Sendable {
         let key: [UInt8]
     }
 
-    private init(channel: Channel, host: String, port: UInt16, events: DispatchQueue, mismatch: Flag) {
+    private init(channel: Channel, host: String, port: UInt16, events: DispatchQueue, mismatch: Latch) {
         self.channel = channel
         self.mismatch = mismatch
         self.host = host
@@ -56,7 +55,7 @@ final class RTSPClient: Sendable {
     {
         let events = DispatchQueue(label: "lyre-rtsp-events")
         events.setSpecific(key: Self.eventsKey, value: true)
-        let mismatch = Flag()
+        let mismatch = Latch()
         let bootstrap = ClientBootstrap(group: Self.eventLoopGroup)
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .connectTimeout(connectTimeout)
@@ -65,7 +64,7 @@ final class RTSPClient: Sendable {
                     if let tls {
                         let handler = try NIOSSLClientHandler(context: tls.context, serverHostname: nil) { certificates, promise in
                             let proven = certificates.first.flatMap(TLSIdentity.ed25519Key(of:))
-                            if proven != tls.key { mismatch.raised.withLock { $0 = true } }
+                            if proven != tls.key { mismatch.raise() }
                             promise.succeed(proven == tls.key ? .certificateVerified : .failed)
                         }
                         try channel.pipeline.syncOperations.addHandler(handler)
@@ -103,7 +102,7 @@ final class RTSPClient: Sendable {
     var isClosed: Bool { !channel.isActive }
 
     /// True when the TLS handshake failed because the receiver holds another key than the pinned one.
-    var keyMismatch: Bool { mismatch.raised.withLock { $0 } }
+    var keyMismatch: Bool { mismatch.isRaised }
 
     /// The local address the connection uses: the host media and timing sockets bind on.
     var localHost: String { channel.localAddress?.hostText ?? "127.0.0.1" }

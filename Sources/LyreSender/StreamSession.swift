@@ -44,7 +44,7 @@ public final class StreamSession: @unchecked Sendable {
     /// that sent it and when the command has been answered.
     private struct Turn: Sendable {
         let session: ObjectIdentifier
-        let running = TurnRunning()
+        let ended = Latch()
         var command: (room: Link, answered: EventLoopFuture<Void>)?
     }
     @TaskLocal private static var turn: Turn?
@@ -53,7 +53,7 @@ public final class StreamSession: @unchecked Sendable {
     /// for the turn it runs in.
     private var inOwnTurn: Bool {
         guard let turn = Self.turn, turn.session == ObjectIdentifier(self) else { return false }
-        return turn.running.isRunning
+        return !turn.ended.isRaised
     }
     /// The command this session's handler is handling, in the handler's task: a volume step moves the room
     /// that sent it, and `close()` from the handler sends that room its TEARDOWN once the command is answered.
@@ -103,6 +103,8 @@ public final class StreamSession: @unchecked Sendable {
     /// playback ends: the timing responder (one thread for all of them, not one each) and the socket RTP
     /// leaves from (each frame's packets to all of them are written together and sent in one `sendmmsg`).
     private var endpoints: [String: Link.LocalEndpoints] = [:]
+    /// How many of `endpoints` are open (for tests: they stay open until every TEARDOWN is answered).
+    var openEndpoints: Int { lock.withLock { _ in endpoints.count } }
     /// What the responders of `endpoints` already closed had dropped.
     private var timingDroppedByClosed = 0
     private var framesNotEncoded = 0
@@ -571,7 +573,7 @@ public final class StreamSession: @unchecked Sendable {
         let turn = Turn(session: ObjectIdentifier(self), command: command)
         commands.enqueue {
             await Self.$turn.withValue(turn) { await change() }
-            turn.running.end()
+            turn.ended.raise()
         }
     }
 
@@ -822,7 +824,6 @@ public final class StreamSession: @unchecked Sendable {
         }
         return link
     }
-
 
     /// Sends a room its level; once it is answered 200, keeps it.
     private func level(_ level: Double, of link: Link) -> EventLoopFuture<Void> {
@@ -1253,9 +1254,3 @@ public final class StreamSession: @unchecked Sendable {
     }
 }
 
-/// Whether a `commands` turn still runs: a task started from it inherits it, and may outlive it.
-private final class TurnRunning: Sendable {
-    private let running = Mutex(true)
-    var isRunning: Bool { running.withLock { $0 } }
-    func end() { running.withLock { $0 = false } }
-}

@@ -1,10 +1,10 @@
 import Foundation
 import Logging
+import LyreClock
 import LyreDiscovery
 import LyreMPRIS
 import LyreSender
 import LyreWire
-import Synchronization
 
 /// Carries out SinkRouter's decisions on the sound server (PulseClient, MonitorCapture) and the network
 /// (StreamSession), one event at a time on its own queue.
@@ -307,9 +307,9 @@ public final class SinkController: @unchecked Sendable {
         guard let (player, watcher) = target else { return .noSuchContent }
         // The player's answer, or nil at the deadline: whichever comes first.
         let answer = await withCheckedContinuation { (answered: CheckedContinuation<MPRISCommandResult?, Never>) in
-            let first = FirstAnswer(answered)
-            watcher.send(command, to: player.busName) { outcome in first.resume(outcome) }
-            DispatchQueue.global().asyncAfter(deadline: .now() + 2) { first.resume(nil) }
+            let first = Latch()
+            watcher.send(command, to: player.busName) { outcome in if first.raise() { answered.resume(returning: outcome) } }
+            DispatchQueue.global().asyncAfter(deadline: .now() + 2) { if first.raise() { answered.resume(returning: nil) } }
         }
         switch answer {
         case nil:
@@ -438,11 +438,3 @@ public final class SinkController: @unchecked Sendable {
     }
 }
 
-/// A player's answer to a relayed control, or its deadline: the continuation is resumed by the first.
-private final class FirstAnswer: Sendable {
-    private let continuation: Mutex<CheckedContinuation<MPRISCommandResult?, Never>?>
-
-    init(_ continuation: CheckedContinuation<MPRISCommandResult?, Never>) { self.continuation = Mutex(continuation) }
-
-    func resume(_ answer: MPRISCommandResult?) { continuation.withLock { $0.take() }?.resume(returning: answer) }
-}

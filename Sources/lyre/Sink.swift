@@ -1,13 +1,13 @@
 import ArgumentParser
 import Foundation
 import Logging
+import LyreClock
 import LyreCommandLine
 import LyreDiscovery
 import LyreMPRIS
 import LyreSender
 import LyreSink
 import LyreWire
-import Synchronization
 
 /// `lyre sink`: one sound output per receiver on the user's sound server, so that every app can play to
 /// a receiver.
@@ -85,7 +85,7 @@ struct Sink: AsyncParsableCommand {
             for await change in changes { controller.deviceChanged(change) }
         }
         // Until interrupted, terminated, or the sound server goes away.
-        let once = OnceFlag()
+        let once = Latch()
         let sources = [SIGINT, SIGTERM].map { sig in
             signal(sig, SIG_IGN)
             return DispatchSource.makeSignalSource(signal: sig)
@@ -93,10 +93,10 @@ struct Sink: AsyncParsableCommand {
         defer { for source in sources { source.cancel() } }
         let reason: String = await withCheckedContinuation { continuation in
             for source in sources {
-                source.setEventHandler { if once.claim() { continuation.resume(returning: "") } }
+                source.setEventHandler { if once.raise() { continuation.resume(returning: "") } }
                 source.resume()
             }
-            lost.notify(queue: .global()) { if once.claim() { continuation.resume(returning: "the sound server went away") } }
+            lost.notify(queue: .global()) { if once.raise() { continuation.resume(returning: "the sound server went away") } }
         }
         watcher.cancel()
         controller.close()
@@ -104,13 +104,3 @@ struct Sink: AsyncParsableCommand {
     }
 }
 
-/// True for the first `claim` only.
-private final class OnceFlag: Sendable {
-    private let claimed = Mutex(false)
-    func claim() -> Bool {
-        claimed.withLock { claimed in
-            defer { claimed = true }
-            return !claimed
-        }
-    }
-}

@@ -208,3 +208,18 @@ struct SplitMix: RandomNumberGenerator {
         #expect(HostClock.now() < start + 10_000_000_000)
     }
 }
+
+/// `Latch`: of many threads that race to raise it, exactly one is told it did, and it stays raised.
+@Test func ofManyWhoRaiseALatchExactlyOneRaisesIt() {
+    for _ in 0..<50 {
+        let latch = Latch()
+        #expect(!latch.isRaised)
+        let raisers = Mutex(0)
+        DispatchQueue.concurrentPerform(iterations: 8) { _ in
+            if latch.raise() { raisers.withLock { $0 += 1 } }
+        }
+        #expect(raisers.withLock { $0 } == 1)
+        #expect(latch.isRaised)
+        #expect(!latch.raise())
+    }
+}

@@ -3,6 +3,7 @@ import Logging
 import LyreReceiver
 @testable import LyreSender
 import LyreWire
+import Synchronization
 import Testing
 
 /// A whole playback in this process, through the awaited API only: a `Receiver` (lyred's, writing a WAV
@@ -206,27 +207,34 @@ struct AwaitedSessionTests {
     }
 
     /// The session's `stop` handler closes it twice, blocking or awaited: the receiver's `stop` is answered
-    /// `success` before the TEARDOWN that the handler's close sends the room once it has returned, and a later
-    /// `close()` returns once that TEARDOWN is answered.
+    /// `success` before the TEARDOWN that the handler's close sends the room once it has returned, the shared
+    /// sockets (the timing responder, the RTP socket) stay open until that TEARDOWN is answered, and a later
+    /// `close()` returns once it is, with them closed.
     static func expectStopThatClosesAnsweredFirst(_ session: StreamSession, at receiver: Receiver, blocking: Bool) async throws {
+        let openInHandler = Mutex<Int?>(nil)
         if blocking {
             session.remoteCommands.addHandler(.stop) { _ in
                 session.close()
                 session.close()
+                openInHandler.withLock { $0 = session.openEndpoints }
                 return .success
             }
         } else {
             session.remoteCommands.addHandler(.stop) { _ async in
                 await session.close()
                 await session.close()
+                openInHandler.withLock { $0 = session.openEndpoints }
                 return .success
             }
         }
+        #expect(session.openEndpoints == 1)
         // The enabled set goes before this on the room's connection.
         try await session.setNowPlaying(NowPlayingInfo(title: "Tone", rate: 1))
         let stop = await receiver.send(RemoteCommandEvent(.stop))
         #expect(stop.kind == .success, "\(stop)")
+        #expect(openInHandler.withLock { $0 } == 1, "the shared sockets closed before the room's TEARDOWN was sent")
         await session.close()
+        #expect(session.openEndpoints == 0)
         await expectTornDown(session, at: receiver)
     }
 
