@@ -437,4 +437,3 @@ public final class SinkController: @unchecked Sendable {
         _ = finishing.wait(timeout: .now() + .seconds(5))
     }
 }
-

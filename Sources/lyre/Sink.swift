@@ -103,4 +103,3 @@ struct Sink: AsyncParsableCommand {
         if !reason.isEmpty { throw CommandFailure(reason) }
     }
 }
-
