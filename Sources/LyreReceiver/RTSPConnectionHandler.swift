@@ -40,6 +40,9 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     private var context: ChannelHandlerContext?
     /// Nil until ANNOUNCE, and again once the session ends.
     private var session: ReceiverSession?
+    /// Set once the sender was told its session ended and the connection's output was shut (`end`): what the
+    /// sender sends meanwhile is read and dropped.
+    private var toldEnd = false
     /// What the session's ANNOUNCE asked: kept after it ends, for the log.
     private var terms: AnnounceTerms?
     /// Set when this session plays over another (`Lyre-Mix`, streaming.md §7) rather than as the main one.
@@ -138,6 +141,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !toldEnd else { return }
         lastRequest = HostClock.now()
         switch unwrapInboundIn(data) {
         case .message(let message):
@@ -678,7 +682,18 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         let notice = ReceiverNotice.sessionEnd(.init(told, takenOverBy: byName, stoppedAt: stopped)).request()
         let request = RTSPRequest("SET_PARAMETER", uri: serverURI, headers: notice.headers, body: notice.body)
         context.writeAndFlush(wrapOutboundOut(.request(request, promise: nil)), promise: nil)
-        context.close(promise: nil)
+        // The output is shut after the notice, not the whole connection: closed with the sender's next request
+        // unread, the connection would be reset, and a reset makes the sender's system drop the notice unread.
+        // The sender closes once it has read it; a sender that does not is closed after 2 s. Where the output
+        // cannot be shut alone, the connection is closed as it was.
+        toldEnd = true
+        let channel = context.channel
+        let shut = context.eventLoop.makePromise(of: Void.self)
+        shut.futureResult.whenComplete { result in
+            if case .failure = result { return channel.close(promise: nil) }
+            channel.eventLoop.scheduleTask(in: .seconds(2)) { channel.close(promise: nil) }
+        }
+        context.close(mode: .output, promise: shut)
     }
 
     /// Sends unless the peer has stopped reading: past the write buffer's high mark (256 KiB) the connection

@@ -98,7 +98,7 @@ final class Link: Sendable {
     /// playback's socket and timing responder for a local address. `kept` finds a packet the timeline sent,
     /// by sequence number, to resend when the receiver asks. `onRequest` takes the receiver's own requests
     /// (session-end notices, remote commands); `onClose` is called once when the connection drops. Both run
-    /// on the connection's event queue, in order. The media sockets are on `mediaLoop`, the playback's for
+    /// on the connection's event loop, in order, and must not block. The media sockets are on `mediaLoop`, the playback's for
     /// all rooms.
     static func connect(route: OutputRoute, configuration: StreamConfiguration, ssrc: UInt32, mediaLoop: any EventLoop,
                         endpoints: @escaping @Sendable (_ localHost: String) -> EventLoopFuture<LocalEndpoints>, fec: FECHeader?,
@@ -236,9 +236,6 @@ final class Link: Sendable {
 
     /// The event loop the RTSP connection runs on.
     var connectionLoop: any EventLoop { client.channel.eventLoop }
-
-    /// Waits until the connection's notices so far (a session-end, the connection lost) have been handled.
-    func drainEvents() { client.drainEvents() }
 
     /// A request in this link's session (`Session` is added): its answer when it is 200, else the failure.
     /// `written` completes as the request has been written to the connection.

@@ -1,4 +1,3 @@
-import Dispatch
 import LyreClock
 import LyreRTSP
 import LyreWire
@@ -11,8 +10,9 @@ import NIOSSL
 /// `CSeq` in one place. `connect` and `send` return futures; `connected` and `request` block their caller
 /// (never an event loop) until the connection is up or the answer comes. The
 /// receiver's own requests (session-end notices, remote commands) and the loss of the connection are
-/// handed, in the order they happened, to `onRequest` and `onClose` on a serial queue of the client's own,
-/// off the event loop, because what they start may wait on other requests; a request is answered through
+/// handed, in the order they happened, to `onRequest` and `onClose` on the connection's event loop, so that
+/// what a request tells is known before a request of the sender's fails because the connection closed:
+/// they must not block (what they start that may wait runs elsewhere); a request is answered through
 /// `reply`, at once or later, from any thread.
 final class RTSPClient: Sendable {
     typealias Failure = LyreSenderError
@@ -26,8 +26,6 @@ final class RTSPClient: Sendable {
     let channel: Channel
     let host: String
     let port: UInt16
-    /// Where `onRequest` and `onClose` run.
-    private let events: DispatchQueue
     /// Set from the TLS handshake's verify callback, which is made before `self` is: a reference it can hold.
     private let mismatch: Latch
 
@@ -38,12 +36,11 @@ final class RTSPClient: Sendable {
         let key: [UInt8]
     }
 
-    private init(channel: Channel, host: String, port: UInt16, events: DispatchQueue, mismatch: Latch) {
+    private init(channel: Channel, host: String, port: UInt16, mismatch: Latch) {
         self.channel = channel
         self.mismatch = mismatch
         self.host = host
         self.port = port
-        self.events = events
     }
 
     /// Connects, without blocking: the client once the connection is up, or why it could not be made. With
@@ -53,8 +50,6 @@ final class RTSPClient: Sendable {
                         onRequest: @escaping @Sendable (RTSPMessage, @escaping Reply) -> Void,
                         onClose: @escaping @Sendable () -> Void) -> EventLoopFuture<RTSPClient>
     {
-        let events = DispatchQueue(label: "lyre-rtsp-events")
-        events.setSpecific(key: Self.eventsKey, value: true)
         let mismatch = Latch()
         let bootstrap = ClientBootstrap(group: Self.eventLoopGroup)
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
@@ -71,7 +66,7 @@ final class RTSPClient: Sendable {
                     }
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(RTSPFrameDecoder()))
                     try channel.pipeline.syncOperations.addHandler(RTSPPeerHandler())
-                    try channel.pipeline.syncOperations.addHandler(ReceiverRequests(events: events, onRequest: onRequest, onClose: onClose))
+                    try channel.pipeline.syncOperations.addHandler(ReceiverRequests(onRequest: onRequest, onClose: onClose))
                 }
             }
         // A numeric address as it is (with its zone, when link-local), a name through NIO's resolver.
@@ -81,7 +76,7 @@ final class RTSPClient: Sendable {
             bootstrap.connect(host: host, port: Int(port))
         }
         return connected.map { channel in
-            RTSPClient(channel: channel, host: host, port: port, events: events, mismatch: mismatch)
+            RTSPClient(channel: channel, host: host, port: port, mismatch: mismatch)
         }.flatMapErrorThrowing { error in
             // An fe80:: address needs its interface; the kernel only says "Invalid argument".
             if HostPort.lacksZone(host) {
@@ -144,16 +139,6 @@ final class RTSPClient: Sendable {
         error as? Failure ?? Failure(description: "\(error)")
     }
 
-    /// Waits until what the connection has told `onRequest` and `onClose` so far has been handled: after a
-    /// request failed because the connection closed, the owner knows why it closed.
-    /// Returns at once when called from those handlers themselves.
-    func drainEvents() {
-        guard DispatchQueue.getSpecific(key: Self.eventsKey) == nil else { return }
-        events.sync {}
-    }
-
-    private static let eventsKey = DispatchSpecificKey<Bool>()
-
     func close() { channel.close(promise: nil) }
 
     private static func describe(_ error: Error) -> String {
@@ -162,18 +147,17 @@ final class RTSPClient: Sendable {
     }
 }
 
-/// Passes the receiver's requests and the connection's end to the client's owner, on its queue.
+/// Passes the receiver's requests and the connection's end to the client's owner, on the event loop, as they
+/// are read: a request the receiver sent before it closed is passed before `RTSPPeerHandler`, ahead of this
+/// handler, fails the sender's requests left unanswered.
 private final class ReceiverRequests: ChannelInboundHandler {
     typealias InboundIn = RTSPFrame
     typealias OutboundOut = RTSPOutbound
 
-    let events: DispatchQueue
     let onRequest: @Sendable (RTSPMessage, @escaping RTSPClient.Reply) -> Void
     let onClose: @Sendable () -> Void
 
-    init(events: DispatchQueue, onRequest: @escaping @Sendable (RTSPMessage, @escaping RTSPClient.Reply) -> Void,
-         onClose: @escaping @Sendable () -> Void) {
-        self.events = events
+    init(onRequest: @escaping @Sendable (RTSPMessage, @escaping RTSPClient.Reply) -> Void, onClose: @escaping @Sendable () -> Void) {
         self.onRequest = onRequest
         self.onClose = onClose
     }
@@ -183,16 +167,13 @@ private final class ReceiverRequests: ChannelInboundHandler {
         guard case .message(let request) = unwrapInboundIn(data) else { return }
         let channel = context.channel
         let cseq = request.cseq
-        let onRequest = onRequest
-        events.async {
-            onRequest(request) { status, headers in
-                channel.writeAndFlush(RTSPOutbound.response(.response(status, cseq: cseq, headers: headers)), promise: nil)
-            }
+        onRequest(request) { status, headers in
+            channel.writeAndFlush(RTSPOutbound.response(.response(status, cseq: cseq, headers: headers)), promise: nil)
         }
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        events.async(execute: onClose)
+        onClose()
         context.fireChannelInactive()
     }
 }

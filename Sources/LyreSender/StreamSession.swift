@@ -66,6 +66,10 @@ public final class StreamSession: @unchecked Sendable {
     private let frameSamples: Int
     private let lead: UInt64
     private let lock = Mutex<Void>(())
+    /// Where the app's room and route-change handlers run for a room that left by itself, one at a time and in
+    /// the order the rooms left: the leaving is seen on a connection's event loop, and a handler may block
+    /// (`close()` does, and a player's handler may wait for its own thread).
+    private let roomsLeft = DispatchQueue(label: "lyre-rooms-left")
     /// The rooms, in the order they joined.
     private var links: [Link] = []
     /// Each room's volume level, dB: unclamped, so a group change keeps the rooms' balance.
@@ -562,6 +566,7 @@ public final class StreamSession: @unchecked Sendable {
         }
     }
 
+    /// Calls the app's room handlers, here, and tells every room the new list (`sendRooms`).
     private func notifyRoom(_ change: RoomChange) {
         for handler in lock.withLock({ _ in roomHandlers }) { handler(change) }
         inTurn { [weak self] in await self?.sendRooms() }
@@ -664,8 +669,8 @@ public final class StreamSession: @unchecked Sendable {
             switch result.mapError({ $0 as? RTSPClient.Failure ?? RTSPClient.Failure(description: "\($0)") }) {
             case .success(let reply): answered.append((link, reply))
             case .failure(let failure) where link.isClosed:
-                // Why it closed (a session-end notice may have come first) is handled before this room goes.
-                link.drainEvents()
+                // A session-end notice that came before the connection closed was read on its loop before
+                // this request failed: the room has then left already, with the notice's reason.
                 linkLost(link, reason: .oldDeviceUnavailable)
                 lost = failure
             case .failure(let failure): refusal = refusal ?? failure
@@ -1146,29 +1151,36 @@ public final class StreamSession: @unchecked Sendable {
     }
 
     /// A room went away by itself: it leaves the playback; when it was the last, the playback ends, or with
-    /// `waitsForLostRooms` pauses to wait for one.
+    /// `waitsForLostRooms` pauses to wait for one. Does not block (it is called on a connection's event loop):
+    /// the app's handlers are called on `roomsLeft`.
     /// `stoppedAt`: where the room's output stopped, when its receiver said (`Lyre-Stopped-At`).
     private func linkLost(_ link: Link, reason: OutputRouteChangeReason, stoppedAt: UInt32? = nil) {
         guard !lock.withLock({ _ in ended }), detach(link) else { return }
         _ = link.closing(teardown: false)
-        let (remaining, handlers) = lock.withLock { _ -> (Int, [@Sendable (OutputRouteChangeReason) -> Void]) in
-            guard links.isEmpty else { return (links.count, []) }
+        let (remaining, handlers, roomHandlers) = lock.withLock { _ -> (Int, [@Sendable (OutputRouteChangeReason) -> Void], [@Sendable (RoomChange) -> Void]) in
+            let roomHandlers = self.roomHandlers
+            guard links.isEmpty else { return (links.count, [], roomHandlers) }
             if configuration.waitsForLostRooms, reason == .oldDeviceUnavailable {
                 // Paused where the room's output stopped, when its receiver said, else where it was due.
                 if timeline.running {
                     let due = timeline.pause(at: HostClock.now()).due
                     timeline.takeBack(from: stoppedAt ?? due)
                 }
-                return (0, routeChangeHandlers)
+                return (0, routeChangeHandlers, roomHandlers)
             }
             timeline.end()
             ended = true
-            guard !routeChangeSent else { return (0, []) }
+            guard !routeChangeSent else { return (0, [], roomHandlers) }
             routeChangeSent = true
             lostRoute = reason
-            return (0, routeChangeHandlers)
+            return (0, routeChangeHandlers, roomHandlers)
         }
-        notifyRoom(RoomChange(route: link.route, kind: .left(reason), remaining: remaining))
+        let change = RoomChange(route: link.route, kind: .left(reason), remaining: remaining)
+        roomsLeft.async {
+            for handler in roomHandlers { handler(change) }
+            for handler in handlers { handler(reason) }
+        }
+        inTurn { [weak self] in await self?.sendRooms() }
         if remaining == 0 {
             // Ended, or paused to wait for a room: `finish()` no longer waits for the queue to drain.
             wakeQueueWaiters()
@@ -1177,7 +1189,6 @@ public final class StreamSession: @unchecked Sendable {
             pacerWake.signal()
             closeEndpoints()
         }
-        for handler in handlers { handler(reason) }
     }
 
     // MARK: pacing
@@ -1253,4 +1264,3 @@ public final class StreamSession: @unchecked Sendable {
         }
     }
 }
-

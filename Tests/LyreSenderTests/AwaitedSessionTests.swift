@@ -206,6 +206,52 @@ struct AwaitedSessionTests {
         await receiver.stop()
     }
 
+    /// A room taken over while its sender's requests are in flight leaves with the takeover as its reason, told
+    /// once, with who took it: the receiver's session-end notice, read on the connection's event loop before
+    /// the connection's close fails the requests left unanswered, decides it, not the failed request (which
+    /// alone would say the device went away). Alice sets the volume over and over while Bob takes the room.
+    @Test(.timeLimit(.minutes(1))) func aRoomTakenOverWhileItsSenderAsksSaysWhoTookIt() async throws {
+        let scratch = try ScratchFolder("lyre-awaited")
+        defer { scratch.remove() }
+        let (receiver, port) = try await Self.receiving(output: scratch.path + "/out.wav")
+        let route = OutputRoute(host: "127.0.0.1", port: UInt16(port), name: "Speaker")
+        var configuration = StreamConfiguration()
+        configuration.senderName = "Alice"
+        let alice = try await StreamSession.connect(routes: [route], configuration: configuration)
+        let reasons = Mutex<[OutputRouteChangeReason]>([])
+        let left = Mutex<[RoomChange]>([])
+        let (told, tell) = AsyncStream.makeStream(of: Void.self)
+        alice.observeRouteChange { reason in
+            reasons.withLock { $0.append(reason) }
+            tell.yield()
+        }
+        alice.observeRoomChanges { change in left.withLock { $0.append(change) } }
+        #expect(alice.enqueue([Float](repeating: 0.25, count: 96_000)))
+        try await alice.start()
+        let asking = Task {
+            var (sent, failed) = (0, 0)
+            while !alice.hasEnded, sent < 100_000 {
+                do { try await alice.setVolume(-Double(sent % 20)) } catch { failed += 1 }
+                sent += 1
+            }
+            return (sent, failed)
+        }
+        try await Task.sleep(for: .milliseconds(200))
+        configuration.senderName = "Bob"
+        let bob = try await StreamSession.connect(routes: [route], configuration: configuration)
+        let (sent, failed) = await asking.value
+        print("takeover: Alice sent \(sent) volume requests, \(failed) failed")
+        #expect(alice.hasEnded)
+        // The handlers are called off the connection's loop, the room's before the route change's: a moment later.
+        var waiting = told.makeAsyncIterator()
+        await waiting.next()
+        #expect(reasons.withLock { $0 } == [.takenOver(by: "Bob")])
+        #expect(left.withLock { $0.map(\.kind) } == [.left(.takenOver(by: "Bob"))])
+        await alice.close()
+        await bob.close()
+        await receiver.stop()
+    }
+
     /// The session's `stop` handler closes it twice, blocking or awaited: the receiver's `stop` is answered
     /// `success` before the TEARDOWN that the handler's close sends the room once it has returned, the shared
     /// sockets (the timing responder, the RTP socket) stay open until that TEARDOWN is answered, and a later
@@ -252,6 +298,14 @@ struct AwaitedSessionTests {
 
     /// lyred's `Receiver` on loopback, playing into the WAV file `output`, and a session connected to it, awaited.
     static func connected(output: String) async throws -> (Receiver, StreamSession) {
+        let (receiver, port) = try await receiving(output: output)
+        let session = try await StreamSession.connect(
+            routes: [OutputRoute(host: "127.0.0.1", port: UInt16(port), name: "Speaker")], configuration: StreamConfiguration())
+        return (receiver, session)
+    }
+
+    /// lyred's `Receiver` on loopback, named "Speaker", playing into the WAV file `output`, and its RTSP port.
+    static func receiving(output: String) async throws -> (Receiver, Int) {
         var configuration = ReceiverConfiguration()
         configuration.host = "127.0.0.1"
         configuration.port = 0
@@ -260,9 +314,6 @@ struct AwaitedSessionTests {
         configuration.controlSocketPath = nil
         configuration.name = "Speaker"
         let receiver = Receiver(configuration: configuration, logger: Logger(label: "receiver"))
-        let port = try await receiver.start()
-        let session = try await StreamSession.connect(
-            routes: [OutputRoute(host: "127.0.0.1", port: UInt16(port), name: "Speaker")], configuration: StreamConfiguration())
-        return (receiver, session)
+        return (receiver, try await receiver.start())
     }
 }
