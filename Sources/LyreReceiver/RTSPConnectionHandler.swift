@@ -124,6 +124,8 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {
+        // After the session-end notice the output is shut: what the sender sent meanwhile is not answered.
+        guard !toldEnd else { return }
         registry.count(\.badRequests)
         if let parseError = error as? RTSPParseError {
             logger.debug("bad RTSP input: \(parseError)")
@@ -136,6 +138,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         guard let dropped = event as? RTSPPeerDropped else { return context.fireUserInboundEventTriggered(event) }
+        guard !toldEnd else { return }
         registry.count(\.badRequests)
         logger.debug("dropped RTSP input: \(dropped.drop)")
     }
@@ -686,13 +689,14 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         // unread, the connection would be reset, and a reset makes the sender's system drop the notice unread.
         // The sender closes once it has read it; a sender that does not is closed after 2 s. Where the output
         // cannot be shut alone, the connection is closed as it was.
+        // The 2 s run from now: the output is shut only once what was written has gone, which a sender that
+        // stopped reading never lets happen.
         toldEnd = true
         let channel = context.channel
+        let deadline = channel.eventLoop.scheduleTask(in: .seconds(2)) { channel.close(promise: nil) }
+        channel.closeFuture.whenComplete { _ in deadline.cancel() }
         let shut = context.eventLoop.makePromise(of: Void.self)
-        shut.futureResult.whenComplete { result in
-            if case .failure = result { return channel.close(promise: nil) }
-            channel.eventLoop.scheduleTask(in: .seconds(2)) { channel.close(promise: nil) }
-        }
+        shut.futureResult.whenFailure { _ in channel.close(promise: nil) }
         context.close(mode: .output, promise: shut)
     }
 

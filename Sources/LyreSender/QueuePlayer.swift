@@ -218,7 +218,7 @@ public final class QueuePlayer: @unchecked Sendable {
             s.paused = true
             if waiting {
                 if case .jump = s.jump?.kind { s.jump?.kind = .jump(resume: false) }
-                // The play thread says so: this may run in a `control` turn (a request that found the room gone).
+                // The play thread says so.
                 s.showPaused = true
             } else {
                 s.stopped = true

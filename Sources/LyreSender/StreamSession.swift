@@ -68,7 +68,9 @@ public final class StreamSession: @unchecked Sendable {
     private let lock = Mutex<Void>(())
     /// Where the app's room and route-change handlers run for a room that left by itself, one at a time and in
     /// the order the rooms left: the leaving is seen on a connection's event loop, and a handler may block
-    /// (`close()` does, and a player's handler may wait for its own thread).
+    /// (`close()` does, and a player's handler may wait for its own thread). So a request that failed as its
+    /// room went away may return before they run, and a room that left this way is told after a join or a
+    /// removal the app made meanwhile, which are told on the app's thread.
     private let roomsLeft = DispatchQueue(label: "lyre-rooms-left")
     /// The rooms, in the order they joined.
     private var links: [Link] = []
@@ -990,7 +992,8 @@ public final class StreamSession: @unchecked Sendable {
     }
 
     /// Calls `handler` once as soon as fewer than `frames` are queued, or the session has ended: at once
-    /// when that is already so, else from the thread that takes the frames. A producer that must not
+    /// when that is already so, else from the thread that takes the frames, or from a connection's event loop
+    /// when the last room went away: `handler` must not block. A producer that must not
     /// block in `enqueue` (it also watches for commands) waits on this instead of polling. A newer call
     /// replaces one not yet answered.
     public func whenQueued(below frames: Int, _ handler: @escaping @Sendable () -> Void) {

@@ -228,13 +228,21 @@ struct AwaitedSessionTests {
         alice.observeRoomChanges { change in left.withLock { $0.append(change) } }
         #expect(alice.enqueue([Float](repeating: 0.25, count: 96_000)))
         try await alice.start()
+        // Four at once, so that a request is nearly always in flight when the notice comes.
         let asking = Task {
-            var (sent, failed) = (0, 0)
-            while !alice.hasEnded, sent < 100_000 {
-                do { try await alice.setVolume(-Double(sent % 20)) } catch { failed += 1 }
-                sent += 1
+            await withTaskGroup(of: (Int, Int).self) { group in
+                for _ in 0..<4 {
+                    group.addTask {
+                        var (sent, failed) = (0, 0)
+                        while !alice.hasEnded, sent < 100_000 {
+                            do { try await alice.setVolume(-Double(sent % 20)) } catch { failed += 1 }
+                            sent += 1
+                        }
+                        return (sent, failed)
+                    }
+                }
+                return await group.reduce((0, 0)) { ($0.0 + $1.0, $0.1 + $1.1) }
             }
-            return (sent, failed)
         }
         try await Task.sleep(for: .milliseconds(200))
         configuration.senderName = "Bob"
@@ -242,6 +250,7 @@ struct AwaitedSessionTests {
         let (sent, failed) = await asking.value
         print("takeover: Alice sent \(sent) volume requests, \(failed) failed")
         #expect(alice.hasEnded)
+        #expect(failed > 0, "no request was in flight as the room was taken: the case was not met")
         // The handlers are called off the connection's loop, the room's before the route change's: a moment later.
         var waiting = told.makeAsyncIterator()
         await waiting.next()
@@ -250,6 +259,8 @@ struct AwaitedSessionTests {
         await alice.close()
         await bob.close()
         await receiver.stop()
+        // Told once, still.
+        #expect(reasons.withLock { $0.count } == 1 && left.withLock { $0.count } == 1)
     }
 
     /// The session's `stop` handler closes it twice, blocking or awaited: the receiver's `stop` is answered
