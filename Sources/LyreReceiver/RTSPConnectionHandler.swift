@@ -687,10 +687,8 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         context.writeAndFlush(wrapOutboundOut(.request(request, promise: nil)), promise: nil)
         // The output is shut after the notice, not the whole connection: closed with the sender's next request
         // unread, the connection would be reset, and a reset makes the sender's system drop the notice unread.
-        // The sender closes once it has read it; a sender that does not is closed after 2 s. Where the output
-        // cannot be shut alone, the connection is closed as it was.
-        // The 2 s run from now: the output is shut only once what was written has gone, which a sender that
-        // stopped reading never lets happen.
+        // The sender closes once it has read it. A sender that does not is closed 2 s from now (not from the
+        // shut, which waits for what was written to go out); where the output cannot be shut alone, at once.
         toldEnd = true
         let channel = context.channel
         let deadline = channel.eventLoop.scheduleTask(in: .seconds(2)) { channel.close(promise: nil) }

@@ -98,8 +98,8 @@ final class Link: Sendable {
     /// playback's socket and timing responder for a local address. `kept` finds a packet the timeline sent,
     /// by sequence number, to resend when the receiver asks. `onRequest` takes the receiver's own requests
     /// (session-end notices, remote commands); `onClose` is called once when the connection drops. Both run
-    /// on the connection's event loop, in order, and must not block. The media sockets are on `mediaLoop`, the playback's for
-    /// all rooms.
+    /// on the connection's event loop, in order, and must not block. The media sockets are on `mediaLoop`, the
+    /// playback's for all rooms.
     static func connect(route: OutputRoute, configuration: StreamConfiguration, ssrc: UInt32, mediaLoop: any EventLoop,
                         endpoints: @escaping @Sendable (_ localHost: String) -> EventLoopFuture<LocalEndpoints>, fec: FECHeader?,
                         kept: @escaping @Sendable (UInt16) -> [UInt8]?, rtpTime: @escaping @Sendable (UInt64) -> UInt32,
