@@ -146,6 +146,9 @@ public final class QueuePlayer: @unchecked Sendable {
         /// playback began does not undo it.
         var stopAsked = false
         var paused = false
+        /// The app's own `pause()` holds (no `resume()` since): a category change undone before the playback
+        /// began leaves it paused.
+        var pauseAsked = false
         var interruption: OutputRouteChangeReason?
         var jump: Target?
         var boundaries: [Boundary] = []
@@ -154,6 +157,9 @@ public final class QueuePlayer: @unchecked Sendable {
         var artworkIndex: Int?
         /// Audio is being queued before `session.start()`: item changes are not shown until it starts.
         var awaitingStart = true
+        /// While `awaitingStart`: enough is queued to start (`startQueue`, or all of a shorter item), so a
+        /// `resume()` starts the session itself; before, it only unpauses, and the queueing starts it.
+        var queuedToStart = false
         /// The rooms went away and the session waits for them: the now playing, for a room that comes back,
         /// is to say paused.
         var showPaused = false
@@ -230,7 +236,8 @@ public final class QueuePlayer: @unchecked Sendable {
 
     public var isPaused: Bool { state.withLock { $0.paused } }
 
-    /// Pauses at once (FLUSH); `resume()` carries on where it stopped.
+    /// Pauses at once (FLUSH); `resume()` carries on where it stopped. Before `play()` too: `play()` then
+    /// queues the first item and waits for `resume()` to start it.
     public func pause() throws {
         defer { wakeup.signal() }
         try control.run {
@@ -253,9 +260,12 @@ public final class QueuePlayer: @unchecked Sendable {
     }
 
     /// Whether a pause is to pause the session (not when a pending jump already did); nil when the player is
-    /// paused or stopped already. In its turn.
+    /// paused or stopped already. The app asked for it either way (`State.pauseAsked`). In its turn.
     private func pausing() -> Bool? {
-        state.withLock { s in s.paused || s.stopped ? nil : s.jump == nil }
+        state.withLock { s in
+            s.pauseAsked = true
+            return s.paused || s.stopped ? nil : s.jump == nil
+        }
     }
 
     /// The player paused: a pending jump stays paused.
@@ -271,6 +281,7 @@ public final class QueuePlayer: @unchecked Sendable {
         try control.run {
             guard resuming() else { return }
             do { try session.start() } catch { throw notStarted(error) }
+            started()
             publishNowPlaying(force: true)
         }
     }
@@ -281,20 +292,28 @@ public final class QueuePlayer: @unchecked Sendable {
         try await control.run {
             guard resuming() else { return }
             do { try await session.start() } catch { throw notStarted(error) }
+            started()
             await publishNowPlaying(force: true)
         }
     }
 
     /// Marks the player playing; true when the session is to start (it was paused, and no jump is pending:
-    /// a pending jump starts when its audio is queued). In its turn.
+    /// a pending jump starts when its audio is queued; nor is the playback's first start, until enough of it
+    /// is queued). In its turn.
     private func resuming() -> Bool {
         state.withLock { s in
             defer {
                 s.paused = false
+                s.pauseAsked = false
                 if case .jump = s.jump?.kind { s.jump?.kind = .jump(resume: true) }
             }
-            return s.paused && s.jump == nil
+            return s.paused && s.jump == nil && (!s.awaitingStart || s.queuedToStart)
         }
+    }
+
+    /// `resume()` started the session: the queueing is not to start it again.
+    private func started() {
+        state.withLock { $0.awaitingStart = false }
     }
 
     /// The session did not start (no room to play on: it waits for one): the player stays paused.
@@ -516,7 +535,7 @@ public final class QueuePlayer: @unchecked Sendable {
                 guard s.interruption == .categoryChange else { return }
                 s.interruption = nil
                 s.stopped = s.stopAsked
-                s.paused = false
+                s.paused = s.pauseAsked
             }
         }
         installCommands()
@@ -553,7 +572,10 @@ public final class QueuePlayer: @unchecked Sendable {
         queue: while !state.withLock({ $0.stopped }) {
             if case .jump(let resume) = target.kind {
                 session.dropQueued()
-                state.withLock { $0.awaitingStart = resume }
+                state.withLock { s in
+                    s.awaitingStart = resume
+                    s.queuedToStart = false
+                }
             }
             guard target.index < items.count else {
                 // The end of the queue: wait until everything has played (a command may still move back).
@@ -586,9 +608,13 @@ public final class QueuePlayer: @unchecked Sendable {
                 // Start once enough is queued that the first frames, sent `lead` early, do not outrun the
                 // decoder while the RECORD and now-playing requests are answered.
                 let queuedEnough = session.queuedFrames >= Self.startQueue || source.sourceEnded
-                if queuedEnough, session.queuedFrames > 0, state.withLock({ $0.awaitingStart }) {
+                if queuedEnough, session.queuedFrames > 0, state.withLock({ s in
+                    if s.awaitingStart { s.queuedToStart = true }
+                    return s.awaitingStart
+                }) {
                     try control.run {
-                        guard state.withLock({ $0.jump == nil && !$0.paused }) else { return }
+                        // Not when paused (`resume()` starts it then) or started by a `resume()` already.
+                        guard state.withLock({ $0.awaitingStart && $0.jump == nil && !$0.paused }) else { return }
                         do {
                             try session.start()
                         } catch where session.isWaitingForRooms {

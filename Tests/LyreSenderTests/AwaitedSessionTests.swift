@@ -94,6 +94,43 @@ struct AwaitedSessionTests {
         #expect(part["snr_db"] as? Double ?? -100 >= 20 && part["gaps"] as? Int == 0, "\(part)")
     }
 
+    /// A player the app paused before it played stays paused through a category change that took the audio
+    /// off the receivers and back before the playback began: `play()` queues the file and starts nothing, and
+    /// `resume()` plays all of it, from its first sample, once. (Before, the undone change cleared the pause
+    /// with the interruption, and the file played at once; and a `resume()` before the first start started
+    /// the session twice, which broke the file's first second into gaps.)
+    @Test func aPauseBeforePlayOutlastsACategoryChangeUndoneBeforeThePlaybackBegan() async throws {
+        let scratch = try ScratchFolder("lyre-awaited")
+        defer { scratch.remove() }
+        let (input, output) = try Self.sweep(in: scratch.path)
+        let (receiver, session) = try await Self.connected(output: output)
+        let audioSession = AudioSession()
+        try audioSession.setCategory(.playback)
+        let player = QueuePlayer(items: [QueueItem(source: .file(path: input), metadata: TrackMetadata(title: "Sweep"))],
+                                 session: session, audioSession: audioSession)
+        try await player.pause()
+        try audioSession.setCategory(.soloAmbient)  // local: the player is interrupted…
+        try audioSession.setCategory(.playback)  // …and back on the receivers before `play()`
+        let played = Task { try await player.play() }
+        // 300 ms queued would start it, at once from a file: 1.5 s on, a player that lost its pause plays.
+        try await Task.sleep(for: .seconds(1.5))
+        #expect(player.isPaused)
+        // The receiver's output, paced like a DAC, runs from the session's start: silence, so far.
+        let framesBeforeResume = (try Self.bytes(of: output) - 44) / 4
+        try await player.resume()
+        #expect(try await played.value == .finished)
+        await Self.expectTornDown(session, at: receiver)
+        await receiver.stop()
+        // All of it played, from the first sample to the last.
+        let json = try EncodeQualityTests.run(["python3", Self.audio, "compare", input, output])
+        let whole = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any], "\(json)")
+        print("paused before play: \(whole)")
+        #expect(whole["matched_seconds"] as? Double ?? 0 >= 3.99, "\(whole)")
+        // The file began after the resume, not while the player was to be paused.
+        #expect(whole["lag_samples"] as? Int ?? 0 >= framesBeforeResume, "\(framesBeforeResume) frames were written before the resume: \(whole)")
+        #expect(whole["snr_db"] as? Double ?? -100 >= 20 && whole["gaps"] as? Int == 0, "\(whole)")
+    }
+
     /// A `QueuePlayer` playing `sweep(in:)` awaited to an in-process receiver, 1.5 s in.
     static func playingSweep(in directory: String) async throws
         -> (input: String, output: String, receiver: Receiver, session: StreamSession, player: QueuePlayer,
