@@ -260,11 +260,13 @@ public final class QueuePlayer: @unchecked Sendable {
     }
 
     /// Whether a pause is to pause the session (not when a pending jump already did); nil when the player is
-    /// paused or stopped already. The app asked for it either way (`State.pauseAsked`). In its turn.
+    /// paused or stopped already, which the app's pause holds as asked (`State.pauseAsked`; else
+    /// `markPaused` does, once the session paused). In its turn.
     private func pausing() -> Bool? {
         state.withLock { s in
+            guard s.paused || s.stopped else { return s.jump == nil }
             s.pauseAsked = true
-            return s.paused || s.stopped ? nil : s.jump == nil
+            return nil
         }
     }
 
@@ -272,6 +274,7 @@ public final class QueuePlayer: @unchecked Sendable {
     private func markPaused() {
         state.withLock { s in
             s.paused = true
+            s.pauseAsked = true
             if case .jump = s.jump?.kind { s.jump?.kind = .jump(resume: false) }
         }
     }
@@ -570,13 +573,7 @@ public final class QueuePlayer: @unchecked Sendable {
         }
 
         queue: while !state.withLock({ $0.stopped }) {
-            if case .jump(let resume) = target.kind {
-                session.dropQueued()
-                state.withLock { s in
-                    s.awaitingStart = resume
-                    s.queuedToStart = false
-                }
-            }
+            if case .jump = target.kind { session.dropQueued() }
             guard target.index < items.count else {
                 // The end of the queue: wait until everything has played (a command may still move back).
                 session.padToPacket()
@@ -643,9 +640,15 @@ public final class QueuePlayer: @unchecked Sendable {
     /// Frames queued before `start()`: 300 ms.
     static let startQueue = 14_400
 
+    /// The pending jump, taken; whether its start awaits its audio is set in the same step, so that a
+    /// `resume()` never sees the jump gone and the start not yet awaited.
     private func takeJump() -> Target? {
         state.withLock { s in
             defer { s.jump = nil }
+            if case .jump(let resume) = s.jump?.kind {
+                s.awaitingStart = resume
+                s.queuedToStart = false
+            }
             return s.jump
         }
     }

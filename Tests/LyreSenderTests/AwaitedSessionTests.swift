@@ -99,7 +99,7 @@ struct AwaitedSessionTests {
     /// `resume()` plays all of it, from its first sample, once. (Before, the undone change cleared the pause
     /// with the interruption, and the file played at once; and a `resume()` before the first start started
     /// the session twice, which broke the file's first second into gaps.)
-    @Test func aPauseBeforePlayOutlastsACategoryChangeUndoneBeforeThePlaybackBegan() async throws {
+    @Test(.timeLimit(.minutes(1))) func aPauseBeforePlayOutlastsACategoryChangeUndoneBeforeThePlaybackBegan() async throws {
         let scratch = try ScratchFolder("lyre-awaited")
         defer { scratch.remove() }
         let (input, output) = try Self.sweep(in: scratch.path)
