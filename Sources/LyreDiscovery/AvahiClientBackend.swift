@@ -227,6 +227,7 @@ final class AvahiClientBackend: MDNSBackend, @unchecked Sendable {
         let wasDisconnected = everConnected && events.isBrowsing
         events.browserRestarted()
         if wasDisconnected { events.browse(.reconnected) }
+        browsingAgain = wasDisconnected
         let callback: AvahiServiceBrowserCallback = { b, interface, proto, event, name, type, domain, flags, context in
             guard let b, let context else { return }
             Unmanaged<AvahiClientBackend>.fromOpaque(context).takeUnretainedValue()
@@ -248,6 +249,15 @@ final class AvahiClientBackend: MDNSBackend, @unchecked Sendable {
     }
 
     private var pendingAllForNow = 0
+    /// The browsers were started again after avahi-daemon came back: see ``reconnectGrace``.
+    private var browsingAgain = false
+
+    /// How long after a restarted avahi-daemon's ALL_FOR_NOW the browse waits before what it has not seen
+    /// again is gone (`DeviceDirectory`, `.allForNow` after `.disconnected`). The daemon starts with an empty
+    /// cache, and a receiver on this host registers with it again at the same moment as this browser: its
+    /// service is probed for about a second (RFC 6762 §8.1) before any browser sees it, so at ALL_FOR_NOW a
+    /// receiver playing all along could be reported gone and back (DiscoveryPeerTests.avahiRestartedWhileAFilePlaysLeavesThePlaybackAlone).
+    static let reconnectGrace = 2000  // milliseconds
 
     private func browserEvent(
         _ b: OpaquePointer, _ interface: AvahiIfIndex, _ proto: AvahiProtocol, _ event: AvahiBrowserEvent,
@@ -284,7 +294,8 @@ final class AvahiClientBackend: MDNSBackend, @unchecked Sendable {
             }
         case AVAHI_BROWSER_ALL_FOR_NOW:
             pendingAllForNow -= 1
-            if pendingAllForNow <= 0 { events.browserAllForNow() }
+            guard pendingAllForNow <= 0 else { return }
+            if browsingAgain { poll.sayAllForNow(to: events, after: Self.reconnectGrace) } else { events.browserAllForNow() }
         case AVAHI_BROWSER_FAILURE:
             let error = AvahiError(code: avahi_client_errno(avahi_service_browser_get_client(b)), context: "browsing")
             logger.error("\(error)")

@@ -87,10 +87,30 @@ final class ThreadedPoll: @unchecked Sendable {
         return try body()
     }
 
-    /// Stops the thread; after this no callback runs, so the owner may free its avahi objects.
+    /// Stops the thread; after this no callback runs, so the owner may free its avahi objects. Frees the
+    /// timers `sayAllForNow(to:after:)` made.
     func stop() {
         if started { avahi_threaded_poll_stop(handle) }
         started = false
+        for timer in timers { api.pointee.timeout_free(timer) }
+        timers.removeAll()
+    }
+
+    private var timers: [OpaquePointer] = []  // AvahiTimeout*, freed by stop(); poll thread/lock
+
+    /// Says "all for now" to `events` on the poll thread after `milliseconds`, through the poll's own timeout
+    /// API (at once when avahi cannot make the timer). Poll thread/lock. `events` is held unretained: its
+    /// owner stops the poll, which frees every timer, before it goes.
+    func sayAllForNow(to events: BackendEvents, after milliseconds: Int) {
+        var when = timeval()
+        avahi_elapse_time(&when, UInt32(milliseconds), 0)
+        let timer = api.pointee.timeout_new(
+            api, &when,
+            { _, context in
+                guard let context else { return }
+                Unmanaged<BackendEvents>.fromOpaque(context).takeUnretainedValue().browserAllForNow()
+            }, Unmanaged.passUnretained(events).toOpaque())
+        if let timer { timers.append(timer) } else { events.browserAllForNow() }
     }
 
     deinit {

@@ -247,7 +247,7 @@ final class EmbeddedBackend: MDNSBackend, @unchecked Sendable {
             // avahi-core says this one second after the browser starts, from a timer. An embedded stack
             // starts with an empty cache, and when the first query's answers are lost to the start-up race
             // the next query goes out at that same second: give its answers time before saying "all".
-            sayAllForNowAfterGrace()
+            poll.sayAllForNow(to: events, after: Self.coldCacheGrace)
         case AVAHI_BROWSER_FAILURE:
             if let server { logger.error("\(AvahiError(code: lyre_avahi_server_errno(server), context: "browsing"))") }
         default:
@@ -292,23 +292,6 @@ final class EmbeddedBackend: MDNSBackend, @unchecked Sendable {
     /// How long after avahi-core's ALL_FOR_NOW the embedded browser waits for the second query round.
     static let coldCacheGrace = 500  // milliseconds
 
-    private var timers: [OpaquePointer] = []  // AvahiTimeout*, freed with the poll
-
-    /// Says "all for now" on the poll thread after ``coldCacheGrace``, through the poll's own timeout API.
-    /// The timer holds the backend unretained: shutdown() stops the poll and frees every timer first.
-    private func sayAllForNowAfterGrace() {
-        var when = timeval()
-        avahi_elapse_time(&when, UInt32(Self.coldCacheGrace), 0)
-        let api = poll.api
-        let timer = api.pointee.timeout_new(
-            api, &when,
-            { _, context in
-                guard let context else { return }
-                Unmanaged<EmbeddedBackend>.fromOpaque(context).takeUnretainedValue().events.browserAllForNow()
-            }, Unmanaged.passUnretained(self).toOpaque())
-        if let timer { timers.append(timer) } else { events.browserAllForNow() }
-    }
-
     /// Withdraws the name a rename replaced (goodbye packets). Poll thread/lock.
     private func retireOldName() {
         if let retiring { lyre_avahi_s_entry_group_free(retiring) }
@@ -319,8 +302,6 @@ final class EmbeddedBackend: MDNSBackend, @unchecked Sendable {
 
     func shutdown() {
         poll.stop()
-        for timer in timers { poll.api.pointee.timeout_free(timer) }
-        timers.removeAll()
         for watcher in events.removeAllTXTWatchers() { lyre_avahi_s_record_browser_free(watcher) }
         for resolver in resolvers.values { lyre_avahi_s_service_resolver_free(resolver) }
         resolvers.removeAll()
