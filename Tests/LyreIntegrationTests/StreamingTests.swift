@@ -564,30 +564,7 @@ struct StreamingTests {
         Self.expectWhole(comparison, lags: false)
     }
 
-    /// streaming.md §7: an announcement that plays alone (nothing was playing when it came) still asked to play
-    /// over others. Music started during it (a plain session, which takes over any other) does not end it: the
-    /// music becomes the main session and starts ducked under the announcement, which goes on where it was, not
-    /// a sample lost; the music comes back up when the announcement's audio ends, and its now playing is shown.
-    /// Before, the music took the receiver over and cut the doorbell off mid-chime. Read from the output, the two
-    /// known signals separated.
-    @Test func musicStartedDuringAnAnnouncementPlaysUnderIt() async throws {
-        let rig = try await Rig()
-        defer { rig.network.close() }
-        let chime = try await Self.sweep(rig.network, rate: 48000, seconds: 5, signal: "full")
-        let song = try await Self.sweep(rig.network, rate: 48000, seconds: 8, signal: "music")
-        let announce = try rig.network.spawn(["lyre", "play", chime, "--to", "Speaker", "--duck", "--name", "Doorbell", "--group-socket", "off"],
-                                             name: "announcement")
-        let music = try await Self.musicUnderTheDoorbell(rig, song: song, after: .seconds(1))
-        // What the receiver shows is the music, with the announcement over it.
-        let shownOverlays = try await Self.overlaysShown(rig.network)
-        #expect(shownOverlays == ["Doorbell duck -15.0"], "web API: \(String(describing: shownOverlays))")
-        let shown = try await rig.network.run(["lyre", "remote", "now-playing", "--json", "--socket", "/run/lyred/control.sock"])
-        let sender = (try? JSONSerialization.jsonObject(with: Data(shown.stdout.utf8)) as? [String: Any])?["sender"] as? String
-        #expect(sender == "Music", "the receiver shows \(shown.stdout)")
-        try await Self.expectMusicCameUnder(rig, song: song, chime: chime, senders: [announce, music], label: "music started under an announcement")
-    }
-
-    /// streaming.md §7, as musicStartedDuringAnAnnouncementPlaysUnderIt, with a session mixed in over the
+    /// streaming.md §7, as theMusicComesBackWhenTheAnnouncementsAudioEndsNotItsSession, with a session mixed in over the
     /// announcement (a sound of silence, `--mix`) before the music comes: the announcement goes under it as
     /// the first overlay, rendered once a block (a block rendered twice or skipped would cost it its SNR), and
     /// the music comes up when its audio ends.
@@ -609,10 +586,16 @@ struct StreamingTests {
                                             label: "music under an announcement with an overlay")
     }
 
-    /// streaming.md §7: an announcement ducks while its audio plays, not while its sender stays on. Its sender
-    /// here is `lyre play -` reading a pipe that stays open 7 s after the chime (an app that keeps its session):
-    /// music started under it comes back up from the chime's last sample, over the ramp, and not when the
-    /// session ends.
+    /// streaming.md §7: an announcement that plays alone (nothing was playing when it came) still asked to play
+    /// over others. Music started during it (a plain session, which takes over any other) does not end it: the
+    /// music becomes the main session and starts ducked under the announcement, which goes on where it was, not
+    /// a sample lost; the receiver shows the music's now playing, with the announcement over it. (Before, the
+    /// music took the receiver over and cut the doorbell off mid-chime.) Read from the output, the two known
+    /// signals separated.
+    ///
+    /// And an announcement ducks while its audio plays, not while its sender stays on. Its sender here is
+    /// `lyre play -` reading a pipe that stays open 7 s after the chime (an app that keeps its session): the
+    /// music comes back up from the chime's last sample, over the ramp, and not when the session ends.
     @Test func theMusicComesBackWhenTheAnnouncementsAudioEndsNotItsSession() async throws {
         let rig = try await Rig()
         defer { rig.network.close() }
@@ -620,6 +603,12 @@ struct StreamingTests {
         let song = try await Self.sweep(rig.network, rate: 48000, seconds: 8, signal: "music")
         let announce = try await Self.announceFromAnOpenPipe(rig, [chime], open: 7)
         let music = try await Self.musicUnderTheDoorbell(rig, song: song, after: .seconds(1))
+        // What the receiver shows is the music, with the announcement over it.
+        let shownOverlays = try await Self.overlaysShown(rig.network)
+        #expect(shownOverlays == ["Doorbell duck -15.0"], "web API: \(String(describing: shownOverlays))")
+        let shown = try await rig.network.run(["lyre", "remote", "now-playing", "--json", "--socket", "/run/lyred/control.sock"])
+        let sender = (try? JSONSerialization.jsonObject(with: Data(shown.stdout.utf8)) as? [String: Any])?["sender"] as? String
+        #expect(sender == "Music", "the receiver shows \(shown.stdout)")
         try await Self.expectMusicCameUnder(rig, song: song, chime: chime, senders: [announce, music],
                                             label: "music under an announcement whose sender stays on")
     }
@@ -1002,6 +991,11 @@ struct StreamingTests {
     /// and fail). The encode itself, at every bitrate on two hard signals, is compared in process
     /// (`EncodeQualityTests.encodeIsAsGoodAsFFmpegsLibopus`); this is the one case that goes through the
     /// command line, the network and a decoder nobody here wrote.
+    ///
+    /// And what `lyre play` sends is standard RTP: ffmpeg decodes it from the SDP the sender announced
+    /// (`opus/48000/2`), given only the port (Tools/peers/rtsp-sink.py, a receiver that knows nothing of Lyre,
+    /// answers the RTSP and runs ffmpeg). ffmpeg's libopus decoder is used: its native Opus decoder mangles
+    /// the 20–60 Hz start of a sweep (3.7 dB) for any encoder's stream.
     @Test func lyrePlaysAtTheBitrateItIsGiven() async throws {
         let network = try TestNetwork(avahi: false)
         defer { network.close() }
@@ -1014,7 +1008,9 @@ struct StreamingTests {
         let play = try await network.run(["lyre", "play", music, "--host", "127.0.0.1:7750", "--bitrate", String(kbps)])
         #expect(play.status == 0, "lyre play: \(play.stderr)")
         try await sink.waitForExit(timeout: 20)
-        #expect(Self.ffmpegDecodedCleanly(sink.jsonLines.last ?? [:]), "ffmpeg: \(sink.stdout) \(sink.stderr)")
+        let report = sink.jsonLines.last ?? [:]
+        #expect((report["sdp"] as? String)?.contains("a=rtpmap:96 opus/48000/2") == true, "\(sink.stdout) \(sink.stderr)")
+        #expect(Self.ffmpegDecodedCleanly(report), "ffmpeg: \(sink.stdout) \(sink.stderr)")
         let lyre = try await Self.compare(network, reference: music, output: out)
         let (mine, theirs) = (lyre["snr_db"] as? Double ?? -100, reference["snr_db"] as? Double ?? 100)
         print("music at \(kbps) kbit/s through lyre play: Lyre \(mine) dB, ffmpeg's libopus \(theirs) dB")
@@ -1028,25 +1024,6 @@ struct StreamingTests {
     static func ffmpegDecodedCleanly(_ report: [String: Any]) -> Bool {
         let status = report["ffmpeg_status"] as? Int, by = report["ffmpeg_stopped_by"] as? String
         return (by == "q" && status == 0) || (by == "SIGINT" && status == 255)
-    }
-
-    /// What `lyre play` sends is standard RTP: ffmpeg decodes it from the SDP the sender announced, given
-    /// only the port (Tools/peers/rtsp-sink.py answers the RTSP and runs ffmpeg). ffmpeg's libopus decoder is
-    /// used: its native Opus decoder mangles the 20–60 Hz start of the sweep (3.7 dB) for any encoder's stream.
-    @Test func sendersRTPDecodesInFFmpegFromItsSDP() async throws {
-        let network = try TestNetwork(avahi: false)
-        defer { network.close() }
-        let sweep = try await Self.sweep(network, rate: 44100)
-        let out = network.scratch.appendingPathComponent("ffmpeg.wav").path
-        let sink = try network.spawn(["python3", TestNetwork.tools + "/peers/rtsp-sink.py", "7750", out], name: "rtsp-sink")
-        #expect(await eventually { sink.stdout.contains("listening") }, "rtsp-sink: \(sink.stderr)")
-        let play = try await network.run(["lyre", "play", sweep, "--host", "127.0.0.1:7750"])
-        #expect(play.status == 0, "lyre play: \(play.stderr)")
-        try await sink.waitForExit(timeout: 20)
-        let report = sink.jsonLines.last ?? [:]
-        #expect((report["sdp"] as? String)?.contains("a=rtpmap:96 opus/48000/2") == true, "\(sink.stdout) \(sink.stderr)")
-        #expect(Self.ffmpegDecodedCleanly(report), "ffmpeg: \(report)")
-        Self.expectSameAudio(try await Self.compare(network, reference: sweep, output: out))
     }
 
     /// now-playing.md §3: a Lyre sender sends an item's artwork before that item's now-playing snapshot, and
