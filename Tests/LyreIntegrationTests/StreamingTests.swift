@@ -121,7 +121,8 @@ struct StreamingTests {
     /// sender's resampling is then part of what is checked) with a length that is not a whole number of
     /// packets: the last part packet and the Opus encoder's look-ahead (6.5 ms) after it must go out, and the
     /// output hold the input to its last sample.
-    @Test(arguments: [(250, 48000, 3.0), (20, 48000, 3.0), (250, 44100, 3.0117)])
+    /// (The 48 kHz signal at 250 ms is rawPCMOnStandardInputPlaysWhole's, from a pipe rather than a file.)
+    @Test(arguments: [(20, 48000, 3.0), (250, 44100, 3.0117)])
     func lyrePlayArrivesIntact(latency: Int, rate: Int, seconds: Double) async throws {
         let rig = try await Rig()
         defer { rig.network.close() }
@@ -183,6 +184,7 @@ struct StreamingTests {
         let comparison = try await Self.compare(rig.network, reference: sweep, output: rig.output)
         Self.expectSameAudio(comparison)
         Self.expectWhole(comparison, lags: false)
+        #expect(rig.lyred.stderr.contains("late=0"), "\(rig.lyred.stderr)")
     }
 
     /// A queue of two files cut from one signal at a sample that is not a packet boundary plays gapless: the
