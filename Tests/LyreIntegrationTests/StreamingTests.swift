@@ -433,11 +433,12 @@ struct StreamingTests {
         #expect(played > 0.5 && played < 7, "the output held \(played) s of the 8 s song, moved off after about 2: \(comparison)")
     }
 
-    /// streaming.md §7, `Lyre-Mix`: an announcement (`lyre play --duck` or `--mix`, or an app whose options say
-    /// `duckOthers`) to a receiver that plays music from another sender plays over it: the receiver's output is
-    /// the music, lowered by 15 dB (lyred's default) or by the announcement's own `--duck-db` from the
-    /// announcement's first sample to its last when it ducks and untouched when it mixes, plus the announcement,
-    /// at full level. Both are found in the output by
+    /// streaming.md §7, `Lyre-Mix`: an announcement (`lyre play --mix` or `--duck-db`) to a receiver that plays
+    /// music from another sender plays over it: the receiver's output is the music, lowered by the
+    /// announcement's own `--duck-db` from the announcement's first sample to its last when it ducks and
+    /// untouched when it mixes, plus the announcement, at full level. (lyred's default depth, 15 dB for a bare
+    /// `--duck`, is held with the same separation in every room by MultiRoomTests.aGroupDucksAlikeInEveryRoom;
+    /// an app's `duckOthers` becoming `Lyre-Mix: duck` by AudioRoutingTests.anAppsOptionsAreItsMixRequest.) Both are found in the output by
     /// separating the two known signals (Tools/peers/audio.py separate), each held to what Opus makes of it;
     /// the music comes back up over 300 ms, and its sender was never taken over. While the announcement plays,
     /// the receiver's control socket and its MPRIS player (playerctl) show the music, playing.
@@ -445,13 +446,15 @@ struct StreamingTests {
     /// With `--duck-db`, the announcement (4 s) also sets its own volume through its group socket (-12 dB) as
     /// it starts and sends a cover of its own: its samples come out 12 dB down while the music keeps its level
     /// (the receiver's volume is the main session's), and the cover shown stays the music's.
-    @Test(arguments: ["--duck", "--mix", "duckOthers", "--duck-db -24"]) func anAnnouncementPlaysOverTheMusic(option: String) async throws {
+    @Test(arguments: ["--mix", "--duck-db -24"]) func anAnnouncementPlaysOverTheMusic(option: String) async throws {
         guard TestNetwork.which("playerctl") != nil else { throw TestNetworkError("playerctl is missing: run Tools/test, which installs it") }
         // lyred's MPRIS player on the test network's session bus, read with playerctl.
         let rig = try await Rig(arguments: ["--mpris", "session"])
         defer { rig.network.close() }
         let own = option.hasPrefix("--duck-db ")
-        let song = try await Self.sweep(rig.network, rate: 48000, seconds: 12, signal: "music")
+        // The chime starts about 2.5 s into the music and the music outlasts it by 4.5 s: its level after the
+        // release, and the overlay seen gone from the page and MPRIS while the music still plays.
+        let song = try await Self.sweep(rig.network, rate: 48000, seconds: own ? 11 : 9, signal: "music")
         let chime = try await Self.sweep(rig.network, rate: 48000, seconds: own ? 4 : 2, signal: "full")
         let (musicCover, doorbellCover) = (rig.network.scratch.path + "/music.png", rig.network.scratch.path + "/doorbell.png")
         let doorbellSocket = rig.network.scratch.path + "/doorbell.sock"
@@ -477,17 +480,15 @@ struct StreamingTests {
         }
         let musicTitle = try await shown()
         #expect(musicTitle != nil, "nothing shown")
-        let app = option == "duckOthers"
         let announce = try rig.network.spawn(
-            app ? ["env", "LYRE_LOCAL_OUTPUT=null", TestNetwork.binaries + "/lyre-example-player", chime, "--host", "127.0.0.1:\(rig.port)", "--options", option]
-                : ["lyre", "play", chime, "--to", "Speaker"] + option.split(separator: " ").map(String.init)
-                    + ["--name", "Doorbell", "--group-socket"] + (own ? [doorbellSocket, "--artwork", doorbellCover] : ["off"]),
+            ["lyre", "play", chime, "--to", "Speaker"] + option.split(separator: " ").map(String.init)
+                + ["--name", "Doorbell", "--group-socket"] + (own ? [doorbellSocket, "--artwork", doorbellCover] : ["off"]),
             name: "announcement")
         #expect(await eventually { rig.lyred.stderr.contains(" plays over 'Music'") }, "\(rig.lyred.stderr)")
         // The web page shows the announcement as such, with how it meets the music.
-        let name = app ? "Example Player" : "Doorbell"
+        let name = "Doorbell"
         let ducks = option != "--mix"
-        let depth = own ? Double(option.dropFirst("--duck-db ".count))! : -15
+        let depth = own ? Double(option.dropFirst("--duck-db ".count))! : 0
         let shownOverlays = try await Self.overlaysShown(rig.network)
         #expect(shownOverlays == [ducks ? "\(name) duck \(depth)" : "\(name) mix"], "web API: \(String(describing: shownOverlays))")
         if own {
@@ -811,24 +812,20 @@ struct StreamingTests {
     }
 
     /// streaming.md §7, `Lyre-Interrupt`: a podcast (`lyre play --spoken-audio`) is paused, not played over, by
-    /// an announcement that interrupts spoken audio (`--interrupt-spoken-audio`, an app's
-    /// `interruptSpokenAudioAndMixWithOthers`), and plays on when it ends. The receiver's output is the podcast up
+    /// an announcement that interrupts spoken audio (`--interrupt-spoken-audio`), and plays on when it ends. The receiver's output is the podcast up
     /// to a sample, the chime alone at its own level (the podcast not under it), and the podcast again from that
     /// very sample to its last (Tools/peers/audio.py splice, the chime measured and blanked).
     ///
-    /// The podcast is `lyre play --spoken-audio`, or an app whose `AudioSession` is in the `spokenAudio` mode
-    /// (the example player, whose `QueuePlayer` takes the receiver's pause and play as any remote command).
-    @Test(arguments: ["lyre play", "app"]) func anAnnouncementPausesSpokenAudioWhichPlaysOnAfter(podcastFrom sender: String) async throws {
+    /// `lyre play` plays through the `QueuePlayer` an app embeds, which takes the receiver's pause and play as any
+    /// remote command; an app's `spokenAudio` mode and `interruptSpokenAudioAndMixWithOthers` becoming the same
+    /// `Lyre-Mode` and `Lyre-Interrupt` is held by AudioRoutingTests.anAppsSessionIsItsPlaybacksRequest.
+    @Test func anAnnouncementPausesSpokenAudioWhichPlaysOnAfter() async throws {
         let rig = try await Rig(arguments: ["--mpris", "session"])
         defer { rig.network.close() }
         let podcast = try await Self.sweep(rig.network, rate: 48000, seconds: 6, hardEnds: true)
         let chime = try await Self.sweep(rig.network, rate: 48000, seconds: 2, signal: "full")
-        let play = try rig.network.spawn(
-            sender == "app"
-                ? ["env", "LYRE_LOCAL_OUTPUT=null", TestNetwork.binaries + "/lyre-example-player", podcast, "--host", "127.0.0.1:\(rig.port)",
-                   "--mode", "spokenAudio", "--name", "Podcast"]
-                : ["lyre", "play", podcast, "--to", "Speaker", "--name", "Podcast", "--spoken-audio", "--group-socket", "off"],
-            name: "podcast")
+        let play = try rig.network.spawn(["lyre", "play", podcast, "--to", "Speaker", "--name", "Podcast", "--spoken-audio", "--group-socket", "off"],
+                                         name: "podcast")
         #expect(await eventually { rig.lyred.stderr.contains("now playing:") }, "\(rig.lyred.stderr)")
         try await Task.sleep(for: .seconds(1.5))
         let announce = try rig.network.spawn(["lyre", "play", chime, "--to", "Speaker", "--interrupt-spoken-audio", "--name", "Doorbell",
