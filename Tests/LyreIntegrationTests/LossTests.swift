@@ -39,28 +39,45 @@ struct LossTests {
     /// A link that drops for 3 s (Wi-Fi gone and back: every packet to and from the room, RTSP included) is
     /// not a route change (issue 27): the room keeps its session, conceals the gap, asks again for what it can
     /// still play, and counts it; it plays on in sync with the room that never lost its link.
+    ///
+    /// A third room's link drops at the same moment for good (unplugged: nothing closes a connection, and the
+    /// sender's packets to it still leave without an error): it is lost once its receiver reports have been
+    /// missing for 10 s, not before, and the other rooms play on to the end, the clean one without a gap.
     @Test func aThreeSecondLinkDropResumesWithoutARouteChange() async throws {
-        let rooms = try await Rooms([("Clean", []), ("Gappy", ["--listen", "127.0.0.2"])])
+        let rooms = try await Rooms([("Clean", []), ("Gappy", ["--listen", "127.0.0.2"]), ("Unplugged", ["--listen", "127.0.0.3"])])
         defer { rooms.network.close() }
-        let song = try await rooms.sweep(seconds: 14, signal: "music")
+        let song = try await rooms.sweep(seconds: 16, signal: "music")
         let play = try rooms.network.spawn(["lyre", "play", song, "--host", "127.0.0.1:7730", "--host", "127.0.0.2:7731",
-                                            "--group-socket", "off", "--log-level", "info"])
-        #expect(await eventually { rooms.lyred["Gappy"]!.stderr.contains("now playing:") }, "\(rooms.lyred["Gappy"]!.stderr)")
+                                            "--host", "127.0.0.3:7732", "--group-socket", "off", "--log-level", "info"])
+        for room in ["Gappy", "Unplugged"] {
+            #expect(await eventually { rooms.lyred[room]!.stderr.contains("now playing:") }, "\(rooms.lyred[room]!.stderr)")
+        }
         try await Task.sleep(for: .seconds(3))
-        let down = try await rooms.network.shell("""
-            nft add table inet lyregap && \
-            nft add chain inet lyregap input '{ type filter hook input priority 0 ; }' && \
-            nft add rule inet lyregap input ip daddr 127.0.0.2 counter drop && \
-            nft add rule inet lyregap input ip saddr 127.0.0.2 counter drop
-            """)
-        #expect(down.status == 0, "nft: \(down.stderr)")
+        func drop(_ table: String, _ address: String) async throws {
+            let down = try await rooms.network.shell("""
+                nft add table inet \(table) && \
+                nft add chain inet \(table) input '{ type filter hook input priority 0 ; }' && \
+                nft add rule inet \(table) input ip daddr \(address) counter drop && \
+                nft add rule inet \(table) input ip saddr \(address) counter drop
+                """)
+            #expect(down.status == 0, "nft: \(down.stderr)")
+        }
+        try await drop("lyregap", "127.0.0.2")
+        try await drop("lyreunplugged", "127.0.0.3")
+        let cutAt = Date()
         try await Task.sleep(for: .seconds(3))
         let dropped = try await Self.dropped(rooms.network, table: "lyregap")
         let up = try await rooms.network.run(["nft", "delete", "table", "inet", "lyregap"])
         #expect(up.status == 0, "nft: \(up.stderr)")
+        // The sender names rooms given by --host by their address.
+        let unplugged = "'127.0.0.3:7732' is no longer available; playing on in '127.0.0.1:7730', '127.0.0.2:7731'"
+        #expect(await eventually(timeout: 15) { play.stderr.contains(unplugged) }, "lyre play: \(play.stderr)")
+        let lostAfter = Date().timeIntervalSince(cutAt)
+        #expect(lostAfter > 8, "the unplugged room was lost \(lostAfter) s after it went silent, before its reports were 10 s late")
         try await play.waitForExit(timeout: 40)
         #expect(play.status == 0, "lyre play: \(play.stderr)")
-        #expect(!play.stderr.contains("no longer available"), "a route change for a 3 s gap: \(play.stderr)")
+        #expect(!play.stderr.contains("'127.0.0.2:7731' is no longer available"), "a route change for a 3 s gap: \(play.stderr)")
+        #expect(play.stderr.components(separatedBy: "is no longer available").count == 2, "a route change besides Unplugged's: \(play.stderr)")
         try await rooms.stop()
         #expect(dropped > 100, "nft dropped \(dropped) packets")
         let gappy = rooms.lyred["Gappy"]!.stderr

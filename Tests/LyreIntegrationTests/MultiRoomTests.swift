@@ -22,8 +22,7 @@ struct MultiRoomTests {
         /// Each room's lyred command line.
         var arguments: [String: [String]] = [:]
 
-        /// Starts room `name`'s lyred again, as it first was (its output and log start anew).
-        /// Starts `name`'s lyred again; with `outputAs`, its output and presentation log go to that room name's
+        /// Starts room `name`'s lyred again, as it first was (its output and log start anew); with `outputAs`, its output and presentation log go to that room name's
         /// files (`path(outputAs, …)`), and the first run's are kept.
         mutating func restart(_ name: String, outputAs: String? = nil, on host: TestNetwork.Host? = nil) throws {
             if let host { hosts[name] = host }
@@ -317,61 +316,58 @@ struct MultiRoomTests {
 
     /// A room whose receiver goes away (lyred stopped) while another plays on is listed as returning; when
     /// its lyred is back it rejoins by itself ('is back', the route change `newDeviceAvailable`), in sync with
-    /// the room that played on, whose output is untouched from first sample to last.
-    @Test func aLostRoomComesBackByItselfInSync() async throws {
-        var rooms = try await Rooms([("Kitchen", []), ("Bedroom", [])])
+    /// the room that played on, whose output is untouched from first sample to last. Lost again, it comes back
+    /// at another address (a new DHCP lease; here a lyred with the same state on another host): it is found
+    /// there by mDNS and rejoins by itself, in sync (issue 27), while its old address never answers again.
+    ///
+    /// The rooms are on hosts of their own, found by the sender's embedded mDNS; a return found through
+    /// avahi-daemon is aReturningRoomIsAddedOnceAndRemovingTheLastOneWaitedForStops's.
+    @Test func aLostRoomComesBackByItselfInSyncAndAtANewAddress() async throws {
+        var rooms = try await Rooms([("Kitchen", []), ("Bedroom", [])], onHosts: true)
         defer { rooms.network.close() }
-        let song = try await rooms.sweep(seconds: 14, signal: "music")
-        let play = try await rooms.playInKitchenAndBedroom(song)
+        let song = try await rooms.sweep(seconds: 24, signal: "music")
+        let play = try rooms.network.spawn(["lyre", "play", song, "--to", "Kitchen", "--to", "Bedroom", "--mdns", "embedded",
+                                            "--interface", "lan0", "--group-socket", rooms.groupSocket, "--log-level", "info"])
+        #expect(await eventually { rooms.lyred["Bedroom"]!.stderr.contains("now playing:") }, "\(rooms.lyred["Bedroom"]!.stderr)")
+        func said(_ line: String) -> Int { play.stderr.components(separatedBy: line).count - 1 }
+        let (lostLine, backLine) = ("'Bedroom' is no longer available; playing on in 'Kitchen'; it rejoins when it is back", "'Bedroom' is back")
+        /// Bedroom's lyred stopped, for the `time`th time, and the sender saying so.
+        func lose(_ time: Int) async throws {
+            rooms.lyred["Bedroom"]!.signal(SIGTERM)
+            try await rooms.lyred["Bedroom"]!.waitForExit(timeout: 10)
+            #expect(await eventually { said(lostLine) == time }, "lyre play: \(play.stderr)")
+        }
+
         try await Task.sleep(for: .seconds(2))
-        rooms.lyred["Bedroom"]!.signal(SIGTERM)
-        try await rooms.lyred["Bedroom"]!.waitForExit(timeout: 10)
-        let lost = await eventually { play.stderr.contains("'Bedroom' is no longer available; playing on in 'Kitchen'; it rejoins when it is back") }
-        #expect(lost, "lyre play: \(play.stderr)")
+        try await lose(1)
         let states = try await rooms.groupStates()
         #expect(states == ["Kitchen playing", "Bedroom returning"], "lyre group: \(String(describing: states))")
-
         try await Task.sleep(for: .seconds(1))
         let restarted = Self.monotonicNow()
         try rooms.restart("Bedroom")
-        #expect(await eventually(timeout: 10) { play.stderr.contains("'Bedroom' is back") }, "lyre play: \(play.stderr)")
+        #expect(await eventually(timeout: 10) { said(backLine) == 1 }, "lyre play: \(play.stderr)")
+        // Played on for 8 s (the sync measure leaves its first 5 out), then lost again and started on a host of
+        // its own, its output and log kept apart (Bedroom-moved).
+        try await Task.sleep(for: .seconds(8))
+        try await lose(2)
+        let moved = try await rooms.network.addHost(9)
+        let restartedThere = Self.monotonicNow()
+        try rooms.restart("Bedroom", outputAs: "Bedroom-moved", on: moved)
+        #expect(await eventually(timeout: 10) { said(backLine) == 2 }, "lyre play: \(play.stderr)")
         try await rooms.expectPlayedWhole(play, song, in: "Kitchen")
         Self.expectInSync(try await rooms.sync("Bedroom", "Kitchen"))
+        Self.expectInSync(try await rooms.sync("Bedroom-moved", "Kitchen"))
         // Its first audio left within 3.5 s of its lyred being started again (start-up, at most a second
         // until the next try, the join and the playback latency).
         let firstAudio = try #require(try rooms.firstAudio("Bedroom"), "Bedroom played no audio after it came back")
         let after = Double(Int64(firstAudio) - Int64(restarted)) / 1e9
         #expect(after > 0 && after < 3.5, "Bedroom's first audio \(after) s after its lyred was started again")
-    }
-
-    /// A lost room whose receiver comes back at another address (a new DHCP lease; here a lyred with the same
-    /// state on another host) is found there by mDNS and rejoins by itself, in sync (issue 27): its old address
-    /// never answers again.
-    @Test func aLostRoomBackAtANewAddressIsFoundByMDNS() async throws {
-        var rooms = try await Rooms([("Kitchen", []), ("Bedroom", [])], onHosts: true)
-        defer { rooms.network.close() }
-        let song = try await rooms.sweep(seconds: 14, signal: "music")
-        let play = try rooms.network.spawn(["lyre", "play", song, "--to", "Kitchen", "--to", "Bedroom", "--mdns", "embedded",
-                                            "--interface", "lan0", "--group-socket", rooms.groupSocket, "--log-level", "info"])
-        #expect(await eventually { rooms.lyred["Bedroom"]!.stderr.contains("now playing:") }, "\(rooms.lyred["Bedroom"]!.stderr)")
-        try await Task.sleep(for: .seconds(2))
-        rooms.lyred["Bedroom"]!.signal(SIGTERM)
-        try await rooms.lyred["Bedroom"]!.waitForExit(timeout: 10)
-        #expect(await eventually { play.stderr.contains("'Bedroom' is no longer available; playing on in 'Kitchen'; it rejoins when it is back") },
-                "lyre play: \(play.stderr)")
-        let moved = try await rooms.network.addHost(9)
-        let restarted = Self.monotonicNow()
-        try rooms.restart("Bedroom", outputAs: "Bedroom-moved", on: moved)
-        #expect(await eventually(timeout: 10) { play.stderr.contains("'Bedroom' is back") }, "lyre play: \(play.stderr)")
-        try await play.waitForExit(timeout: 40)
-        #expect(play.status == 0, "lyre play: \(play.stderr)")
-        try await rooms.stop()
-        Self.expectInSync(try await rooms.sync("Bedroom-moved", "Kitchen"))
-        let firstAudio = try #require(try rooms.firstAudio("Bedroom-moved"), "Bedroom played no audio at its new address")
-        let after = Double(Int64(firstAudio) - Int64(restarted)) / 1e9
-        // Measured 2.11 s: lyred's start-up and first announcement, the join, and the playback latency.
-        print("Bedroom played at its new address \(String(format: "%.2f", after)) s after its lyred started there")
-        #expect(after > 0 && after < 5, "Bedroom's first audio \(after) s after its lyred started at the new address")
+        // At the new address within 5 s (2.11 s measured: lyred's start-up and first announcement, the join, and
+        // the playback latency).
+        let firstThere = try #require(try rooms.firstAudio("Bedroom-moved"), "Bedroom played no audio at its new address")
+        let afterThere = Double(Int64(firstThere) - Int64(restartedThere)) / 1e9
+        print("Bedroom played again \(String(format: "%.2f", after)) s after its lyred started again, and at its new address \(String(format: "%.2f", afterThere)) s after")
+        #expect(afterThere > 0 && afterThere < 5, "Bedroom's first audio \(afterThere) s after its lyred started at the new address")
     }
 
     /// Adding by hand a room that is returning: while its receiver is away the add fails and the room is still
@@ -794,30 +790,6 @@ struct MultiRoomTests {
         // The route did cut Shed off: it played only the part before it.
         let cut = try await rooms.compare(sweep, "Shed")
         #expect((cut["gaps"] as? Int ?? 0) > 0, "Shed played on after its address was prohibited: \(cut)")
-    }
-
-    /// A room unplugged from the network (its interface down: nothing closes a connection, and the sender's
-    /// packets to it still leave without an error) is lost once its receiver reports have been missing for
-    /// 10 s; the other room plays on to the end without a gap.
-    @Test func anUnpluggedRoomIsLostAndTheOthersPlayOn() async throws {
-        let rooms = try await Rooms([("Attic", []), ("Cellar", [])], onHosts: true)
-        defer { rooms.network.close() }
-        let sweep = try await rooms.sweep(seconds: 16)
-        let (attic, cellar) = try (#require(rooms.hosts["Attic"]), #require(rooms.hosts["Cellar"]))
-        let play = try rooms.network.spawn(["lyre", "play", sweep, "--host", "\(attic.ipv4):7730", "--host", "\(cellar.ipv4):7731",
-                                            "--group-socket", "off"])
-        #expect(await eventually { rooms.lyred["Cellar"]!.stderr.contains("now playing:") }, "\(rooms.lyred["Cellar"]!.stderr)")
-        try await Task.sleep(for: .seconds(1.5))
-        let cut = try await rooms.network.shell("ip -n \(cellar.name) link set eth0 down")
-        #expect(cut.status == 0, "\(cut.stderr)")
-        let cutAt = Date()
-        #expect(await eventually(timeout: 15) { play.stderr.contains("is no longer available; playing on in") }, "lyre play: \(play.stderr)")
-        let after = Date().timeIntervalSince(cutAt)
-        #expect(after > 8, "the silent room was lost \(after) s after it went silent, before its reports were 10 s late")
-        try await play.waitForExit(timeout: 30)
-        #expect(play.status == 0, "lyre play: \(play.stderr)")
-        try await rooms.stop()
-        StreamingTests.expectSameAudio(try await rooms.compare(sweep, "Attic"))
     }
 
     /// `--output-delay`, changed at run time through the control socket: that room plays exactly that much
