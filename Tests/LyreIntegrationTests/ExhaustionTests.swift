@@ -18,7 +18,9 @@ struct ExhaustionTests {
             ["lyred", "--name", "Speaker", "--port", "7730", "--state-dir", "/run/lyred", "--output", "wav:" + output,
              "--mpris", "off", "--web", "off", "--log-level", "info"], name: "lyred")
         #expect(await eventually { lyred.stderr.contains("advertised as") }, "\(lyred.stderr)")
-        let song = try await StreamingTests.sweep(network, rate: 48000, seconds: 30, signal: "music")
+        // The attack's five phases take about 6 s of the song here; 15 s leave it whole to the end at more than
+        // twice that.
+        let song = try await StreamingTests.sweep(network, rate: 48000, seconds: 15, signal: "music")
         let play = try network.spawn(["lyre", "play", song, "--to", "Speaker"], name: "lyre-play")
         #expect(await eventually { lyred.stderr.contains("session from") }, "\(play.stderr)")
 

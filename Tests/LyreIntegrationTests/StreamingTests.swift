@@ -1287,15 +1287,16 @@ struct StreamingTests {
         #expect(moved.stderr.components(separatedBy: "': opus, latency").count == 3, "two sessions: \(moved.stderr)")
     }
 
-    /// 200 plays in a row, each right after the last and each found through mDNS (the remembered address is
+    /// 40 plays in a row, each right after the last and each found through mDNS (the remembered address is
     /// forgotten before every one): each finds the receiver and plays. One in eight once failed with "has no
-    /// IPv4 address" when the receiver's update after a session resolved with only its IPv6 address (issue 12).
-    @Test func twoHundredPlaysInARowEachFindTheReceiver() async throws {
+    /// IPv4 address" when the receiver's update after a session resolved with only its IPv6 address (issue 12):
+    /// such a defect passes 40 plays in a row once in 200 runs ((7/8)^40 = 0.5 %).
+    @Test func fortyPlaysInARowEachFindTheReceiver() async throws {
         let rig = try await Rig()
         defer { rig.network.close() }
         let short = try await Self.sweep(rig.network, rate: 48000, seconds: 0.1)
         let known = rig.network.scratch.appendingPathComponent("state/lyre/receivers.json").path
-        let plays = 200
+        let plays = 40
         let errors = rig.network.scratch.appendingPathComponent("play.err").path
         let loop = try await rig.network.shell("""
             failed=0
