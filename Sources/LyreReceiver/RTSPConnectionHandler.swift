@@ -665,8 +665,11 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     }
 
     /// Ends the session, if any; tells the sender why when it should know, and closes the connection then.
-    func end(_ reason: SessionEnd) {
-        guard session != nil || controller != nil else { return }
+    /// Returns when the connection is closed once the sender was told: when the sender has read the notice and
+    /// closed, or 2 s after.
+    @discardableResult
+    func end(_ reason: SessionEnd) -> EventLoopFuture<Void>? {
+        guard session != nil || controller != nil else { return nil }
         // Told to the sender: the sample where the output stopped, as FLUSH answers it, so that a sender that
         // waits for this room resumes there (streaming.md §7).
         let stopped = reason.notice == nil ? nil : controller.flatMap { $0.withPlayout { $0.flush(nextSequence: nil) } }
@@ -679,7 +682,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         overlayVolume = 0
         registry.release(self)
         logger.info("session from \(Printable.quoted(senderName)) ended: \(reason)")
-        guard let told = reason.notice, let context else { return }
+        guard let told = reason.notice, let context else { return nil }
         var byName: String?
         if case .takenOver(let by) = reason { byName = by }
         let notice = ReceiverNotice.sessionEnd(.init(told, takenOverBy: byName, stoppedAt: stopped)).request()
@@ -696,6 +699,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         let shut = context.eventLoop.makePromise(of: Void.self)
         shut.futureResult.whenFailure { _ in channel.close(promise: nil) }
         context.close(mode: .output, promise: shut)
+        return channel.closeFuture
     }
 
     /// Sends unless the peer has stopped reading: past the write buffer's high mark (256 KiB) the connection

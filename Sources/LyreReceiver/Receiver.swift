@@ -556,12 +556,16 @@ public final class Receiver: Sendable {
     public func stop() async {
         statisticsTask.withLock { $0?.cancel() }
         let registry = self.registry
-        try? await registry.eventLoop.submit { registry.active?.end(.shutdown) }.get()
+        let told = try? await registry.eventLoop.submit { registry.active?.end(.shutdown) }.get()
         for server in servers.withLock({ $0 }) + webServers.withLock({ $0 }) { try? await server.close() }
         try? await control.withLock { $0 }?.close()
         if let path = configuration.controlSocketPath, control.withLock({ $0 }) != nil { unlink(path) }
         await registry.artwork?.removed()
         output.stop()
+        // The sender reads the notice and closes (or `end` closes 2 s after). Closed before that, by the group's
+        // shutdown or lyred's exit (which the end of `events` lets happen), the connection would be reset if a
+        // request of the sender's were unread, and a reset throws away what is not sent yet, the notice included.
+        if let told = told ?? nil { try? await told.get() }
         continuation.finish()
         try? await group.shutdownGracefully()
     }

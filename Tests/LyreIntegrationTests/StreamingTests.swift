@@ -1669,6 +1669,26 @@ struct StreamingTests {
         #expect(rig.lyred.stderr.contains("session from 'rtsp-abuse.py' ended: timeout"), "\(rig.lyred.stderr)")
     }
 
+    /// streaming.md §7: a receiver stopped while a session records tells its sender (`session-end: shutdown`),
+    /// shuts its side, and leaves the close to the sender for 2 s. Here the sender (rtsp-conformance.py
+    /// --shutdown) reads the notice and never closes, sending a keep-alive every 0.25 s: the receiver reads
+    /// them, and closes 2 s after the notice (the first keep-alive refused). Closing at once, with a request
+    /// of the sender's unread, would reset the connection, and a reset throws away what the receiver has not
+    /// sent yet, the notice included. (On loopback the notice is out at once, so this shows the wait, not a loss.)
+    @Test func aStoppedReceiverTellsItsSenderAndLeavesItTheClose() async throws {
+        let rig = try await Rig()
+        defer { rig.network.close() }
+        let run = try await rig.network.shell(
+            "python3 \(TestNetwork.tools)/peers/rtsp-conformance.py 127.0.0.1 \(rig.port) --shutdown $(pidof lyred)", timeout: 30)
+        let got = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "\(run.stdout) \(run.stderr)")
+        print("a sender that never closes, at a receiver's stop: \(got)")
+        #expect(got["notice"] as? Bool == true && (got["shut_after_s"] as? Double ?? 9) < 1, "\(got)\nlyred: \(rig.lyred.stderr)")
+        let closed = got["closed_after_s"] as? Double ?? 0
+        #expect(closed >= 1.9 && closed < 5, "closed \(closed) s after the stop: \(got)")
+        try await rig.lyred.waitForExit(timeout: 10)
+        #expect(rig.lyred.stderr.contains("session from 'rtsp-abuse.py' ended: shutdown"), "\(rig.lyred.stderr)")
+    }
+
     /// Tools/peers/rtsp-conformance.py in one of its modes that set a session up and say "ready".
     static func readySender(_ rig: Rig, _ mode: String) async throws -> Spawned {
         let sender = try rig.network.spawn(["python3", "\(TestNetwork.tools)/peers/rtsp-conformance.py", "127.0.0.1", String(rig.port), mode])

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Play the session handshake of Protocol/streaming.md §3 against a Lyre receiver, as a plain RTSP sender
 would, and print what it answered as one JSON object: the statuses and headers the spec states, for a test
-to assert. Usage: rtsp-conformance.py HOST PORT [--silent | --deaf | --clock | --arrival] (the receiver's page on port 7780)
+to assert. Usage: rtsp-conformance.py HOST PORT [--silent | --deaf | --clock | --arrival | --shutdown PID] (the receiver's
+page on port 7780)
 
 With --silent: sets a session up to RECORD and then says and sends nothing (§7: a recording session silent for
 10 s ends, `timeout`); prints how long until the receiver closed the connection and what it said first.
@@ -15,6 +16,11 @@ prints "ready", and keeps the session for 4 s (now-playing.md §2: the clocks ar
 
 With --arrival: a session with no timing exchange sends 1 s of packets in real time and prints the
 CLOCK_MONOTONIC time (ns) it sent the first (streaming.md §6.2: played at arrival plus the target latency).
+
+With --shutdown PID: sets a session up to RECORD, stops the receiver (SIGTERM to PID), and reads until the receiver
+shuts its side; then, never closing, sends a keep-alive every 0.25 s until one fails. Prints whether the session-end
+notice came, and how long after the signal the receiver shut its side and closed the connection (the keep-alive
+refused).
 
 Reuses rtsp-abuse.py's connection and message reading (the same wire code, not a second one)."""
 import base64
@@ -323,6 +329,35 @@ def deaf(target):
     print(json.dumps({"commands": commands}))
 
 
+def shutdown(target, pid):
+    s = recording(target)
+    os.kill(pid, 15)
+    start = time.monotonic()
+    said = b""
+    s.conn.sock.settimeout(10)
+    while True:
+        data = s.conn.sock.recv(65536)
+        if not data:
+            break
+        said += data
+    shut_after = time.monotonic() - start
+    # The receiver has shut its side. Keep-alives every 0.25 s until one is refused: the connection was closed
+    # (a write after the peer's close is answered with a reset, and the next one fails).
+    reset_after = None
+    cseq = 90
+    while time.monotonic() - start < 8:
+        time.sleep(0.25)
+        cseq += 1
+        try:
+            s.conn.sock.sendall(f"GET_PARAMETER {target.url} RTSP/1.0\r\nCSeq: {cseq}\r\nSession: {s.session}\r\n\r\n".encode())
+        except (ConnectionResetError, BrokenPipeError):
+            reset_after = round(time.monotonic() - start, 2)
+            break
+    text = said.decode("utf-8", "replace")
+    print(json.dumps({"notice": "session-end: shutdown" in text, "shut_after_s": round(shut_after, 2), "closed_after_s": reset_after,
+                      "said": text}))
+
+
 # The smallest bodies each format's magic bytes make (the receiver checks those, not the picture).
 JPEG = bytes([0xFF, 0xD8, 0xFF, 0xE0]) + b"a cover"
 PNG = bytes([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) + b"another cover"
@@ -343,6 +378,8 @@ def main():
     target = abuse.Target(sys.argv[1], int(sys.argv[2]), 5)
     if "--silent" in sys.argv:
         return silent(target)
+    if "--shutdown" in sys.argv:
+        return shutdown(target, int(sys.argv[sys.argv.index("--shutdown") + 1]))
     if "--deaf" in sys.argv:
         return deaf(target)
     if "--clock" in sys.argv:
