@@ -96,8 +96,11 @@ final class AvahiClientBackend: MDNSBackend, @unchecked Sendable {
         }
     }
 
-    /// Frees every object that belongs to the client, then the client (avahi's order).
+    /// Frees every object that belongs to the client, then the client (avahi's order), and the browse's
+    /// pending "all for now": a grace timer from the browse before (avahi-daemon restarted twice within
+    /// ``reconnectGrace``) would otherwise end the next browse's before it has settled.
     private func freeClientObjects() {
+        poll.cancelTimers()
         for watcher in events.removeAllTXTWatchers() { avahi_record_browser_free(watcher) }
         for resolver in resolvers.values { avahi_service_resolver_free(resolver) }
         resolvers.removeAll()

@@ -92,6 +92,12 @@ final class ThreadedPoll: @unchecked Sendable {
     func stop() {
         if started { avahi_threaded_poll_stop(handle) }
         started = false
+        cancelTimers()
+    }
+
+    /// Frees the timers `sayAllForNow(to:after:)` made, fired or not: one that has not fired never does.
+    /// Poll thread/lock.
+    func cancelTimers() {
         for timer in timers { api.pointee.timeout_free(timer) }
         timers.removeAll()
     }
