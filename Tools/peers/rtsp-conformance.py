@@ -78,16 +78,25 @@ def recording(target, transport="", headers=(), rtptime=1):
     return s
 
 
-def silent(target):
-    s = recording(target)
-    start = time.monotonic()
+def read_to_end(s, timeout):
+    """What the receiver says on the session's connection until it shuts its side."""
     said = b""
-    s.conn.sock.settimeout(20)
+    s.conn.sock.settimeout(timeout)
     while True:
         data = s.conn.sock.recv(65536)
         if not data:
-            break
+            return said
         said += data
+
+
+def keep_alive(s, cseq):
+    s.conn.sock.sendall(f"GET_PARAMETER {s.target.url} RTSP/1.0\r\nCSeq: {cseq}\r\nSession: {s.session}\r\n\r\n".encode())
+
+
+def silent(target):
+    s = recording(target)
+    start = time.monotonic()
+    said = read_to_end(s, 20)
     print(json.dumps({"closed_after_s": round(time.monotonic() - start, 2), "said": said.decode("utf-8", "replace")}))
 
 
@@ -324,7 +333,7 @@ def deaf(target):
         except socket.timeout:
             # A keep-alive, whose answer is read as part of `heard` (the session must not end as silent, §7).
             cseq += 1
-            s.conn.sock.sendall(f"GET_PARAMETER {target.url} RTSP/1.0\r\nCSeq: {cseq}\r\nSession: {s.session}\r\n\r\n".encode())
+            keep_alive(s, cseq)
     commands = [line.split(":", 1)[1].strip() for line in heard.decode("utf-8", "replace").split("\r\n") if line.startswith("remote-command:")]
     print(json.dumps({"commands": commands}))
 
@@ -333,13 +342,7 @@ def shutdown(target, pid):
     s = recording(target)
     os.kill(pid, 15)
     start = time.monotonic()
-    said = b""
-    s.conn.sock.settimeout(10)
-    while True:
-        data = s.conn.sock.recv(65536)
-        if not data:
-            break
-        said += data
+    said = read_to_end(s, 10)
     shut_after = time.monotonic() - start
     # The receiver has shut its side. Keep-alives every 0.25 s until one is refused: the connection was closed
     # (a write after the peer's close is answered with a reset, and the next one fails).
@@ -349,7 +352,7 @@ def shutdown(target, pid):
         time.sleep(0.25)
         cseq += 1
         try:
-            s.conn.sock.sendall(f"GET_PARAMETER {target.url} RTSP/1.0\r\nCSeq: {cseq}\r\nSession: {s.session}\r\n\r\n".encode())
+            keep_alive(s, cseq)
         except (ConnectionResetError, BrokenPipeError):
             reset_after = round(time.monotonic() - start, 2)
             break
