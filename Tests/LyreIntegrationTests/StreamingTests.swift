@@ -1472,22 +1472,22 @@ struct StreamingTests {
         #expect(devices.first { $0["name"] as? String == "Capped" }?["volume"] as? Double == -10, "\(listing.stdout)")
         #expect(devices.first { $0["name"] as? String == "Amplified" }?["volume"] as? Double == -20, "\(listing.stdout)")
         let sweep = try await Self.sweep(network, rate: 48000, seconds: 3)
-        for name in ["Capped", "Amplified"] {
-            // The sender learns where the room's volume starts (GET_PARAMETER after SETUP, now-playing.md §4.3):
-            // its group listing shows −10 and −20 dB, not the 0 dB a sender that assumed would show.
-            let socket = network.scratch.appendingPathComponent("group-\(name).sock").path
-            let play = try network.spawn(["lyre", "play", sweep, "--to", name, "--group-socket", socket])
-            var listed: Double?
-            _ = await eventually {
-                let list = try? await network.run(["lyre", "group", "--json", "--socket", socket])
-                let rooms = list.flatMap { try? JSONSerialization.jsonObject(with: Data($0.stdout.utf8)) as? [String: Any] }?["rooms"] as? [[String: Any]]
-                listed = (rooms?.first?["volume"] as? NSNumber)?.doubleValue
-                return listed != nil
+        // The sender learns where each room's volume starts (GET_PARAMETER after SETUP, now-playing.md §4.3):
+        // its group listing shows −10 and −20 dB, not the 0 dB a sender that assumed would show.
+        let socket = network.scratch.appendingPathComponent("group.sock").path
+        let play = try network.spawn(["lyre", "play", sweep, "--to", "Capped", "--to", "Amplified", "--group-socket", socket])
+        var listed: [String: Double] = [:]
+        _ = await eventually {
+            let list = try? await network.run(["lyre", "group", "--json", "--socket", socket])
+            let rooms = list.flatMap { try? JSONSerialization.jsonObject(with: Data($0.stdout.utf8)) as? [String: Any] }?["rooms"] as? [[String: Any]]
+            for room in rooms ?? [] {
+                if let name = room["name"] as? String, let volume = room["volume"] as? NSNumber { listed[name] = volume.doubleValue }
             }
-            #expect(listed == (name == "Capped" ? -10 : -20), "\(name) listed at \(String(describing: listed)) dB")
-            try await play.waitForExit(timeout: 20)
-            #expect(play.status == 0, "lyre play --to \(name): \(play.stderr)")
+            return listed.count == 2
         }
+        #expect(listed == ["Capped": -10, "Amplified": -20], "listed at \(listed) dB")
+        try await play.waitForExit(timeout: 20)
+        #expect(play.status == 0, "lyre play: \(play.stderr)")
         for lyred in receivers {
             lyred.signal(SIGTERM)
             try await lyred.waitForExit(timeout: 10)
