@@ -24,23 +24,23 @@ final class TestNetwork {
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         holder = Process()
         holder.executableURL = URL(fileURLWithPath: Self.tools + "/netns")
-        holder.arguments = (avahi ? [] : ["--no-avahi"]) + ["--", "sh", "-c", "touch /run/lyre-netns/ready; exec sleep 3600"]
-        holder.standardOutput = FileHandle.nullDevice
+        holder.arguments = (avahi ? [] : ["--no-avahi"]) + ["--", "sh", "-c", "touch /run/lyre-netns/ready; echo ready; exec sleep 3600"]
+        let said = Pipe()
+        holder.standardOutput = said
         let log = try FileHandle(forWritingTo: Self.touch(scratch.appendingPathComponent("netns.log")))
         holder.standardError = log
         try holder.run()
         try? log.close()
-        // Tools/netns execs unshare, which forks the namespace's PID 1 (a transient helper may come first):
-        // the child whose /run holds the ready marker is what nsenter targets.
+        // The namespace's command says "ready" once it is up (its D-Bus and avahi-daemon too): waited for on
+        // the pipe, 20 s at most. Tools/netns execs unshare, which forks the namespace's PID 1 (a transient
+        // helper may come first): the child whose /run holds the ready marker is what nsenter targets.
         var inner: Int32 = 0
-        let deadline = Date().addingTimeInterval(20)
         let holderPID = holder.processIdentifier
-        while Date() < deadline, inner == 0, holder.isRunning {
+        if Self.waitForLine("ready", on: said.fileHandleForReading.fileDescriptor, seconds: 20) {
             let text = (try? String(contentsOfFile: "/proc/\(holderPID)/task/\(holderPID)/children", encoding: .utf8)) ?? ""
             inner = text.split(separator: " ").compactMap { Int32($0) }.first {
                 FileManager.default.fileExists(atPath: "/proc/\($0)/root/run/lyre-netns/ready")
             } ?? 0
-            if inner == 0 { usleep(20_000) }
         }
         guard inner != 0 else {
             let log = (try? String(contentsOf: scratch.appendingPathComponent("netns.log"), encoding: .utf8)) ?? ""
@@ -50,6 +50,22 @@ final class TestNetwork {
             throw TestNetworkError("the test network did not come up (Tools/netns running: \(holder.isRunning)): \(log)")
         }
         pid = inner
+    }
+
+    /// Reads `fd` until a line `line` comes (true), or it ends or `seconds` pass (false); waits in poll(2).
+    static func waitForLine(_ line: String, on fd: Int32, seconds: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        var text = ""
+        var buffer = [UInt8](repeating: 0, count: 256)
+        while !text.split(separator: "\n").contains(Substring(line)) {
+            let left = Int32(deadline.timeIntervalSinceNow * 1000)
+            var waiting = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard left > 0, poll(&waiting, 1, left) > 0 else { return false }
+            let count = read(fd, &buffer, buffer.count)
+            guard count > 0 else { return false }
+            text += String(decoding: buffer[..<count], as: UTF8.self)
+        }
+        return true
     }
 
     /// Fails clearly, rather than skipping, when something the tests need is missing.
