@@ -565,7 +565,7 @@ public final class Receiver: Sendable {
         // The sender reads the notice and closes (or `end` closes 2 s after). Closed before that, by the group's
         // shutdown or lyred's exit (which the end of `events` lets happen), the connection would be reset if a
         // request of the sender's were unread, and a reset throws away what is not sent yet, the notice included.
-        if let told = told ?? nil { try? await told.get() }
+        if let told { try? await told.get() }
         continuation.finish()
         try? await group.shutdownGracefully()
     }

@@ -38,6 +38,7 @@ struct ExhaustionTests {
 
         let stats = try await network.run(["lyre", "remote", "stats"]).stdout
         print("the flood: \(report)\nthe receiver: \(stats)")
+        #expect(!stats.contains("no session"), "the song ended before the attack did (its counters are gone): \(stats)")
         func counter(_ name: String) -> Int { stats.firstMatch(of: try! Regex(" \(name)=(\\d+)")).flatMap { Int($0.output[1].substring ?? "") } ?? -1 }
         #expect(counter("late") == 0 && counter("lost") == 0 && counter("concealed") == 0, "the audio suffered: \(stats)")
         #expect(counter("evicted") > 0 && counter("slow") > 0, "stats: \(stats)")

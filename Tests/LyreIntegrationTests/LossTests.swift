@@ -40,7 +40,7 @@ struct LossTests {
     /// not a route change (issue 27): the room keeps its session, conceals the gap, asks again for what it can
     /// still play, and counts it; it plays on in sync with the room that never lost its link.
     ///
-    /// A third room's link drops at the same moment for good (unplugged: nothing closes a connection, and the
+    /// A third room's link drops for good as the song starts (unplugged: nothing closes a connection, and the
     /// sender's packets to it still leave without an error): it is lost once its receiver reports have been
     /// missing for 10 s, not before, and the other rooms play on to the end, the clean one without a gap.
     @Test func aThreeSecondLinkDropResumesWithoutARouteChange() async throws {
@@ -52,7 +52,6 @@ struct LossTests {
         for room in ["Gappy", "Unplugged"] {
             #expect(await eventually { rooms.lyred[room]!.stderr.contains("now playing:") }, "\(rooms.lyred[room]!.stderr)")
         }
-        try await Task.sleep(for: .seconds(3))
         func drop(_ table: String, _ address: String) async throws {
             let down = try await rooms.network.shell("""
                 nft add table inet \(table) && \
@@ -62,9 +61,11 @@ struct LossTests {
                 """)
             #expect(down.status == 0, "nft: \(down.stderr)")
         }
-        try await drop("lyregap", "127.0.0.2")
+        // Unplugged now (lost 9 to 11 s on, with 4 s of the song left), Gappy's link down 3 s on for 3 s.
         try await drop("lyreunplugged", "127.0.0.3")
         let cutAt = Date()
+        try await Task.sleep(for: .seconds(3))
+        try await drop("lyregap", "127.0.0.2")
         try await Task.sleep(for: .seconds(3))
         let dropped = try await Self.dropped(rooms.network, table: "lyregap")
         let up = try await rooms.network.run(["nft", "delete", "table", "inet", "lyregap"])
@@ -73,7 +74,8 @@ struct LossTests {
         let unplugged = "'127.0.0.3:7732' is no longer available; playing on in '127.0.0.1:7730', '127.0.0.2:7731'"
         #expect(await eventually(timeout: 15) { play.stderr.contains(unplugged) }, "lyre play: \(play.stderr)")
         let lostAfter = Date().timeIntervalSince(cutAt)
-        #expect(lostAfter > 8, "the unplugged room was lost \(lostAfter) s after it went silent, before its reports were 10 s late")
+        print("Unplugged was lost \(String(format: "%.2f", lostAfter)) s after its link dropped")
+        #expect(lostAfter > 8 && lostAfter < 15, "the unplugged room was lost \(lostAfter) s after it went silent (its reports 10 s late)")
         try await play.waitForExit(timeout: 40)
         #expect(play.status == 0, "lyre play: \(play.stderr)")
         #expect(!play.stderr.contains("'127.0.0.2:7731' is no longer available"), "a route change for a 3 s gap: \(play.stderr)")

@@ -332,7 +332,7 @@ struct MultiRoomTests {
     @Test func aLostRoomComesBackByItselfInSyncAndAtANewAddress() async throws {
         var rooms = try await Rooms([("Kitchen", []), ("Bedroom", [])], onHosts: true)
         defer { rooms.network.close() }
-        let song = try await rooms.sweep(seconds: 24, signal: "music")
+        let song = try await rooms.sweep(seconds: 20, signal: "music")
         let play = try rooms.network.spawn(["lyre", "play", song, "--to", "Kitchen", "--to", "Bedroom", "--mdns", "embedded",
                                             "--interface", "lan0", "--group-socket", rooms.groupSocket, "--log-level", "info"])
         #expect(await eventually { rooms.lyred["Bedroom"]!.stderr.contains("now playing:") }, "\(rooms.lyred["Bedroom"]!.stderr)")
@@ -353,9 +353,9 @@ struct MultiRoomTests {
         let restarted = Self.monotonicNow()
         try rooms.restart("Bedroom")
         #expect(await eventually(timeout: 10) { said(backLine) == 1 }, "lyre play: \(play.stderr)")
-        // Played on for 8 s (the sync measure leaves its first 5 out), then lost again and started on a host of
-        // its own, its output and log kept apart (Bedroom-moved).
-        try await Task.sleep(for: .seconds(8))
+        // Played on for 4 s (16 windows of the sync measure), then lost again and started on a host of its own,
+        // its output and log kept apart (Bedroom-moved), with about 8 s of the song left.
+        try await Task.sleep(for: .seconds(4))
         try await lose(2)
         let moved = try await rooms.network.addHost(9)
         let restartedThere = Self.monotonicNow()
@@ -656,7 +656,7 @@ struct MultiRoomTests {
     @Test func aGroupDucksAlikeInEveryRoom() async throws {
         let rooms = try await Rooms([("Kitchen", []), ("Bedroom", [])])
         defer { rooms.network.close() }
-        // The chime from about 2.5 s to 4.5 s; the rooms' sync is read after its first 5 s.
+        // The chime from about 2.5 s to 4.5 s, and 4.5 s of the music after it.
         let song = try await StreamingTests.sweep(rooms.network, rate: 48000, seconds: 9, signal: "music")
         let chime = try await StreamingTests.sweep(rooms.network, rate: 48000, seconds: 2, signal: "full")
         let music = try await rooms.playInKitchenAndBedroom(song)

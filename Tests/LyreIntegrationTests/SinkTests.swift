@@ -123,7 +123,7 @@ struct SinkTests {
         // A system sound sent to the receiver's output is moved to the local output while it plays, and no
         // session starts.
         let alert = network.scratch.appendingPathComponent("alert.wav").path
-        #expect(try await network.run(["python3", Self.audioTool, "sweep", alert, "--rate", "48000", "--seconds", "2", "--level-db", "-3"]).status == 0)
+        #expect(try await network.run(["python3", Self.audioTool, "sweep", alert, "--rate", "48000", "--seconds", "3", "--level-db", "-3"]).status == 0)
         let localIndex = try await sinks().split(separator: "\n").first { $0.contains("\tlocal\t") }?.split(separator: "\t").first.map(String.init)
         func onLocal() async throws -> Bool {
             let inputs = try await network.run(env + ["pactl", "list", "short", "sink-inputs"]).stdout

@@ -452,9 +452,9 @@ struct StreamingTests {
         let rig = try await Rig(arguments: ["--mpris", "session"])
         defer { rig.network.close() }
         let own = option.hasPrefix("--duck-db ")
-        // The chime starts about 2.5 s into the music and the music outlasts it by 4.5 s: its level after the
+        // The chime starts about 2.5 s into the music and the music outlasts it by 5.5 s: its level after the
         // release, and the overlay seen gone from the page and MPRIS while the music still plays.
-        let song = try await Self.sweep(rig.network, rate: 48000, seconds: own ? 11 : 9, signal: "music")
+        let song = try await Self.sweep(rig.network, rate: 48000, seconds: own ? 12 : 10, signal: "music")
         let chime = try await Self.sweep(rig.network, rate: 48000, seconds: own ? 4 : 2, signal: "full")
         let (musicCover, doorbellCover) = (rig.network.scratch.path + "/music.png", rig.network.scratch.path + "/doorbell.png")
         let doorbellSocket = rig.network.scratch.path + "/doorbell.sock"
