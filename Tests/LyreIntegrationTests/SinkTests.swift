@@ -369,8 +369,11 @@ struct SinkTests {
         }
         let made = try await network.run(["bash", "-c", script])
         #expect(made.status == 0, "\(made.stderr)")
+        // mpv's log says whether its own stream ran dry (a CI run once found the receiver's sweep at 4.5 dB, 7
+        // windows silent, with nothing else to tell mpv's underruns from Lyre's).
+        let mpvLog = network.scratch.appendingPathComponent("mpv.log").path
         let mpv = try network.spawn(env + ["mpv", "--no-config", "--no-video", "--no-terminal", "--ao=pulse", "--audio-device=pulse/\(node)",
-                                           "--script=\(plugin)", dir + "/1.flac", dir + "/2.flac", dir + "/3.flac"], name: "mpv")
+                                           "--log-file=\(mpvLog)", "--script=\(plugin)", dir + "/1.flac", dir + "/2.flac", dir + "/3.flac"], name: "mpv")
         defer { mpv.signal(SIGKILL) }
         func playerctl(_ player: String, _ arguments: String...) async -> String {
             let result = try? await network.run(["playerctl", "-p", player] + arguments, timeout: 15)
@@ -435,7 +438,14 @@ struct SinkTests {
         #expect(await eventually { lyred.stderr.contains("ended: teardown") }, "\(lyred.stderr)")
         lyred.signal(SIGTERM)
         try await lyred.waitForExit(timeout: 10)
-        StreamingTests.expectSameAudio(try await StreamingTests.compare(network, reference: first, output: output))
+        let comparison = try await StreamingTests.compare(network, reference: first, output: output)
+        StreamingTests.expectSameAudio(comparison)
+        if (comparison["gaps"] as? Int ?? -1) != 0 {
+            // Whose the gaps are: the receiver's statistics, lyre sink's log, and mpv's word on its own stream.
+            let underruns = ((try? String(contentsOfFile: mpvLog, encoding: .utf8)) ?? "").split(separator: "\n")
+                .filter { $0.localizedCaseInsensitiveContains("underrun") || $0.localizedCaseInsensitiveContains("underflow") }
+            print("mpv's underruns: \(underruns)\nlyred:\n\(lyred.stderr)\nlyre sink:\n\(sink.stderr)")
+        }
         sink.signal(SIGINT)
         try await sink.waitForExit(timeout: 10)
         #expect(sink.status == 0, "lyre sink: \(sink.stderr)")
