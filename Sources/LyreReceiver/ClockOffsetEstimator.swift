@@ -11,7 +11,7 @@
 /// at the receiver's rate (the same host, or one disciplined clock) must not seem to drift by the few ppm
 /// that a handful of samples' jitter makes, or the output would leave its in-tune passthrough (§6.1) for
 /// nothing. A step of the sender's clock (every sample of the last three more than `stepThreshold` off the
-/// line) restarts the filter from those samples.
+/// line, beyond what the round trips allow) restarts the filter from those samples.
 ///
 /// Pure: no clock of its own; every time is given.
 public struct ClockOffsetEstimator: Sendable {
@@ -83,7 +83,11 @@ public struct ClockOffsetEstimator: Sendable {
     public mutating func add(localTime: UInt64, offset: Int64, delay: Int64) {
         guard delay >= 0 else { return }  // impossible unless a clock stepped: ignore
         let sample = Sample(localTime: localTime, offset: offset, delay: delay)
-        if let predicted = self.offset(at: localTime), abs(offset - predicted) > stepThreshold {
+        // Off the line by more than the sample's and the line's best sample's round trips allow (each is
+        // true only to within half its own). A line from first answers that waited long (a loaded host) is off
+        // by up to half their round trip, and the first answer that did not wait corrects it at once, instead
+        // of being called an outlier, and three such a step.
+        if let predicted = self.offset(at: localTime), abs(offset - predicted) > stepThreshold + (delay + (self.delay ?? 0)) / 2 {
             recentOutliers += 1
             outliers += 1
             if recentOutliers < 3 {
