@@ -29,7 +29,23 @@ public struct TimingSocket: ~Copyable {
         port = InternetSocket.localAddress(fd).port
         // Without kernel stamps the socket still works, with the reading time instead.
         _ = lyre_socket_enable_timestamps(fd)
+        Self.keepKernelStampsOn()
     }
+
+    /// Keeps the kernel stamping datagrams as they arrive for as long as the process lives.
+    ///
+    /// Linux turns its receive timestamps on when the first socket asks for them, and off when the last such
+    /// socket closes, both through deferred work; until that work has run, a datagram is stamped when it is
+    /// read, so on a loaded host a session's first answers could carry the reading time as `t4` (their round
+    /// trips long, their offsets off by half the wait). One socket that asks and stays open keeps them on
+    /// between sessions; lyred calls this as it starts, so that they are on before its first session.
+    public static func keepKernelStampsOn() { _ = stampKeeper }
+
+    private static let stampKeeper: Int32 = {
+        let fd = Glibc.socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        if fd >= 0 { _ = lyre_socket_enable_timestamps(fd) }
+        return fd
+    }()
 
     deinit { Glibc.close(fd) }
 

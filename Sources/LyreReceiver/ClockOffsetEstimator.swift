@@ -83,11 +83,14 @@ public struct ClockOffsetEstimator: Sendable {
     public mutating func add(localTime: UInt64, offset: Int64, delay: Int64) {
         guard delay >= 0 else { return }  // impossible unless a clock stepped: ignore
         let sample = Sample(localTime: localTime, offset: offset, delay: delay)
-        // Off the line by more than the sample's and the line's best sample's round trips allow (each is
-        // true only to within half its own). A line from first answers that waited long (a loaded host) is off
-        // by up to half their round trip, and the first answer that did not wait corrects it at once, instead
-        // of being called an outlier, and three such a step.
-        if let predicted = self.offset(at: localTime), abs(offset - predicted) > stepThreshold + (delay + (self.delay ?? 0)) / 2 {
+        // Off the line by more than `stepThreshold` beyond what the line's best round trip allows (a sample is
+        // true only to within half its round trip). A line drawn through first answers whose round trips were
+        // long is off by up to half of them, and the first answer with a short one corrects it at once, instead
+        // of being taken for an outlier, and three such for a step. A long round trip of the sample's own
+        // widens nothing: once the line is good, such a sample is an outlier as before. (In doubles: a forged
+        // reply's offset can be any Int64.)
+        let allowed = Double(stepThreshold) + Double(self.delay ?? 0) / 2
+        if let predicted = self.offset(at: localTime), abs(Double(offset) - Double(predicted)) > allowed {
             recentOutliers += 1
             outliers += 1
             if recentOutliers < 3 {

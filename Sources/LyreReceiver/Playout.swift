@@ -33,6 +33,10 @@ public struct PlayoutStatistics: Sendable, Equatable, Encodable {
     public var clockOffsetMicroseconds: Double?
     public var clockDelayMicroseconds: Double?
     public var driftPPM: Double?
+    /// Timing answers the clock filter left out as outliers, and steps of the sender's clock it followed
+    /// (streaming.md §5.1); in `text` only when not 0.
+    public var clockOutliers = 0
+    public var clockSteps = 0
 
     public var text: String {
         var parts = [
@@ -46,6 +50,7 @@ public struct PlayoutStatistics: Sendable, Equatable, Encodable {
         if let driftPPM { parts.append("drift-ppm=\((driftPPM * 100).rounded() / 100)") }
         if let ratePPM { parts.append("rate-ppm=\((ratePPM * 100).rounded() / 100)") }
         if let skewPPM { parts.append("skew-ppm=\((skewPPM * 100).rounded() / 100)") }
+        if clockOutliers > 0 || clockSteps > 0 { parts.append("clock-outliers=\(clockOutliers) clock-steps=\(clockSteps)") }
         return parts.joined(separator: " ")
     }
 }
@@ -201,6 +206,8 @@ public struct Playout: ~Copyable {
         statistics.clockOffsetMicroseconds = clock.offset.map { Double($0) / 1000 }
         statistics.clockDelayMicroseconds = clock.delay.map { Double($0) / 1000 }
         statistics.driftPPM = clock.driftPPM
+        statistics.clockOutliers = clock.outliers
+        statistics.clockSteps = clock.steps
     }
 
     public mutating func countForeign() { statistics.foreign += 1 }

@@ -3,9 +3,9 @@ import LyreClock
 import LyreWire
 import Synchronization
 
-/// The receiver's side of the timing exchange (streaming.md §5), on its own thread: requests 20 ms apart
-/// until the clock is known (`TimingExchange`), then one a second, each answer turned into an offset and round
-/// trip for the session's playout.
+/// The receiver's side of the timing exchange (streaming.md §5), on its own thread: 5 requests 20 ms
+/// apart, then one a second (sooner while answers come back slow: `TimingExchange`), each answer turned into
+/// an offset and round trip for the session's playout.
 ///
 /// Its own thread and the kernel's receive time (`TimingSocket`) keep `t4` true when the event loops are
 /// busy: a `t4` read late on a loaded machine once moved the offset by a millisecond and more, and the
@@ -66,19 +66,22 @@ final class TimingClient: @unchecked Sendable {
 }
 
 /// The timing exchange's schedule and bookkeeping (streaming.md §5), without the socket or the thread:
-/// 5 requests 20 ms apart, more 20 ms apart (50 in all at most) until an answer's round trip is at most
-/// `knownDelay`, then one a second; a reply counts only when it answers a request still outstanding (at most
-/// the last 16), echoing its sequence and its `t1`, so an old reply sent again is dropped (pairing.md §6.4).
+/// 5 requests 20 ms apart, then one a second; until an answer has come back with a round trip of at most
+/// `knownDelay`, each answer with a longer one is followed by another request 20 ms after it (50 requests in
+/// all at most). A reply counts only when it answers a request still outstanding (at most the last 16),
+/// echoing its sequence and its `t1`, so an old reply sent again is dropped (pairing.md §6.4).
 ///
-/// Why go on: an answer is true only to within half its round trip, and the playout starts on what the first
-/// answers say. When a thread at either end was held up through the first five (a loaded host), the clock was
-/// off by tens of ms until the once-a-second answers corrected it, and the output then jumped to the schedule.
-/// (That is the likeliest reading of a CI run in which SinkTests' mpv test heard the start of its sweep
-/// 90 ms later than the rest; the run kept no log to prove it.)
+/// Why ask again: an answer is true only to within half its round trip, and the playout starts on what the
+/// first answers say. Answers with long round trips (on a loaded host: a thread held up between reading its
+/// time and sending, or a reply stamped when it was read, as the kernel does before its receive timestamps
+/// are turned on) could leave the clock tens of ms off until the once-a-second answers corrected it, and the
+/// output then jumped to the schedule. (That is the likeliest reading of a CI run in which SinkTests' mpv test
+/// heard the start of its sweep 90 ms later than the rest; the run kept no log to prove it.) Requests nobody
+/// answers are not asked again sooner: a far sender's answers would outrun the 16 remembered.
 struct TimingExchange: Sendable {
-    /// Requests asked 20 ms apart before the pace drops to one a second, when one of their answers was good.
+    /// Requests asked 20 ms apart before the pace drops to one a second.
     static let quickRequests: UInt32 = 5
-    /// Requests asked 20 ms apart at most, while no answer was good: a second's worth.
+    /// Requests sent at most while answers come back with long round trips.
     static let quickRequestLimit: UInt32 = 50
     /// A round trip that knows the clock to within half of it: 5 ms, the filter's step threshold.
     static let knownDelay: Int64 = 5_000_000
@@ -102,8 +105,7 @@ struct TimingExchange: Sendable {
         sequence &+= 1
         outstanding[sequence] = now
         if outstanding.count > Self.outstandingLimit, let oldest = outstanding.keys.min() { outstanding[oldest] = nil }
-        let quick = sequence < Self.quickRequests || (!known && sequence < Self.quickRequestLimit)
-        next = now + (quick ? Self.quickInterval : Self.interval)
+        next = now + (sequence < Self.quickRequests ? Self.quickInterval : Self.interval)
         return TimingPacket(kind: .request, sequence: sequence, t1: now).serialized()
     }
 
@@ -113,7 +115,11 @@ struct TimingExchange: Sendable {
         guard let packet = TimingPacket(parsing: bytes), packet.kind == .response, outstanding[packet.sequence] == packet.t1 else { return nil }
         outstanding[packet.sequence] = nil
         let (offset, delay) = packet.offsetAndDelay(t4: arrival)
-        if (0...Self.knownDelay).contains(delay) { known = true }
+        if (0...Self.knownDelay).contains(delay) {
+            known = true
+        } else if !known, sequence < Self.quickRequestLimit {
+            next = min(next, arrival + Self.quickInterval)
+        }
         return (arrival, offset, delay)
     }
 }

@@ -93,17 +93,25 @@ struct ClockFilterTests {
         #expect(filter.offset(at: 10_000_000_000) == 1000)
     }
 
-    /// streaming.md §5.1: the first answers waited 180 ms on the way there (a thread held up), so they put the
-    /// sender 90 ms ahead of where it is; the first answer that did not wait is within what their round trip
-    /// allows, so it is no outlier: the clock is right from it on, with no step. (Before, it and the next two
-    /// were outliers, and the clock stayed 90 ms off until the third, seconds later at one a second.)
+    /// streaming.md §5.1: the first answers' replies were stamped 180 ms late (read late, before the kernel's
+    /// receive timestamps were on), so they put the sender 90 ms behind where it is, and the output would play
+    /// 90 ms late; the first answer with a short round trip is within what theirs allows, so it is no outlier:
+    /// the clock is right from it on, with no step. (Before, it and the next two were outliers, and the clock
+    /// stayed 90 ms off until the third, seconds later at one a second.) Once the line is good, a slow answer
+    /// is an outlier as before: its own round trip widens nothing.
     @Test func firstAnswersThatWaitedAreCorrectedByTheFirstThatDidNot() {
         var filter = ClockOffsetEstimator()
-        for i in 0..<5 { filter.add(localTime: UInt64(i) * 20_000_000, offset: 90_000_000, delay: 180_000_000 + Int64(i) * 1000) }
-        #expect(filter.offset(at: 100_000_000) == 90_000_000)
+        for i in 0..<5 { filter.add(localTime: UInt64(i) * 20_000_000, offset: -90_000_000, delay: 180_000_000 + Int64(i) * 1000) }
+        #expect(filter.offset(at: 100_000_000) == -90_000_000)
         filter.add(localTime: 120_000_000, offset: 20_000, delay: 100_000)
         #expect(filter.offset(at: 120_000_000) == 20_000 && filter.outliers == 0 && filter.steps == 0)
         #expect(filter.delay == 100_000)
+        filter.add(localTime: 1_120_000_000, offset: -90_000_000, delay: 180_000_000)
+        #expect(filter.offset(at: 1_120_000_000) == 20_000 && filter.outliers == 1)
+        filter.add(localTime: 1_150_000_000, offset: 20_000, delay: 100_000)
+        // A forged reply's offset at either end of Int64 is an outlier, not a trap.
+        for forged in [Int64.min, Int64.max] { filter.add(localTime: 1_200_000_000, offset: forged, delay: 100_000) }
+        #expect(filter.offset(at: 1_200_000_000) == 20_000 && filter.outliers == 3)
     }
 
     /// The sender's clock steps by 50 ms: one sample that far off is an outlier and ignored; three in a row

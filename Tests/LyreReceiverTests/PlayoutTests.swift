@@ -201,6 +201,18 @@ struct PlayoutTests {
         return results
     }
 
+    /// streaming.md §5.1: the stats name the timing answers left out as outliers and the steps followed, once
+    /// there are any (a CI failure that jumped the output had nothing to say why).
+    @Test func theStatsNameTheClocksOutliersAndSteps() throws {
+        var playout = try Playout(format: Self.format, latency: 100_000_000, timed: true)
+        for i in 0..<5 { playout.addTimingSample(localTime: UInt64(i) * 1_000_000_000, offset: 0, delay: 10_000) }
+        #expect(!playout.statistics.text.contains("clock-"))
+        playout.addTimingSample(localTime: 5_000_000_000, offset: 50_000_000, delay: 10_000)
+        #expect(playout.statistics.text.hasSuffix("clock-outliers=1 clock-steps=0"), "\(playout.statistics.text)")
+        for i in 6..<8 { playout.addTimingSample(localTime: UInt64(i) * 1_000_000_000, offset: 50_000_000, delay: 10_000) }
+        #expect(playout.statistics.text.hasSuffix("clock-outliers=3 clock-steps=1"), "\(playout.statistics.text)")
+    }
+
     /// FLUSH's `Lyre-Stopped-At` (streaming.md §3) is the first input sample the output did not put out: the
     /// next one due while audio plays, and where the audio ended when the output had run past it (a pausing
     /// sender stops sending before its FLUSH arrives), so that the sender resumes with no sample lost.

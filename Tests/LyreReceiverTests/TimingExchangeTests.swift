@@ -15,45 +15,48 @@ struct TimingExchangeTests {
         }
     }
 
-    /// Every request from `start` to `end`, each answered at once with a round trip of `delay(sequence)` ns
-    /// (nil: not answered): when it was sent, ms after `start`.
+    /// Every request from `start` to `end`, polled each millisecond, each answered `delay(sequence)` ns after
+    /// it was sent (nil: never), the whole round trip on the way back (the sender's clock 2 ms ahead): when
+    /// each was sent, ms after `start`.
     static func answered(_ exchange: inout TimingExchange, until end: UInt64, delay: (UInt32) -> UInt64?) -> [UInt64] {
-        stride(from: start, through: end, by: Int(ms)).compactMap { now -> UInt64? in
+        var replies: [(arrival: UInt64, bytes: [UInt8])] = []
+        return stride(from: start, through: end, by: Int(ms)).compactMap { now -> UInt64? in
+            for reply in replies where reply.arrival <= now { _ = exchange.take(reply.bytes, arrival: reply.arrival) }
+            replies.removeAll { $0.arrival <= now }
             guard let request = exchange.request(at: now).flatMap({ TimingPacket(parsing: $0) }) else { return nil }
             if let delay = delay(request.sequence) {
-                // The sender's clock 2 ms ahead; the whole round trip on the way there.
-                let reply = TimingPacket(kind: .response, sequence: request.sequence, t1: request.t1,
-                                         t2: request.t1 + 2 * ms + delay, t3: request.t1 + 2 * ms + delay).serialized()
-                _ = exchange.take(reply, arrival: request.t1 + delay)
+                let reply = TimingPacket(kind: .response, sequence: request.sequence, t1: request.t1, t2: request.t1 + 2 * ms, t3: request.t1 + 2 * ms)
+                replies.append((request.t1 + delay, reply.serialized()))
             }
             return (now - start) / ms
         }
     }
 
     @Test func fiveRequests20MillisecondsApartThenOneASecond() {
+        // Unanswered, and answered within 5 ms: the same.
+        for delay in [nil, 200_000] as [UInt64?] {
+            var exchange = TimingExchange(start: Self.start)
+            #expect(Self.answered(&exchange, until: Self.start + 3_500 * Self.ms) { _ in delay } == [0, 20, 40, 60, 80, 1_080, 2_080, 3_080])
+            #expect(exchange.next == Self.start + 4_080 * Self.ms)
+        }
         var exchange = TimingExchange(start: Self.start)
         let sent = Self.requests(&exchange, until: Self.start + 3_500 * Self.ms)
-        #expect(sent.map(\.1.sequence) == Array(1...UInt32(sent.count)))
+        #expect(sent.map(\.1.sequence) == Array(1...8))
         #expect(sent.allSatisfy { $0.1.kind == .request && $0.1.t1 == $0.0 })
-        // Answered within 5 ms: the clock is known, and five are enough.
-        var answered = TimingExchange(start: Self.start)
-        #expect(Self.answered(&answered, until: Self.start + 3_500 * Self.ms) { _ in 200_000 } == [0, 20, 40, 60, 80, 1_080, 2_080, 3_080])
-        #expect(answered.next == Self.start + 4_080 * Self.ms)
     }
 
-    /// streaming.md §5: while no answer came back within 5 ms (a thread held up at either end: each answer is
-    /// then off by up to half its round trip), the requests go on 20 ms apart, until one does or 50 were sent.
-    @Test func requestsGoOn20MillisecondsApartUntilAnAnswerComesWithin5Milliseconds() {
+    /// streaming.md §5: until an answer comes back within 5 ms, each that comes back later (each is off by up
+    /// to half its round trip) is followed by another request 20 ms after it, 50 requests at most.
+    @Test func aSlowAnswerIsFollowedByAnotherRequestUntilOneComesWithin5Milliseconds() {
+        // The first five answered 180 ms on; the first answer comes at 180 ms, the sixth request 20 ms after it,
+        // answered within 5 ms: then one a second. (The second answer, at 200 ms, came as the sixth was due.)
         var late = TimingExchange(start: Self.start)
-        // The first seven answered 180 ms late, the eighth at once (after the ninth was due: it goes 20 ms on).
-        let sent = Self.answered(&late, until: Self.start + 2_500 * Self.ms) { $0 <= 7 ? 180 * Self.ms : 200_000 }
-        #expect(sent == [0, 20, 40, 60, 80, 100, 120, 140, 160, 1_160, 2_160], "\(sent)")
-        // Never within 5 ms (or never answered): a second of them, then one a second.
-        for delay in [6 * Self.ms, nil] {
-            var never = TimingExchange(start: Self.start)
-            let times = Self.answered(&never, until: Self.start + 3_000 * Self.ms) { _ in delay }
-            #expect(times == Array(stride(from: 0, through: 980, by: 20)) + [1_980, 2_980], "\(String(describing: delay)): \(times)")
-        }
+        let sent = Self.answered(&late, until: Self.start + 2_500 * Self.ms) { $0 <= 5 ? 180 * Self.ms : 200_000 }
+        #expect(sent == [0, 20, 40, 60, 80, 200, 1_200, 2_200], "\(sent)")
+        // Every answer 6 ms on: after the five, a request 20 ms after each answer, up to the 50th; then one a second.
+        var slow = TimingExchange(start: Self.start)
+        let times = Self.answered(&slow, until: Self.start + 3_000 * Self.ms) { _ in 6 * Self.ms }
+        #expect(times == [0, 20, 40, 60, 80] + Array(stride(from: 106, through: 1_250, by: 26)) + [2_250], "\(times)")
     }
 
     static func reply(to request: TimingPacket, t1: UInt64? = nil, sequence: UInt32? = nil) -> [UInt8] {
@@ -84,10 +87,9 @@ struct TimingExchangeTests {
     /// Only the last 16 requests wait for their replies.
     @Test func onlyTheLast16RequestsAreAnswerable() {
         var exchange = TimingExchange(start: Self.start)
-        // Unanswered: 50 in the first second, then one a second.
         let sent = Self.requests(&exchange, until: Self.start + 20_000 * Self.ms).map(\.1)
-        #expect(sent.count == 69)
-        let answered = [52, 53, 68].map { exchange.take(Self.reply(to: sent[$0]), arrival: Self.start + 30_000 * Self.ms) != nil }
+        #expect(sent.count == 24)
+        let answered = [7, 8, 23].map { exchange.take(Self.reply(to: sent[$0]), arrival: Self.start + 30_000 * Self.ms) != nil }
         #expect(answered == [false, true, true])
     }
 }

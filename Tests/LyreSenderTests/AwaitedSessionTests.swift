@@ -247,7 +247,17 @@ struct AwaitedSessionTests {
     /// once, with who took it: the receiver's session-end notice, read on the connection's event loop before
     /// the connection's close fails the requests left unanswered, decides it, not the failed request (which
     /// alone would say the device went away). Alice sets the volume over and over while Bob takes the room.
+    /// The case needs a request in flight as the notice comes, which four askers at once nearly always give
+    /// (one run of the unit tier in many had none): it is played again, 5 times at most, until one was.
     @Test(.timeLimit(.minutes(1))) func aRoomTakenOverWhileItsSenderAsksSaysWhoTookIt() async throws {
+        var met = false
+        for _ in 0..<5 where !met { met = try await Self.takeOverWhileAsking() > 0 }
+        #expect(met, "in 5 tries no request was in flight as the room was taken: the case was not met")
+    }
+
+    /// Alice asks and Bob takes the room over; every expectation but that one of Alice's requests failed.
+    /// Returns how many failed.
+    static func takeOverWhileAsking() async throws -> Int {
         let scratch = try ScratchFolder("lyre-awaited")
         defer { scratch.remove() }
         let (receiver, port) = try await Self.receiving(output: scratch.path + "/out.wav")
@@ -287,7 +297,6 @@ struct AwaitedSessionTests {
         let (sent, failed) = await asking.value
         print("takeover: Alice sent \(sent) volume requests, \(failed) failed")
         #expect(alice.hasEnded)
-        #expect(failed > 0, "no request was in flight as the room was taken: the case was not met")
         // The handlers are called off the connection's loop, the room's before the route change's: a moment later.
         var waiting = told.makeAsyncIterator()
         await waiting.next()
@@ -298,6 +307,7 @@ struct AwaitedSessionTests {
         await receiver.stop()
         // Told once, still.
         #expect(reasons.withLock { $0.count } == 1 && left.withLock { $0.count } == 1)
+        return failed
     }
 
     /// The session's `stop` handler closes it twice, blocking or awaited: the receiver's `stop` is answered
