@@ -11,7 +11,9 @@
 /// at the receiver's rate (the same host, or one disciplined clock) must not seem to drift by the few ppm
 /// that a handful of samples' jitter makes, or the output would leave its in-tune passthrough (§6.1) for
 /// nothing. A step of the sender's clock (every sample of the last three more than `stepThreshold` off the
-/// line, beyond what the round trips allow) restarts the filter from those samples.
+/// line, beyond half the line's best round trip) restarts the filter from those samples. While that best
+/// round trip is long, a step smaller than the allowance is not seen as one: it is fitted among the older
+/// samples and followed as they age out.
 ///
 /// Pure: no clock of its own; every time is given.
 public struct ClockOffsetEstimator: Sendable {
@@ -35,7 +37,8 @@ public struct ClockOffsetEstimator: Sendable {
     public let minimumSpan: UInt64
     /// Bounds the fitted drift: real crystals are within ±200 ppm; a larger slope is noise or an attack.
     public let maximumDriftPPM: Double
-    /// A sample this far off the line is an outlier; three in a row are a step of the sender's clock, ns.
+    /// A sample this far off the line, beyond half the line's best round trip, is an outlier; three in a row
+    /// are a step of the sender's clock, ns.
     public let stepThreshold: Int64
 
     /// The fitted line: offset at `referenceTime` (local), and slope (ns of offset per ns of local time).
@@ -87,8 +90,8 @@ public struct ClockOffsetEstimator: Sendable {
         // true only to within half its round trip). A line drawn through first answers whose round trips were
         // long is off by up to half of them, and the first answer with a short one corrects it at once, instead
         // of being taken for an outlier, and three such for a step. A long round trip of the sample's own
-        // widens nothing: once the line is good, such a sample is an outlier as before. (In doubles: a forged
-        // reply's offset can be any Int64.)
+        // widens nothing: once the line is good, such a sample is an outlier as before. (In doubles, so that
+        // no offset given can overflow the difference.)
         let allowed = Double(stepThreshold) + Double(self.delay ?? 0) / 2
         if let predicted = self.offset(at: localTime), abs(Double(offset) - Double(predicted)) > allowed {
             recentOutliers += 1

@@ -109,8 +109,8 @@ struct ClockFilterTests {
         filter.add(localTime: 1_120_000_000, offset: -90_000_000, delay: 180_000_000)
         #expect(filter.offset(at: 1_120_000_000) == 20_000 && filter.outliers == 1)
         filter.add(localTime: 1_150_000_000, offset: 20_000, delay: 100_000)
-        // A forged reply's offset at either end of Int64 is an outlier, not a trap.
-        for forged in [Int64.min, Int64.max] { filter.add(localTime: 1_200_000_000, offset: forged, delay: 100_000) }
+        // A forged reply's offset as far either way as a reply can put it (a wrapped sum, halved) is an outlier.
+        for forged in [-(Int64(1) << 62), (Int64(1) << 62) - 1] { filter.add(localTime: 1_200_000_000, offset: forged, delay: 100_000) }
         #expect(filter.offset(at: 1_200_000_000) == 20_000 && filter.outliers == 3)
     }
 
