@@ -19,6 +19,8 @@ final class RoomReturns: @unchecked Sendable {
     private var waiting: [OutputRoute] = []
     /// Rooms that came back, until their `joined` change is reported.
     private var returned: Set<String> = []
+    /// Rooms whose failed try was logged at `notice`: the next ones, once a second, go at `debug`.
+    private var failureLogged: Set<String> = []
     /// Attempts are blocking connects (`addRoute`), one at a time, off the session's threads.
     private let queue = DispatchQueue(label: "lyre-room-returns")
     private var timer: DispatchSourceTimer?
@@ -42,7 +44,8 @@ final class RoomReturns: @unchecked Sendable {
         self.onNothingLeft = onNothingLeft
     }
 
-    /// How long between attempts, and the longest one connect may take.
+    /// How long between attempts. One attempt may take longer (its connect's own timeout): the timer's next
+    /// turn then waits for it, on the same queue.
     static let retrySeconds = 1.0
 
     /// `route` was lost: wait for it.
@@ -50,6 +53,7 @@ final class RoomReturns: @unchecked Sendable {
         lock.withLock { _ in
             guard !waiting.contains(where: { Self.same($0, route) }) else { return }
             waiting.append(route)
+            failureLogged.remove(Self.key(route))  // a new loss: its first failed try is told again
             guard timer == nil else { return }
             let timer = DispatchSource.makeTimerSource(queue: queue)
             timer.schedule(deadline: .now() + Self.retrySeconds, repeating: Self.retrySeconds)
@@ -179,7 +183,12 @@ final class RoomReturns: @unchecked Sendable {
                     }
                 }
             } catch {
-                lock.withLock { _ in _ = returned.remove(Self.key(route)) }
+                let first = lock.withLock { _ in
+                    _ = returned.remove(Self.key(route))
+                    return failureLogged.insert(Self.key(route)).inserted
+                }
+                Logger(label: "lyre.play").log(level: first ? .notice : .debug,
+                    "'\(route.name)' is not back yet (tried again each second): \(error)")
             }
         }
     }
