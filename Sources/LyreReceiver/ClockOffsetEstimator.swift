@@ -11,9 +11,9 @@
 /// at the receiver's rate (the same host, or one disciplined clock) must not seem to drift by the few ppm
 /// that a handful of samples' jitter makes, or the output would leave its in-tune passthrough (§6.1) for
 /// nothing. A step of the sender's clock (every sample of the last three more than `stepThreshold` off the
-/// line, beyond half the line's best round trip) restarts the filter from those samples. While that best
-/// round trip is long, a step smaller than the allowance is not seen as one: it is fitted among the older
-/// samples and followed as they age out.
+/// line, beyond half the line's best round trip) restarts the filter from those samples. A step smaller than
+/// that allowance (`stepThreshold` at least, more while the best round trip is long) is not seen as one: it is
+/// fitted among the older samples and followed as they age out.
 ///
 /// Pure: no clock of its own; every time is given.
 public struct ClockOffsetEstimator: Sendable {

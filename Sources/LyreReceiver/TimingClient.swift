@@ -67,9 +67,10 @@ final class TimingClient: @unchecked Sendable {
 
 /// The timing exchange's schedule and bookkeeping (streaming.md §5), without the socket or the thread:
 /// 5 requests 20 ms apart, then one a second; until an answer has come back with a round trip of at most
-/// `knownDelay`, a request goes 20 ms after each answer with a longer one (answers closer together share it;
-/// 50 requests in all at most). A reply counts only when it answers a request still outstanding (at most the last 16),
-/// echoing its sequence and its `t1`, so an old reply sent again is dropped (pairing.md §6.4).
+/// `knownDelay`, a request goes 20 ms after each answer with a longer one (answers closer together share it),
+/// until 50 requests have gone in all; one a second goes on after that. A reply counts only when it answers a
+/// request still outstanding (at most the last 16), echoing its sequence and its `t1`, so an old reply sent
+/// again is dropped (pairing.md §6.4).
 ///
 /// Why ask again: an answer is true only to within half its round trip, and the playout starts on what the
 /// first answers say. Answers with long round trips (on a loaded host: a thread held up between reading its

@@ -114,6 +114,23 @@ struct ClockFilterTests {
         #expect(filter.offset(at: 1_200_000_000) == 20_000 && filter.outliers == 3)
     }
 
+    /// An unauthenticated clock follows forged replies (pairing.md: only a paired session's are checked), so a
+    /// forger can step the line to the top of what a reply carries (2^62, a wrapped sum halved) and give it a
+    /// drift that takes its prediction past 2^62; a reply at the bottom is then more than Int64 can hold away
+    /// from it. It is an outlier, not a trap (the difference is taken in doubles; in Int64 this test crashes).
+    @Test func aForgedReplyAsFarAsItCanBeFromAForgedLineIsAnOutlierNotATrap() throws {
+        var filter = ClockOffsetEstimator()
+        for i in 0..<5 { filter.add(localTime: UInt64(i) * 20_000_000, offset: 0, delay: 100_000) }
+        let top = (Int64(1) << 62) - 1
+        // Three forged replies a second apart, at 200 ppm up to the top: a step, and a line with that drift.
+        for i in 0..<3 { filter.add(localTime: 1_000_000_000 + UInt64(i) * 1_000_000_000, offset: top - 400_000 + Int64(i) * 200_000, delay: 100_000) }
+        #expect(filter.steps == 1 && filter.outliers == 3)
+        let predicted = try #require(filter.offset(at: 4_000_000_000))
+        #expect(predicted > Int64(1) << 62, "the forged line predicts \(predicted) a second on, not past 2^62")
+        filter.add(localTime: 4_000_000_000, offset: -(Int64(1) << 62), delay: 100_000)
+        #expect(filter.outliers == 4 && filter.steps == 1 && filter.offset(at: 4_000_000_000) == predicted)
+    }
+
     /// The sender's clock steps by 50 ms: one sample that far off is an outlier and ignored; three in a row
     /// are the new truth.
     @Test func aStepIsFollowedAfterThreeSamplesAndAnOutlierIsNot() {
