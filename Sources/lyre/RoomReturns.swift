@@ -44,8 +44,8 @@ final class RoomReturns: @unchecked Sendable {
         self.onNothingLeft = onNothingLeft
     }
 
-    /// How long between attempts. One attempt may take longer (its connect's own timeout): the timer's next
-    /// turn then waits for it, on the same queue.
+    /// How long between attempts. One attempt may take longer (its connect's own timeout): the turns missed
+    /// meanwhile are merged into one, which runs as soon as it ends (the timer's queue runs one at a time).
     static let retrySeconds = 1.0
 
     /// `route` was lost: wait for it.
@@ -183,12 +183,16 @@ final class RoomReturns: @unchecked Sendable {
                     }
                 }
             } catch {
-                let first = lock.withLock { _ in
+                // Told only while the room is still waited for and the playback goes on: a removal meanwhile, a
+                // `lyre group add` of it under way, or the playback's end is no failed return.
+                let level: Logger.Level? = lock.withLock { _ in
                     _ = returned.remove(Self.key(route))
-                    return failureLogged.insert(Self.key(route)).inserted
+                    guard waiting.contains(where: { Self.same($0, route) }) else { return nil }
+                    return failureLogged.insert(Self.key(route)).inserted ? .notice : .debug
                 }
-                Logger(label: "lyre.play").log(level: first ? .notice : .debug,
-                    "'\(route.name)' is not back yet (tried again each second): \(error)")
+                if let level, !session.hasEnded {
+                    Logger(label: "lyre.play").log(level: level, "\(route) is not back yet (tried again each second): \(error)")
+                }
             }
         }
     }
