@@ -183,8 +183,9 @@ final class RoomReturns: @unchecked Sendable {
                     }
                 }
             } catch {
-                // Told only while the room is still waited for and the playback goes on: a removal meanwhile, a
-                // `lyre group add` of it under way, or the playback's end is no failed return.
+                // Told only while the room is still waited for and the playback goes on: a removal meanwhile or the
+                // playback's end is no failed return. (A try that meets a `lyre group add` of the room under way is
+                // told: the add ends the wait only once it has joined.)
                 let level: Logger.Level? = lock.withLock { _ in
                     _ = returned.remove(Self.key(route))
                     guard waiting.contains(where: { Self.same($0, route) }) else { return nil }
