@@ -34,7 +34,6 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     typealias InboundIn = RTSPFrame
     typealias OutboundOut = RTSPOutbound
 
-    static let methods = "OPTIONS, ANNOUNCE, SETUP, RECORD, FLUSH, SET_PARAMETER, GET_PARAMETER, TEARDOWN, PAIR"
     private let registry: SessionRegistry
     private var logger: Logger
     private var context: ChannelHandlerContext?
@@ -178,43 +177,26 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     // MARK: requests
 
     private func handle(_ request: RTSPMessage) {
-        guard let cseq = request.cseq else {
-            registry.count(\.badRequests)
-            send(.response(400, cseq: nil))
-            return
-        }
+        // `RTSPPeerHandler` below answers a request without a CSeq (400) and does not pass it up.
+        guard let cseq = request.cseq else { return }
         let method = request.method ?? ""
         logger.trace("\(method) \(request.uri ?? "")")
-        switch ReceiverSession.admission(of: method, naming: SessionHeader.id(request.headers[SessionHeader.name]), on: session) {
-        case .admitted: break
-        case .otherSession: return send(.response(454, cseq: cseq))
-        case .notNow: return send(.response(455, cseq: cseq))
-        case .notThisConnections:
-            registry.count(\.badRequests)
-            return refuse(454, cseq: cseq, "no such session on this connection")
-        case .noSession:
-            registry.count(\.badRequests)
-            return refuse(455, cseq: cseq, "no session: ANNOUNCE first")
-        }
-        switch method {
-        case "OPTIONS":
+        switch ReceiverSession.route(method, naming: SessionHeader.id(request.headers[SessionHeader.name]), on: session) {
+        case .refuse(let refusal, let listing):
+            refuse(refusal, cseq: cseq, headers: listing.map { [($0, ReceiverSession.methodList)] } ?? [])
+        case .take(.options):
             let id = registry.configuration.deviceID.map { [(ReceiverIDHeader.name, $0)] } ?? []
-            send(.response(200, cseq: cseq, headers: [("Public", Self.methods)] + id))
-        case "ANNOUNCE": announce(request, cseq: cseq)
-        case "SETUP": setup(request, cseq: cseq)
-        case "RECORD": record(request, cseq: cseq)
-        case "FLUSH": flush(request, cseq: cseq)
-        case "SET_PARAMETER": setParameter(request, cseq: cseq)
-        case "GET_PARAMETER": getParameter(request, cseq: cseq)
-        case "TEARDOWN":
+            send(.response(200, cseq: cseq, headers: [("Public", ReceiverSession.methodList)] + id))
+        case .take(.announce): announce(request, cseq: cseq)
+        case .take(.setup): setup(request, cseq: cseq)
+        case .take(.record): record(request, cseq: cseq)
+        case .take(.flush): flush(request, cseq: cseq)
+        case .take(.setParameter): setParameter(request, cseq: cseq)
+        case .take(.getParameter): getParameter(request, cseq: cseq)
+        case .take(.teardown):
             end(.teardown)
             send(.response(200, cseq: cseq))
-        case "PAIR": pair(request, cseq: cseq)
-        case "DESCRIBE", "PLAY", "PAUSE", "REDIRECT":
-            send(.response(405, cseq: cseq, headers: [("Allow", Self.methods)]))
-        default:
-            registry.count(\.badRequests)
-            send(.response(501, cseq: cseq, headers: [("Public", Self.methods)]))
+        case .take(.pair): pair(request, cseq: cseq)
         }
     }
 
@@ -511,16 +493,20 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         }
     }
 
-    private func refuse(_ refusal: SessionRefusal, cseq: Int) {
+    private func refuse(_ refusal: SessionRefusal, cseq: Int, headers: [(String, String)] = []) {
         if refusal.counted { registry.count(\.badRequests) }
         if let detail = refusal.detail { logger.debug("\(refusal.status): \(detail)") }
-        if let reason = refusal.reason { refuse(refusal.status, cseq: cseq, reason) } else { send(.response(refusal.status, cseq: cseq)) }
+        send(.response(refusal.status, cseq: cseq, headers: headers + (refusal.reason.map { [Self.errorHeader($0)] } ?? [])))
     }
 
     /// A 4xx/5xx with the reason in `Lyre-Error`, so a sender can say what went wrong.
     private func refuse(_ status: Int, cseq: Int?, _ reason: String) {
-        let line = String(reason.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? " " : Character($0) }.prefix(300))
-        send(.response(status, cseq: cseq, headers: [("Lyre-Error", line)]))
+        send(.response(status, cseq: cseq, headers: [Self.errorHeader(reason)]))
+    }
+
+    /// `Lyre-Error` with `reason` on one line of at most 300 characters.
+    private static func errorHeader(_ reason: String) -> (String, String) {
+        ("Lyre-Error", String(reason.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? " " : Character($0) }.prefix(300)))
     }
 
     /// Each name is answered once, however often it is asked: the answer stays small whatever the body.

@@ -38,3 +38,41 @@ struct ReceiverSession: Equatable {
         }
     }
 }
+
+extension ReceiverSession {
+    /// The requests a receiver takes, by method; `Public` and `Allow` list them.
+    enum Request: String, CaseIterable {
+        case options = "OPTIONS", announce = "ANNOUNCE", setup = "SETUP", record = "RECORD", flush = "FLUSH"
+        case setParameter = "SET_PARAMETER", getParameter = "GET_PARAMETER", teardown = "TEARDOWN", pair = "PAIR"
+    }
+
+    /// What `Public` and `Allow` say.
+    static let methodList = Request.allCases.map(\.rawValue).joined(separator: ", ")
+
+    /// A player's methods (RFC 2326 §10), which a receiver that only records does not take: 405, not 501.
+    static let playerMethods: Set<String> = ["DESCRIBE", "PLAY", "PAUSE", "REDIRECT"]
+
+    /// Where a request goes (streaming.md §3).
+    enum Route: Equatable {
+        /// To the request's own rules.
+        case take(Request)
+        /// Refused here, with `methodList` under `listing` when it names a header.
+        case refuse(SessionRefusal, listing: String?)
+    }
+
+    /// The route of `method`, whose Session header named `given`, on a connection whose session is `session`:
+    /// first whether this connection's session lets it through (`admission`), then whether the receiver takes
+    /// the method at all.
+    static func route(_ method: String, naming given: String?, on session: ReceiverSession?) -> Route {
+        switch admission(of: method, naming: given, on: session) {
+        case .admitted: break
+        case .otherSession: return .refuse(SessionRefusal(454), listing: nil)
+        case .notNow: return .refuse(SessionRefusal(455), listing: nil)
+        case .notThisConnections: return .refuse(SessionRefusal(454, "no such session on this connection", counted: true), listing: nil)
+        case .noSession: return .refuse(SessionRefusal(455, "no session: ANNOUNCE first", counted: true), listing: nil)
+        }
+        if let request = Request(rawValue: method) { return .take(request) }
+        if playerMethods.contains(method) { return .refuse(SessionRefusal(405), listing: "Allow") }
+        return .refuse(SessionRefusal(501, counted: true), listing: "Public")
+    }
+}

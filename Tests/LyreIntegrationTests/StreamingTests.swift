@@ -1572,6 +1572,13 @@ struct StreamingTests {
         #expect(status("announce_duck_db_mix") == 400 && (got["announce_duck_db_mix_error"] as? String ?? "").contains("goes with Lyre-Mix: duck"), "\(got)")
         // The states: RECORD before SETUP is refused (455, Method Not Valid in This State).
         #expect(status("record_before_setup") == 455, "\(got)")
+        // The methods: OPTIONS lists those taken in `Public`; a player's method is 405 with them in `Allow`, and
+        // an unknown one 501 with them in `Public`.
+        let taken = "OPTIONS, ANNOUNCE, SETUP, RECORD, FLUSH, SET_PARAMETER, GET_PARAMETER, TEARDOWN, PAIR"
+        func method(_ name: String) -> [String] { (got["method_\(name)"] as? [Any] ?? []).map { "\($0)" } }
+        #expect(method("OPTIONS") == ["200", taken, "<null>"], "\(got)")
+        #expect(method("DESCRIBE") == ["405", "<null>", taken] && method("PLAY") == ["405", "<null>", taken], "\(got)")
+        #expect(method("FETCH") == ["501", taken, "<null>"], "\(got)")
         // SETUP: `Session: S;timeout=60`, S 16 hex digits; the Transport answer repeats the request's ssrc.
         let session = got["setup_session"] as? String ?? ""
         #expect(status("setup_status") == 200 && session.wholeMatch(of: /[0-9A-Fa-f]{16};timeout=60/) != nil, "Session: \(session)")

@@ -44,6 +44,39 @@ import Testing
         }
     }
 
+    @Test func publicListsEveryMethodTheReceiverTakesAndEachIsRoutedToItsOwnRules() {
+        #expect(ReceiverSession.methodList == Self.methods.joined(separator: ", "))
+        for request in ReceiverSession.Request.allCases {
+            // SETUP comes once, before RECORD.
+            let session = ReceiverSession(id: "ABC", phase: request == .setup ? .announced : .recording)
+            #expect(ReceiverSession.route(request.rawValue, naming: "ABC", on: session) == .take(request))
+        }
+    }
+
+    /// streaming.md §3: an unknown method is 501 with `Public`, counted as bad input; a player's method, which
+    /// a sender that mistook this for an RTSP server might send, is 405 with `Allow`, not counted.
+    @Test func aMethodNotTakenIsRefusedWithTheListOfThoseThatAre() {
+        for session in [nil, ReceiverSession(id: "ABC", phase: .ready)] {
+            for method in ["DESCRIBE", "PLAY", "PAUSE", "REDIRECT"] {
+                #expect(ReceiverSession.route(method, naming: nil, on: session) == .refuse(SessionRefusal(405), listing: "Allow"), "\(method)")
+            }
+            for method in ["", "options", "GET", "POST", "SET_PARAMETERS", "RECORD2"] {
+                #expect(ReceiverSession.route(method, naming: nil, on: session) == .refuse(SessionRefusal(501, counted: true), listing: "Public"), "\(method)")
+            }
+        }
+    }
+
+    /// The session's own rules come before the method's: a request naming another session is 454 whatever
+    /// it asks, and one that would change a session on a connection without one is counted with a reason.
+    @Test func theSessionIsJudgedBeforeTheMethod() {
+        let session = ReceiverSession(id: "ABC", phase: .ready)
+        #expect(ReceiverSession.route("DESCRIBE", naming: "XYZ", on: session) == .refuse(SessionRefusal(454), listing: nil))
+        #expect(ReceiverSession.route("GET", naming: "XYZ", on: session) == .refuse(SessionRefusal(454), listing: nil))
+        #expect(ReceiverSession.route("SETUP", naming: "ABC", on: session) == .refuse(SessionRefusal(455), listing: nil))
+        #expect(ReceiverSession.route("RECORD", naming: nil, on: nil) == .refuse(SessionRefusal(455, "no session: ANNOUNCE first", counted: true), listing: nil))
+        #expect(ReceiverSession.route("FLUSH", naming: "ABC", on: nil) == .refuse(SessionRefusal(454, "no such session on this connection", counted: true), listing: nil))
+    }
+
     @Test func theSessionHeadersIdIsWhatComesBeforeItsParameters() {
         #expect(SessionHeader.id("1A2B3C;timeout=60") == "1A2B3C")
         #expect(SessionHeader.id("1A2B3C") == "1A2B3C")

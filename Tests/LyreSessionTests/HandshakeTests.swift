@@ -44,11 +44,15 @@ import Testing
         mutating func answer(_ sent: SenderHandshake.Request) -> RTSPMessage {
             let request = RTSPMessage.request(sent.method, uri: sent.uri, cseq: 1, headers: sent.headers, body: sent.body)
             let named = SessionHeader.id(request.headers[SessionHeader.name])
-            guard ReceiverSession.admission(of: sent.method, naming: named, on: session) == .admitted else { return .response(455, cseq: 1) }
-            switch sent.method {
-            case "OPTIONS":
+            let taken: ReceiverSession.Request
+            switch ReceiverSession.route(sent.method, naming: named, on: session) {
+            case .take(let request): taken = request
+            case .refuse(let refusal, _): return .response(refusal.status, cseq: 1)
+            }
+            switch taken {
+            case .options:
                 return .response(200, cseq: 1, headers: [(ReceiverIDHeader.name, "0123456789ABCDEF0123456789ABCDEF")])
-            case "ANNOUNCE":
+            case .announce:
                 switch AnnounceTerms.read(request, overTLS: overTLS, latency: 250, duckDB: -12) {
                 case .failure(let refusal): return .response(refusal.status, cseq: 1, headers: refusal.reason.map { [("Lyre-Error", $0)] } ?? [])
                 case .success(let read):
@@ -56,7 +60,7 @@ import Testing
                     session = ReceiverSession(id: "C0FFEE", phase: .announced)
                     return .response(200, cseq: 1, headers: echoesChannels ? read.answer : [])
                 }
-            case "SETUP":
+            case .setup:
                 guard let terms else { return .response(455, cseq: 1) }
                 switch SetupTerms.read(request, overTLS: overTLS, format: terms.format) {
                 case .failure(let refusal): return .response(refusal.status, cseq: 1)
@@ -67,7 +71,7 @@ import Testing
                     let spec = TransportSpec(lower: .udp(client: client, server: (7000, 7001)), ssrc: read.transport.ssrc)
                     return .response(200, cseq: 1, headers: SetupTerms.answer(session: "C0FFEE", transport: spec, feedback: read.feedback, fec: read.fec))
                 }
-            case "GET_PARAMETER":
+            case .getParameter:
                 return .response(200, cseq: 1, headers: [("Content-Type", "text/parameters")], body: Array("volume: -12.5\r\n".utf8))
             default:
                 return .response(501, cseq: 1)

@@ -447,6 +447,11 @@ def main():
     s = session(target)
     announce(s)
     out["record_before_setup"] = s.req("RECORD", target.url, [("RTP-Info", "seq=1;rtptime=1")], expect=None).status
+    # §3 methods: OPTIONS lists them in Public; a player's method is 405 with Allow, an unknown one 501 with
+    # Public (each with the session's id, so that it is the method that is refused).
+    for method in ("OPTIONS", "DESCRIBE", "PLAY", "FETCH"):
+        reply = s.req(method, target.url, expect=None)
+        out[f"method_{method}"] = [reply.status, reply.headers.get("public"), reply.headers.get("allow")]
     s.close()
     # The handshake, as the spec's figure has it.
     s = session(target)
