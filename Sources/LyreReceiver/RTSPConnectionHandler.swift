@@ -371,27 +371,19 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
 
     /// Only on a connection with a session (`handle` refuses the rest), so every parameter is that session's.
     private func setParameter(_ request: RTSPMessage, cseq: Int) {
-        let type = request.contentType
-        switch type ?? "text/parameters" {
-        case "application/json": setNowPlaying(request.body, cseq: cseq)
-        case "image/jpeg", "image/png": setArtwork(request.body, type: type, cseq: cseq)
-        case "text/parameters": setTextParameters(request, cseq: cseq)
-        default: refuse(415, cseq: cseq, "SET_PARAMETER takes text/parameters, application/json or image/jpeg|png")
+        switch ParameterChange.read(request) {
+        case .failure(let refusal): refuse(refusal, cseq: cseq)
+        case .success(.parameters(let update)): setParameters(update, cseq: cseq)
+        case .success(.nowPlaying(let info)):
+            nowPlaying = info
+            nowPlayingUpdates += 1
+            registry.nowPlayingChanged(self)
+            send(.response(200, cseq: cseq))
+        case .success(.artwork(let artwork)): setArtwork(artwork, cseq: cseq)
         }
     }
 
-    private func refuseLongText(_ request: RTSPMessage, cseq: Int) -> Bool {
-        guard let refusal = SessionRefusal.longText(request) else { return false }
-        refuse(refusal, cseq: cseq)
-        return true
-    }
-
-    private func setTextParameters(_ request: RTSPMessage, cseq: Int) {
-        let update: ParameterUpdate
-        switch ParameterUpdate.read(request) {
-        case .success(let read): update = read
-        case .failure(let refusal): return refuse(refusal, cseq: cseq)
-        }
+    private func setParameters(_ update: ParameterUpdate, cseq: Int) {
         if let db = update.volume {
             if overlay != nil {
                 // An overlay's volume is its own: the receiver's stays the main session's.
@@ -414,34 +406,14 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         send(.response(200, cseq: cseq))
     }
 
-    private func setNowPlaying(_ body: [UInt8], cseq: Int) {
-        do {
-            nowPlaying = try NowPlayingInfo(parsing: body)
-        } catch {
-            registry.count(\.badRequests)
-            logger.debug("now-playing refused: \(error)")
-            return refuse(error.status, cseq: cseq, "now playing refused: \(error)")
-        }
-        nowPlayingUpdates += 1
-        registry.nowPlayingChanged(self)
-        send(.response(200, cseq: cseq))
-    }
-
-    private func setArtwork(_ body: [UInt8], type: String?, cseq: Int) {
-        if body.isEmpty {
+    /// The cover, or none.
+    private func setArtwork(_ artwork: Artwork?, cseq: Int) {
+        guard let artwork else {
             artworkPath = nil
             artworkType = nil
             registry.artwork?.remove()
             registry.nowPlayingChanged(self)
             return send(.response(200, cseq: cseq))
-        }
-        let artwork: Artwork
-        do {
-            artwork = try Artwork(bytes: body, declared: type)
-        } catch {
-            registry.count(\.badRequests)
-            logger.debug("artwork refused: \(error)")
-            return refuse(error.status, cseq: cseq, "artwork refused: \(error)")
         }
         artworkType = artwork.type
         // An overlay's cover is not shown (the main session's is) and must not replace the file that is.
@@ -509,20 +481,18 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         ("Lyre-Error", String(reason.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? " " : Character($0) }.prefix(300)))
     }
 
-    /// Each name is answered once, however often it is asked: the answer stays small whatever the body.
     private func getParameter(_ request: RTSPMessage, cseq: Int) {
-        if refuseLongText(request, cseq: cseq) { return }
-        var answers: [(String, String)] = []
-        var asked: Set<String> = []
-        for (name, _) in TextParameters(parsing: request.bodyText).entries where asked.insert(name).inserted {
+        let names: [ParameterQuery.Name]
+        switch ParameterQuery.read(request) {
+        case .success(let read): names = read
+        case .failure(let refusal): return refuse(refusal, cseq: cseq)
+        }
+        let answers: [(String, String)] = names.map { name in
             switch name {
-            case "volume": answers.append((name, "\(registry.volume)"))
-            case "output-latency": answers.append((name, RecordAnswer.milliseconds(registry.output.outputLatency)))
-            case "output-delay": answers.append((name, String(registry.outputDelayMilliseconds)))
-            case "stats": answers.append((name, controller?.statistics.text ?? ""))
-            default:
-                send(.response(451, cseq: cseq))
-                return
+            case .volume: (name.rawValue, "\(registry.volume)")
+            case .outputLatency: (name.rawValue, RecordAnswer.milliseconds(registry.output.outputLatency))
+            case .outputDelay: (name.rawValue, String(registry.outputDelayMilliseconds))
+            case .stats: (name.rawValue, controller?.statistics.text ?? "")
             }
         }
         let body = Array(TextParameters(answers).serialized.utf8)

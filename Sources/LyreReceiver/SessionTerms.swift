@@ -206,3 +206,54 @@ struct ParameterUpdate: Equatable {
         return .success(update)
     }
 }
+
+/// What a SET_PARAMETER changes, read by its `Content-Type` (streaming.md §3, now-playing.md §2–3), or why it
+/// is refused. Only a whole request is applied.
+enum ParameterChange: Equatable {
+    /// `text/parameters` (the default): volume, rooms and the remote commands taken.
+    case parameters(ParameterUpdate)
+    /// `application/json`: the now-playing snapshot.
+    case nowPlaying(NowPlayingInfo)
+    /// `image/jpeg` or `image/png`: the cover, or none for an empty body.
+    case artwork(Artwork?)
+
+    static let contentTypes = "text/parameters, application/json or image/jpeg|png"
+
+    static func read(_ request: RTSPMessage) -> Result<ParameterChange, SessionRefusal> {
+        let type = request.contentType
+        switch type ?? "text/parameters" {
+        case "text/parameters":
+            return ParameterUpdate.read(request).map(ParameterChange.parameters)
+        case "application/json":
+            do { return .success(.nowPlaying(try NowPlayingInfo(parsing: request.body))) } catch {
+                return .failure(SessionRefusal(error.status, "now playing refused: \(error)", counted: true, detail: "now playing refused: \(error)"))
+            }
+        case "image/jpeg", "image/png":
+            guard !request.body.isEmpty else { return .success(.artwork(nil)) }
+            do { return .success(.artwork(try Artwork(bytes: request.body, declared: type))) } catch {
+                return .failure(SessionRefusal(error.status, "artwork refused: \(error)", counted: true, detail: "artwork refused: \(error)"))
+            }
+        default:
+            return .failure(SessionRefusal(415, "SET_PARAMETER takes \(contentTypes)"))
+        }
+    }
+}
+
+/// The names a GET_PARAMETER asks (streaming.md §3), each once however often it is asked, so that the answer
+/// stays small whatever the body; an empty one is a keep-alive.
+enum ParameterQuery {
+    enum Name: String, CaseIterable {
+        case volume, outputLatency = "output-latency", outputDelay = "output-delay", stats
+    }
+
+    /// The names in the order first asked; an unknown one refuses the request (451, RFC 2326 §10.8).
+    static func read(_ request: RTSPMessage) -> Result<[Name], SessionRefusal> {
+        if let refusal = SessionRefusal.longText(request) { return .failure(refusal) }
+        var names: [Name] = []
+        for (asked, _) in TextParameters(parsing: request.bodyText).entries {
+            guard let name = Name(rawValue: asked) else { return .failure(SessionRefusal(451)) }
+            if !names.contains(name) { names.append(name) }
+        }
+        return .success(names)
+    }
+}

@@ -163,6 +163,49 @@ import Testing
         #expect((try? Self.update(String(repeating: "volume: 0\r\n", count: 7000)).get()) == nil)
     }
 
+    static func setParameter(_ type: String?, _ body: [UInt8]) -> Result<ParameterChange, SessionRefusal> {
+        ParameterChange.read(.request("SET_PARAMETER", uri: "rtsp://127.0.0.1/", cseq: 4, headers: type.map { [("Content-Type", $0)] } ?? [], body: body))
+    }
+
+    /// streaming.md §3, now-playing.md §2–3: the Content-Type says what a SET_PARAMETER changes, text/parameters
+    /// when it names none; each kind is refused as its own rules say, counted as bad input where the sender erred.
+    @Test func aSetParameterIsReadByItsContentType() throws {
+        #expect(try Self.setParameter(nil, Array("volume: -12.5\r\n".utf8)).get() == .parameters(ParameterUpdate(volume: -12.5)))
+        #expect(try Self.setParameter("text/parameters", Array("volume: -12.5\r\n".utf8)).get() == .parameters(ParameterUpdate(volume: -12.5)))
+        let json = Array(#"{"title":"One","elapsed":3.5,"rate":1,"anchor":1000}"#.utf8)
+        #expect(try Self.setParameter("application/json", json).get() == .nowPlaying(try NowPlayingInfo(parsing: json)))
+        let jpeg: [UInt8] = [0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10] + Array("JFIF".utf8)
+        #expect(try Self.setParameter("image/jpeg", jpeg).get() == .artwork(try Artwork(bytes: jpeg)))
+        // An empty cover clears it, whichever image type it names.
+        #expect(try Self.setParameter("image/png", []).get() == .artwork(nil))
+        #expect(try Self.setParameter("image/jpeg", []).get() == .artwork(nil))
+        // Refusals: the type, a cover that is not what it says, now playing that is not JSON.
+        #expect(Self.setParameter("text/plain", Array("volume: 0\r\n".utf8))
+            == .failure(SessionRefusal(415, "SET_PARAMETER takes text/parameters, application/json or image/jpeg|png")))
+        guard case .failure(let cover) = Self.setParameter("image/png", jpeg), case .failure(let notJSON) = Self.setParameter("application/json", Array("{".utf8)),
+              case .failure(let text) = Self.setParameter(nil, Array("loudness: 3\r\n".utf8))
+        else { Issue.record("taken"); return }
+        #expect(cover.status == 415 && cover.counted && cover.reason?.hasPrefix("artwork refused: ") == true, "\(cover)")
+        #expect(notJSON.status == 400 && notJSON.counted && notJSON.reason?.hasPrefix("now playing refused: ") == true, "\(notJSON)")
+        #expect(text == SessionRefusal(451, "unknown parameter 'loudness'"))
+    }
+
+    static func query(_ body: String) -> Result<[ParameterQuery.Name], SessionRefusal> {
+        ParameterQuery.read(.request("GET_PARAMETER", uri: "rtsp://127.0.0.1/", cseq: 4, headers: [("Content-Type", "text/parameters")], body: Array(body.utf8)))
+    }
+
+    /// streaming.md §3: a GET_PARAMETER's names are answered once each, in the order first asked, however often a
+    /// body repeats them; an empty one is a keep-alive; one unknown name refuses it (451); a long body is 413.
+    @Test func aGetParameterAsksEachNameOnce() throws {
+        #expect(try Self.query("").get() == [])
+        #expect(try Self.query("stats\r\nvolume\r\noutput-delay\r\nvolume\r\noutput-latency\r\nstats\r\n").get()
+            == [.stats, .volume, .outputDelay, .outputLatency])
+        #expect(try Self.query(String(repeating: "volume\r\n", count: 6000)).get() == [.volume])
+        #expect(Self.query("volume\r\nloudness\r\n") == .failure(SessionRefusal(451)))
+        #expect(Self.query(String(repeating: "volume\r\n", count: 9000))
+            == .failure(SessionRefusal(413, "a GET_PARAMETER text body is at most 65536 bytes", counted: true)))
+    }
+
     @Test func onlyAPairedKeyStartsASessionOnAPairedOnlyReceiver() {
         let key = [UInt8](repeating: 7, count: 32)
         let paired = { (asked: [UInt8]) in asked == key }
