@@ -570,7 +570,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             bound.value.timer = loop.scheduleTask(in: delay) {
                 let me = bound.value
                 guard me.controller != nil else { return }
-                if HostClock.now() - me.lastActivity > 10_000_000_000 {
+                if SessionSilence.isOver(since: me.lastActivity, now: HostClock.now()) {
                     me.logger.notice("session from \(Printable.quoted(me.senderName)) timed out")
                     me.end(.timeout)
                     return

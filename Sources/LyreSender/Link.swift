@@ -218,12 +218,12 @@ final class Link: Sendable {
             }
             sendReports = send
             // A receiver that reports does so every second for as long as its session lasts: one silent
-            // for `silenceLimit` is gone without a word (unplugged, powered off, its network down), and
+            // for `SessionSilence.limit` is gone without a word (unplugged, powered off, its network down), and
             // its connection, which would not notice for minutes, is closed: the room is lost (§9.1).
             let reports = kinds.contains(.report)
             reportTask = rtcp.eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(500), delay: .seconds(1)) { _ in
                 send()
-                if reports, let silence = feedback.silence(), silence > Self.silenceLimit { client.close() }
+                if reports, let silence = feedback.silence(), SessionSilence.isOver(silence) { client.close() }
             }
         } else {
             sendReports = nil
@@ -293,10 +293,6 @@ final class Link: Sendable {
         channel.write(AddressedEnvelope(remoteAddress: destination, data: buffer), promise: nil)
         return channel
     }
-
-    /// How long a room that sends receiver reports may be silent before it counts as gone: as long as a
-    /// receiver waits for a silent sender (streaming.md §7).
-    static let silenceLimit: UInt64 = 10_000_000_000
 
     /// Sends the reports now, after the stream's last packet: Lyre's sent report lets the receiver ask for
     /// last packets that were lost, which no later packet shows missing (streaming.md §4.1).

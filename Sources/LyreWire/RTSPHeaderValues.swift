@@ -189,3 +189,16 @@ public enum SessionHeader {
         value.flatMap { $0.split(separator: ";").first.map(String.init) }
     }
 }
+
+/// How long either end waits for a silent peer (streaming.md §7, §9.1): a receiver ends a session that sent
+/// neither requests nor media for this long (`timeout`), and a sender counts a room that sent no receiver
+/// report for this long as gone.
+public enum SessionSilence {
+    public static let limit: UInt64 = 10_000_000_000
+
+    /// Whether a peer silent for `silence` ns is gone.
+    public static func isOver(_ silence: UInt64) -> Bool { silence > limit }
+
+    /// Whether a peer last heard from at `last` (ns, the host clock) is gone at `now`.
+    public static func isOver(since last: UInt64, now: UInt64) -> Bool { now > last && isOver(now - last) }
+}

@@ -219,4 +219,14 @@ struct HostPortTests {
         let v4 = SessionDescription(audio: AudioFormat(encoding: .opus, payloadType: 96), origin: "192.0.2.7").serialized()
         #expect(v4.contains("c=IN IP4 192.0.2.7\r\n"))
     }
+
+    /// streaming.md §7 and §9.1: a peer silent for over 10 s is gone, at either end; a stamp later than now
+    /// (media read on another thread) is not silence.
+    @Test func aPeerSilentForOverTenSecondsIsGone() {
+        #expect(SessionSilence.limit == 10_000_000_000)
+        #expect(!SessionSilence.isOver(10_000_000_000) && SessionSilence.isOver(10_000_000_001))
+        #expect(!SessionSilence.isOver(since: 5_000_000_000, now: 15_000_000_000))
+        #expect(SessionSilence.isOver(since: 5_000_000_000, now: 15_000_000_001))
+        #expect(!SessionSilence.isOver(since: 15_000_000_001, now: 5_000_000_000))
+    }
 }
