@@ -44,17 +44,9 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     private var toldEnd = false
     /// What the session's ANNOUNCE asked: kept after it ends, for the log.
     private var terms: AnnounceTerms?
-    /// Set when this session plays over another (`Lyre-Mix`, streaming.md §7) rather than as the main one.
-    private(set) var overlay: MixRequest?
-    /// How far this overlay lowers the main session, dB, when it ducks.
-    private(set) var overlayDuckDB: Double?
-    /// Its sender said it plays spoken audio (`Lyre-Mode: spokenAudio`).
-    private(set) var isSpokenAudio = false
-    /// An overlay's own volume (dB, RAOP scale), applied to its samples only.
-    private var overlayVolume = 0.0
-    /// What its ANNOUNCE asked (`Lyre-Mix`, and the depth it ducks by), kept while it plays as the main
-    /// session for want of one to play over: a plain session that comes then plays under it (`playOver`).
-    private var askedMix: (mix: MixRequest, duckDB: Double?)?
+    /// How the session meets the receiver's others: over another (`Lyre-Mix`, streaming.md §7) or as the main
+    /// one, spoken audio, an overlay's own volume.
+    private(set) var mix = SessionMix.none
     var senderName: String { terms?.senderName ?? "RTSP sender" }
     /// The sender's stable id from `Lyre-Sender-ID` (32 hex digits), for the log; nil when it sent none or
     /// something else.
@@ -227,10 +219,10 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         // Asked to mix or duck over a session that plays (another connection, even from the same device: a
         // doorbell on the laptop that plays the music), it plays over it, up to `maximumOverlays` at once
         // (§7). With nothing playing there is nothing to mix with, and it plays as the main session.
-        var over: (playing: RTSPConnectionHandler, mix: MixRequest)?
+        var over: RTSPConnectionHandler?
         switch registry.stage.placement(of: self, mixing: terms.mix != nil) {
         case .main: break
-        case .over(let playing): over = terms.mix.map { (playing, $0) }
+        case .over(let playing): over = playing
         case .full(let playing, let others):
             logger.notice("refused \(Printable.quoted(terms.senderName)): \(others) sessions play over \(playing.senderLabel) already")
             return refuse(453, cseq: cseq, "it plays \(others) sessions over \(Printable.quoted(playing.senderName)) already, the most it mixes; try again when one ends")
@@ -245,12 +237,9 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         self.srtcp = srtcp
         // A second ANNOUNCE starts over under the same id.
         session = ReceiverSession(id: session?.id ?? Self.newSessionID(), phase: .announced)
-        overlay = over?.mix
-        overlayDuckDB = over?.mix == .duck ? terms.duckDB : nil
-        askedMix = terms.mix.map { ($0, $0 == .duck ? terms.duckDB : nil) }
-        isSpokenAudio = terms.spokenAudio
+        mix.announce(terms, over: over != nil)
         if let over {
-            registry.addOverlay(self, over: over.playing, duckDB: overlayDuckDB, interruptsSpokenAudio: terms.interrupts)
+            registry.addOverlay(self, over: over, duckDB: mix.overlayDuckDB, interruptsSpokenAudio: terms.interrupts)
         } else {
             registry.claim(self)
         }
@@ -325,9 +314,9 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             switch result {
             case .success(let spec):
                 me.session?.phase = .ready
-                if me.overlay != nil {
-                    me.registry.output.mix(controller, duckDB: me.overlayDuckDB)
-                    me.registry.output.setOverlayVolume(controller, me.overlayVolume)
+                if me.mix.overlay != nil {
+                    me.registry.output.mix(controller, duckDB: me.mix.overlayDuckDB)
+                    me.registry.output.setOverlayVolume(controller, me.mix.overlayVolume)
                 } else {
                     me.registry.output.play(controller)
                 }
@@ -385,9 +374,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
 
     private func setParameters(_ update: ParameterUpdate, cseq: Int) {
         if let db = update.volume {
-            if overlay != nil {
-                // An overlay's volume is its own: the receiver's stays the main session's.
-                overlayVolume = db
+            if mix.takesVolume(db) {
                 if let controller { registry.output.setOverlayVolume(controller, db) }
             } else {
                 registry.setVolume(db)
@@ -417,7 +404,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         }
         artworkType = artwork.type
         // An overlay's cover is not shown (the main session's is) and must not replace the file that is.
-        guard overlay == nil, let store = registry.artwork, let context else {
+        guard mix.overlay == nil, let store = registry.artwork, let context else {
             registry.nowPlayingChanged(self)
             return send(.response(200, cseq: cseq))
         }
@@ -612,12 +599,9 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     /// was nothing to play over when it came): it goes on over the new one, as if it had come after it, at its
     /// own volume; it is not taken over (streaming.md §7). Returns how, or nil when it did not ask to mix.
     func playOver() -> MixRequest? {
-        guard let askedMix, overlay == nil else { return nil }
-        overlay = askedMix.mix
-        overlayDuckDB = askedMix.duckDB
-        overlayVolume = 0
-        if let controller { registry.output.demote(controller, duckDB: overlayDuckDB) }
-        return askedMix.mix
+        guard let how = mix.playOver() else { return nil }
+        if let controller { registry.output.demote(controller, duckDB: mix.overlayDuckDB) }
+        return how
     }
 
     /// Ends the session, if any; tells the sender why when it should know, and closes the connection then.
@@ -631,11 +615,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         let stopped = reason.notice == nil ? nil : controller.flatMap { $0.withPlayout { $0.flush(nextSequence: nil) } }
         releaseMedia(drain: reason == .teardown || reason == .connectionClosed)
         session = nil
-        overlay = nil
-        overlayDuckDB = nil
-        askedMix = nil
-        isSpokenAudio = false
-        overlayVolume = 0
+        mix = .none
         registry.release(self)
         logger.info("session from \(Printable.quoted(senderName)) ended: \(reason)")
         guard let told = reason.notice, let context else { return nil }

@@ -256,7 +256,7 @@ final class SessionRegistry: @unchecked Sendable {
         switch stage.claim(handler, goesOn: { $0.playOver() != nil }) {
         case .alone: break
         case .playsOver(let previous):
-            let how = previous.overlay == .duck ? "ducking it \(abs(previous.overlayDuckDB ?? 0)) dB" : "mixed in"
+            let how = previous.mix.overlay == .duck ? "ducking it \(abs(previous.mix.overlayDuckDB ?? 0)) dB" : "mixed in"
             logger.notice("\(handler.senderLabel) plays under \(previous.senderLabel), which asked to play over others and goes on, \(how)")
             changed(.receiver)
         case .tookOver(let previous):
@@ -275,7 +275,7 @@ final class SessionRegistry: @unchecked Sendable {
     /// one, if it is spoken audio, is paused through its sender until this (and any other that did so) ends.
     func addOverlay(_ handler: RTSPConnectionHandler, over playing: RTSPConnectionHandler, duckDB: Double?, interruptsSpokenAudio: Bool) {
         eventLoop.assertInEventLoop()
-        let pauses = interruptsSpokenAudio && playing.isSpokenAudio
+        let pauses = interruptsSpokenAudio && playing.mix.isSpokenAudio
         let pauseNow = stage.addOverlay(handler, pauses: pauses)
         if pauses {
             logger.notice("\(handler.senderLabel) plays over \(playing.senderLabel), pausing it (spoken audio)")
@@ -294,7 +294,7 @@ final class SessionRegistry: @unchecked Sendable {
         eventLoop.assertInEventLoop()
         return stage.overlays.map { overlay in
             if stage.interrupts(overlay) { return ReceiverOverlay(sender: overlay.senderName, how: .pause) }
-            return ReceiverOverlay(sender: overlay.senderName, how: overlay.overlayDuckDB == nil ? .mix : .duck, duckDB: overlay.overlayDuckDB)
+            return ReceiverOverlay(sender: overlay.senderName, how: overlay.mix.overlayDuckDB == nil ? .mix : .duck, duckDB: overlay.mix.overlayDuckDB)
         }
     }
 

@@ -52,7 +52,7 @@ extension ReceiverSession {
     /// A player's methods (RFC 2326 §10), which a receiver that only records does not take: 405, not 501.
     static let playerMethods: Set<String> = ["DESCRIBE", "PLAY", "PAUSE", "REDIRECT"]
 
-    /// Where a request goes (streaming.md §3).
+    /// Where a request goes (streaming.md §2's errors, §3's flow).
     enum Route: Equatable {
         /// To the request's own rules.
         case take(Request)

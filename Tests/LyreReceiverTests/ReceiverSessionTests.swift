@@ -53,7 +53,7 @@ import Testing
         }
     }
 
-    /// streaming.md §3: an unknown method is 501 with `Public`, counted as bad input; a player's method, which
+    /// streaming.md §2: an unknown method is 501 with `Public`, counted as bad input; a player's method, which
     /// a sender that mistook this for an RTSP server might send, is 405 with `Allow`, not counted.
     @Test func aMethodNotTakenIsRefusedWithTheListOfThoseThatAre() {
         for session in [nil, ReceiverSession(id: "ABC", phase: .ready)] {

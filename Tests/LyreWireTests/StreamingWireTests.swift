@@ -221,7 +221,7 @@ struct HostPortTests {
     }
 
     /// streaming.md §7 and §9.1: a peer silent for over 10 s is gone, at either end; a stamp later than now
-    /// (media read on another thread) is not silence.
+    /// (which no caller reads today: the receiver stamps and checks on its event loop) is not silence.
     @Test func aPeerSilentForOverTenSecondsIsGone() {
         #expect(SessionSilence.limit == 10_000_000_000)
         #expect(!SessionSilence.isOver(10_000_000_000) && SessionSilence.isOver(10_000_000_001))

@@ -447,8 +447,9 @@ def main():
     s = session(target)
     announce(s)
     out["record_before_setup"] = s.req("RECORD", target.url, [("RTP-Info", "seq=1;rtptime=1")], expect=None).status
-    # §3 methods: OPTIONS lists them in Public; a player's method is 405 with Allow, an unknown one 501 with
-    # Public (each with the session's id, so that it is the method that is refused).
+    # §2 methods: OPTIONS lists them in Public; a player's method is 405 with Allow, an unknown one 501 with
+    # Public. Asked on a connection with a session (none of them changes one, so no Session header is needed):
+    # it is the method that is refused, not the session's state.
     for method in ("OPTIONS", "DESCRIBE", "PLAY", "FETCH"):
         reply = s.req(method, target.url, expect=None)
         out[f"method_{method}"] = [reply.status, reply.headers.get("public"), reply.headers.get("allow")]
