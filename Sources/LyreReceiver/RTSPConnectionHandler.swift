@@ -193,18 +193,23 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     }
 
     private func announce(_ request: RTSPMessage, cseq: Int) {
-        // --access paired: a session only for a sender that proved a paired key over TLS (pairing.md §6).
         let pairing = registry.pairing
-        if let refusal = registry.access.admits(key: peerKey, isPaired: { pairing?.isPaired($0) == true }, receiverName: pairing?.receiverName ?? "NAME") {
-            let who = request.headers["Lyre-Sender-Name"] ?? request.headers["User-Agent"] ?? "a sender"
-            logger.notice("refused '\(who)' at \(peerIP): not paired (\(refusal.detail ?? ""))")
-            return refuse(refusal.status, cseq: cseq, refusal.reason ?? "")
-        }
+        let entry = ReceiverSession.entry(
+            access: registry.access.admits(key: peerKey, isPaired: { pairing?.isPaired($0) == true }, receiverName: pairing?.receiverName ?? "NAME"),
+            terms: AnnounceTerms.read(request, overTLS: peerKey != nil, latency: registry.configuration.defaultLatencyMilliseconds,
+                                      duckDB: registry.configuration.duckDB),
+            place: { registry.stage.placement(of: self, mixing: $0.mix != nil) }, name: \.senderName,
+            outputAvailable: registry.output.isAvailable)
         let terms: AnnounceTerms
-        switch AnnounceTerms.read(request, overTLS: peerKey != nil, latency: registry.configuration.defaultLatencyMilliseconds,
-                                  duckDB: registry.configuration.duckDB) {
-        case .success(let read): terms = read
-        case .failure(let refusal): return refuse(refusal, cseq: cseq)
+        let over: RTSPConnectionHandler?
+        switch entry {
+        case .plays(let read, let playing): (terms, over) = (read, playing)
+        case .refused(let refusal, let notice):
+            if let notice {
+                let who = request.headers["Lyre-Sender-Name"] ?? request.headers["User-Agent"] ?? "a sender"
+                logger.notice("refused \(Printable.quoted(who)) at \(peerIP): \(notice)")
+            }
+            return refuse(refusal, cseq: cseq)
         }
         var srtp: SRTPSession?
         var srtcp: SRTPSession?
@@ -215,21 +220,6 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             } catch {
                 return refuse(400, cseq: cseq, error.description)
             }
-        }
-        // Asked to mix or duck over a session that plays (another connection, even from the same device: a
-        // doorbell on the laptop that plays the music), it plays over it, up to `maximumOverlays` at once
-        // (§7). With nothing playing there is nothing to mix with, and it plays as the main session.
-        var over: RTSPConnectionHandler?
-        switch registry.stage.placement(of: self, mixing: terms.mix != nil) {
-        case .main: break
-        case .over(let playing): over = playing
-        case .full(let playing, let others):
-            logger.notice("refused \(Printable.quoted(terms.senderName)): \(others) sessions play over \(playing.senderLabel) already")
-            return refuse(453, cseq: cseq, "it plays \(others) sessions over \(Printable.quoted(playing.senderName)) already, the most it mixes; try again when one ends")
-        }
-        guard registry.output.isAvailable else {
-            send(.response(503, cseq: cseq, headers: [("Retry-After", "5")]))
-            return
         }
         releaseMedia()
         self.terms = terms
@@ -455,7 +445,8 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     private func refuse(_ refusal: SessionRefusal, cseq: Int, headers: [(String, String)] = []) {
         if refusal.counted { registry.count(\.badRequests) }
         if let detail = refusal.detail { logger.debug("\(refusal.status): \(detail)") }
-        send(.response(refusal.status, cseq: cseq, headers: headers + (refusal.reason.map { [Self.errorHeader($0)] } ?? [])))
+        let retry = refusal.retryAfter.map { [("Retry-After", String($0))] } ?? []
+        send(.response(refusal.status, cseq: cseq, headers: headers + retry + (refusal.reason.map { [Self.errorHeader($0)] } ?? [])))
     }
 
     /// A 4xx/5xx with the reason in `Lyre-Error`, so a sender can say what went wrong.

@@ -1,3 +1,5 @@
+import LyreWire
+
 /// A connection's session at the receiver, from ANNOUNCE to its end: its id (the Session header) and how far
 /// it has come, and the rules of streaming.md §3 on which requests it takes when. Plain values: the connection
 /// handler asks, and answers as told.
@@ -74,5 +76,50 @@ extension ReceiverSession {
         if let request = Request(rawValue: method) { return .take(request) }
         if playerMethods.contains(method) { return .refuse(SessionRefusal(405), listing: "Allow") }
         return .refuse(SessionRefusal(501, counted: true), listing: "Public")
+    }
+}
+
+extension ReceiverSession {
+    /// What becomes of an ANNOUNCE.
+    enum Entry<Member: AnyObject> {
+        /// Its session plays under `terms`: over `over`, which goes on, or as the main session when nil.
+        case plays(AnnounceTerms, over: Member?)
+        /// Refused; `notice` is what the receiver's log says at notice level (a sender turned away that its
+        /// owner may want to know of), nil when the refusal's own `detail` says enough.
+        case refused(SessionRefusal, notice: String?)
+    }
+
+    /// The output is gone (its device unplugged, or taken by another program): a refusal of the moment
+    /// (streaming.md §8).
+    static let outputUnavailable = SessionRefusal(503, retryAfter: 5)
+
+    /// The entry of an ANNOUNCE whose terms are `terms`, asked in this order (pairing.md §6; streaming.md §2,
+    /// §7, §8): whether the receiver admits its sender at all (`access`, the 403 of `--access paired`), so that
+    /// a sender it does not admit learns nothing more; whether its terms are read; where it would play
+    /// (`place`: as the main session, over the one that plays, or 453 when that one has its most overlays);
+    /// and whether the output is there to play it (503 with `Retry-After`). `name` is a session's sender as
+    /// the reason names it.
+    static func entry<Member: AnyObject>(
+        access: SessionRefusal?, terms: Result<AnnounceTerms, SessionRefusal>,
+        place: (AnnounceTerms) -> SessionStage<Member>.Placement, name: (Member) -> String, outputAvailable: Bool
+    ) -> Entry<Member> {
+        if let access { return .refused(access, notice: "not paired (\(access.detail ?? ""))") }
+        let read: AnnounceTerms
+        switch terms {
+        case .success(let terms): read = terms
+        case .failure(let refusal): return .refused(refusal, notice: nil)
+        }
+        var over: Member?
+        switch place(read) {
+        case .main: break
+        case .over(let playing): over = playing
+        case .full(let playing, let others):
+            let playing = Printable.quoted(name(playing))
+            return .refused(
+                SessionRefusal(453, "it plays \(others) sessions over \(playing) already, the most it mixes; try again when one ends"),
+                notice: "\(others) sessions play over \(playing) already")
+        }
+        guard outputAvailable else { return .refused(outputUnavailable, notice: nil) }
+        return .plays(read, over: over)
     }
 }

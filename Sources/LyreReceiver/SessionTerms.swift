@@ -11,12 +11,15 @@ struct SessionRefusal: Error, Equatable {
     let counted: Bool
     /// What the log says, for a refusal whose status tells the sender enough.
     var detail: String?
+    /// Seconds after which the sender may try again (`Retry-After`), for a refusal of the moment.
+    var retryAfter: Int?
 
-    init(_ status: Int, _ reason: String? = nil, counted: Bool = false, detail: String? = nil) {
+    init(_ status: Int, _ reason: String? = nil, counted: Bool = false, detail: String? = nil, retryAfter: Int? = nil) {
         self.status = status
         self.reason = reason
         self.counted = counted
         self.detail = detail
+        self.retryAfter = retryAfter
     }
 
     /// `text/parameters` and SDP bodies are read only up to this (streaming.md §2): theirs are a few hundred
@@ -78,6 +81,9 @@ struct AnnounceTerms: Equatable {
             guard overTLS else { return .failure(SessionRefusal(400, "an SRTP key is taken only over TLS", counted: true)) }
             guard crypto.suite == SRTPSession.suite else {
                 return .failure(SessionRefusal(415, "SRTP suite \(crypto.suite) is not supported; use \(SRTPSession.suite)"))
+            }
+            guard crypto.key.count == SRTPSession.keyLength else {
+                return .failure(SessionRefusal(400, "an SRTP key is \(SRTPSession.keyLength) bytes", counted: true))
             }
         }
         if let text = headers["Lyre-Channels"] {

@@ -3,7 +3,8 @@ import Testing
 
 @testable import LyreReceiver
 
-/// Which requests a connection's session takes when (streaming.md §3), without a connection.
+/// Which requests a connection's session takes when (streaming.md §3), and what becomes of an ANNOUNCE, without a
+/// connection.
 @Suite struct ReceiverSessionTests {
     static let methods = ["OPTIONS", "ANNOUNCE", "SETUP", "RECORD", "FLUSH", "SET_PARAMETER", "GET_PARAMETER", "TEARDOWN", "PAIR"]
 
@@ -81,5 +82,88 @@ import Testing
         #expect(SessionHeader.id("1A2B3C;timeout=60") == "1A2B3C")
         #expect(SessionHeader.id("1A2B3C") == "1A2B3C")
         #expect(SessionHeader.id(nil) == nil)
+    }
+    // MARK: An ANNOUNCE's entry (pairing.md §6; streaming.md §2, §7, §8)
+
+    final class Sender {
+        let name: String
+        init(_ name: String) { self.name = name }
+    }
+    typealias Entry = ReceiverSession.Entry<Sender>
+
+    static let notPaired = SessionRefusal(403, "not paired", detail: "plain RTSP")
+
+    /// The entry of an ANNOUNCE with `headers` by `newcomer` on a receiver whose stage is `stage`.
+    static func entry(_ headers: [(String, String)] = [], access: SessionRefusal? = nil, body: String? = nil,
+                      stage: SessionStage<Sender>, newcomer: Sender = Sender("new"), outputAvailable: Bool = true) -> Entry {
+        ReceiverSession.entry(
+            access: access, terms: SessionTermsTests.read(SessionTermsTests.announce(headers, body: body)),
+            place: { stage.placement(of: newcomer, mixing: $0.mix != nil) }, name: \.name, outputAvailable: outputAvailable)
+    }
+
+    /// A stage where `music` plays with `overlays` sessions over it.
+    static func stage(music: Sender, overlays: Int) -> SessionStage<Sender> {
+        var stage = SessionStage<Sender>()
+        _ = stage.claim(music, goesOn: { _ in false })
+        for _ in 0..<overlays { _ = stage.addOverlay(Sender("overlay"), pauses: false) }
+        return stage
+    }
+
+    static func refusal(_ entry: Entry) -> (SessionRefusal, notice: String?)? {
+        if case .refused(let refusal, let notice) = entry { return (refusal, notice) }
+        return nil
+    }
+
+    @Test func aSessionPlaysAsTheMainOneOrOverTheOneThatPlaysWhenItAskedToMix() throws {
+        let music = Sender("Kitchen radio")
+        let stage = Self.stage(music: music, overlays: 1)
+        guard case .plays(let plain, let under) = Self.entry(stage: stage) else { Issue.record("refused"); return }
+        #expect(plain.mix == nil && under == nil)
+        guard case .plays(let ducking, let over) = Self.entry([("Lyre-Mix", "duck")], stage: stage) else { Issue.record("refused"); return }
+        #expect(ducking.mix == .duck && over === music)
+        // With nothing playing there is nothing to mix with: it plays as the main session.
+        guard case .plays(_, let alone) = Self.entry([("Lyre-Mix", "mix")], stage: SessionStage()) else { Issue.record("refused"); return }
+        #expect(alone == nil)
+    }
+
+    @Test func aSenderTheReceiverDoesNotAdmitLearnsNothingMore() throws {
+        // Bad terms, no room over the music and no output: still only 403, and the log says who was turned away.
+        let full = Self.stage(music: Sender("music"), overlays: SessionStage<Sender>.maximumOverlays)
+        let refused = try #require(Self.refusal(Self.entry([("Lyre-Mix", "duck")], access: Self.notPaired, body: "v=0\r\n",
+                                                           stage: full, outputAvailable: false)))
+        #expect(refused.0 == Self.notPaired)
+        #expect(refused.notice == "not paired (plain RTSP)")
+    }
+
+    @Test func termsAreReadBeforeThereIsAPlaceOrAnOutputForThem() throws {
+        let full = Self.stage(music: Sender("music"), overlays: SessionStage<Sender>.maximumOverlays)
+        let badTerms = try #require(SessionTermsTests.refusal(SessionTermsTests.announce([("Lyre-Mix", "duck")], body: "v=0\r\n")))
+        let refused = try #require(Self.refusal(Self.entry([("Lyre-Mix", "duck")], body: "v=0\r\n", stage: full, outputAvailable: false)))
+        #expect(refused.0 == badTerms && refused.notice == nil)
+    }
+
+    @Test func theFifthOverlayIsRefusedWith453NamingTheSessionItWouldPlayOver() throws {
+        let music = Sender("Kitchen\nradio")
+        let limit = SessionStage<Sender>.maximumOverlays
+        #expect(limit == 4)  // streaming.md §7
+        let full = Self.stage(music: music, overlays: limit)
+        // Before the output is asked: there would be no place for it either way.
+        let refused = try #require(Self.refusal(Self.entry([("Lyre-Mix", "mix")], stage: full, outputAvailable: false)))
+        #expect(refused.0.status == 453 && !refused.0.counted && refused.0.retryAfter == nil)
+        #expect(refused.0.reason == "it plays 4 sessions over 'Kitchen\\nradio' already, the most it mixes; try again when one ends")
+        #expect(refused.notice == "4 sessions play over 'Kitchen\\nradio' already")
+        // A plain session is not an overlay: it takes over, whatever plays over the music.
+        guard case .plays(_, nil) = Self.entry(stage: full) else { Issue.record("refused"); return }
+        // One overlay fewer, and the next goes over the music.
+        guard case .plays(_, let over?) = Self.entry([("Lyre-Mix", "mix")], stage: Self.stage(music: music, overlays: limit - 1)) else {
+            Issue.record("refused"); return
+        }
+        #expect(over === music)
+    }
+
+    @Test func withItsOutputGoneTheReceiverAsksTheSenderToTryAgainIn5Seconds() throws {
+        let refused = try #require(Self.refusal(Self.entry(stage: SessionStage(), outputAvailable: false)))
+        #expect(refused.0 == SessionRefusal(503, retryAfter: 5) && refused.notice == nil)
+        #expect(!refused.0.counted && refused.0.reason == nil)
     }
 }

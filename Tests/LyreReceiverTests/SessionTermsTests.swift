@@ -61,13 +61,16 @@ import Testing
         #expect(broken?.status == 400 && broken?.counted == true && broken?.detail != nil)
     }
 
-    @Test func anSRTPKeyIsTakenOnlyOverTLSAndInLyresSuite() throws {
+    @Test func anSRTPKeyIsTakenOnlyOverTLSInLyresSuiteAndOfItsLength() throws {
         let key = SDPCrypto(suite: SRTPSession.suite, key: Array(repeating: 7, count: 28))
         #expect(Self.refusal(Self.announce(crypto: key)) == SessionRefusal(400, "an SRTP key is taken only over TLS", counted: true))
         #expect(try Self.read(Self.announce(crypto: key), overTLS: true).get().crypto == key)
         let other = SDPCrypto(suite: "AES_CM_128_HMAC_SHA1_80", key: key.key)
         #expect(Self.refusal(Self.announce(crypto: other), overTLS: true)
             == SessionRefusal(415, "SRTP suite AES_CM_128_HMAC_SHA1_80 is not supported; use \(SRTPSession.suite)"))
+        // A key of another length is refused with the terms, before the session would take a place.
+        let short = SDPCrypto(suite: SRTPSession.suite, key: Array(repeating: 7, count: 16))
+        #expect(Self.refusal(Self.announce(crypto: short), overTLS: true) == SessionRefusal(400, "an SRTP key is 28 bytes", counted: true))
     }
 
     @Test func eachBadHeaderIsRefusedWithItsReason() {
