@@ -62,6 +62,32 @@ struct CommandLineTests {
         #expect(stderr.contains("the vector says"), "\(stderr)")
     }
 
+    /// `Tools/bench SUITE --help` shows the suite's options and does nothing else: nothing is installed, built or
+    /// started (it built the release first, some ten minutes on this machine). Run without `swift` on the PATH,
+    /// so that a bench that would build fails here at once; an unknown suite is one line that lists the suites.
+    @Test func theBenchShowsEachSuitesOptionsWithoutBuilding() throws {
+        let suites = ["discovery", "streaming", "remote", "loss", "sink", "sync", "security", "mixing", "footprint", "install"]
+        let (status, stdout, stderr) = try Self.execute("/bin/bash", ["-c", """
+            set -u; PATH=$(printf %s "$PATH" | tr : '\\n' | while read -r d; do test -x "$d/swift" || printf %s: "$d"; done)
+            ! command -v swift >/dev/null || { echo "swift still on the PATH"; exit 1; }
+            cd '\(TestNetwork.tools)/..'
+            Tools/bench --help || exit 1
+            for s in \(suites.joined(separator: " ")); do echo "== $s"; Tools/bench "$s" --help || { echo "exit $?"; exit 1; }; done
+            if Tools/bench snapcast --help; then echo "a helper taken as a suite"; exit 1; fi
+            """])
+        #expect(status == 0, "\(stdout) \(stderr)")
+        #expect(stdout.hasPrefix("usage: Tools/bench \(suites.joined(separator: "|")) "), "\(stdout)")
+        // Each suite's own options, from its own usage line on.
+        let shown = stdout.components(separatedBy: "== ").dropFirst()
+        #expect(shown.count == suites.count, "\(stdout)")
+        for (suite, text) in zip(suites, shown) {
+            #expect(text.hasPrefix("\(suite)\nusage: "), "\(suite): \(text)")
+        }
+        #expect(shown.first { $0.hasPrefix("sync\n") }?.contains("--cpu-pairs") == true, "\(stdout)")
+        #expect(!stderr.contains("== build") && !stderr.contains("apt-get"), "\(stderr)")
+        #expect(stderr.hasSuffix("bench: no suite 'snapcast'; the suites are \(suites.joined(separator: "|"))\n"), "\(stderr)")
+    }
+
     @Test func helpDescribesTheCommands() throws {
         let lyred = try Self.run(["lyred", "--help"])
         #expect(lyred.status == 0)
