@@ -299,8 +299,17 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
                 return
             }
         }
+        let mediaID = ObjectIdentifier(media)
         reply.whenComplete { result in
             let me = bound.value
+            // A session that ended (TEARDOWN, a takeover, a second ANNOUNCE) while the ports were bound has had
+            // its media released, and the ports are closed as they come (SessionMedia.bind): it must not take
+            // the output, which may play another session by now. (The bind completes at once on the
+            // connection's own loop today, so a pipelined TEARDOWN comes after the answer; this keeps it right
+            // whenever it does not.)
+            guard me.media.map(ObjectIdentifier.init) == mediaID, me.session?.id == id else {
+                return me.refuse(SessionRefusal(454, "the session ended before its SETUP was answered"), cseq: cseq)
+            }
             switch result {
             case .success(let spec):
                 me.session?.phase = .ready

@@ -567,6 +567,35 @@ struct StreamingTests {
         Self.expectWhole(comparison, lags: false)
     }
 
+    /// A sender that pipelines (rtsp-conformance.py --pipelined: an ANNOUNCE asking to mix, its SETUP and a
+    /// TEARDOWN in one write, RFC 2326 §9.1) sets an overlay up and ends it over the music, and the music,
+    /// playing all along, is heard whole from its first sample to its last. Each request is answered once, and
+    /// consistently: the SETUP either before the TEARDOWN (200; the ports are bound at once on the connection's
+    /// loop, as today) or, had its session ended first, 454 without taking the output.
+    @Test func aPipelinedOverlaySetUpAndTornDownLeavesTheMusicAlone() async throws {
+        let rig = try await Rig()
+        defer { rig.network.close() }
+        let song = try await Self.sweep(rig.network, rate: 48000, seconds: 6, signal: "music")
+        let music = try rig.network.spawn(["lyre", "play", song, "--to", "Speaker", "--name", "Music", "--group-socket", "off"])
+        #expect(await eventually { rig.lyred.stderr.contains("now playing:") }, "\(rig.lyred.stderr)")
+        try await Task.sleep(for: .seconds(1))
+        let run = try await rig.network.run(["python3", "\(TestNetwork.tools)/peers/rtsp-conformance.py", "127.0.0.1", String(rig.port), "--pipelined"])
+        let got = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "\(run.stdout) \(run.stderr)")
+        let answers = (got["answers"] as? [[String: Any]] ?? []).map { "\($0["method"] ?? "") \($0["status"] ?? "")" }
+        print("pipelined over the music: \(answers)")
+        #expect(answers == ["ANNOUNCE 200", "SETUP 200", "TEARDOWN 200"] || Set(answers) == ["ANNOUNCE 200", "SETUP 454", "TEARDOWN 200"],
+                "\(got)\nlyred: \(rig.lyred.stderr)")
+        #expect(rig.lyred.stderr.contains("session from 'rtsp-conformance.py' ended: teardown"), "\(rig.lyred.stderr)")
+        try await music.waitForExit(timeout: 30)
+        #expect(music.status == 0, "the music: \(music.stderr)")
+        #expect(!rig.lyred.stderr.contains("takes over"), "\(rig.lyred.stderr)")
+        try await rig.stop()
+        let comparison = try await Self.compare(rig.network, reference: song, output: rig.output)
+        let (floor, edgeFloor) = try await Self.libopusFloors(rig.network, input: song)
+        Self.expectSameAudio(comparison, floor: floor)
+        Self.expectWhole(comparison, floor: edgeFloor)
+    }
+
     /// streaming.md §7, as theMusicComesBackWhenTheAnnouncementsAudioEndsNotItsSession, with a session mixed in over the
     /// announcement (a sound of silence, `--mix`) before the music comes: the announcement goes under it as
     /// the first overlay, rendered once a block (a block rendered twice or skipped would cost it its SNR), and

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Play the session handshake of Protocol/streaming.md §3 against a Lyre receiver, as a plain RTSP sender
 would, and print what it answered as one JSON object: the statuses and headers the spec states, for a test
-to assert. Usage: rtsp-conformance.py HOST PORT [--silent | --deaf | --clock | --arrival | --shutdown PID] (the receiver's
+to assert. Usage: rtsp-conformance.py HOST PORT [--silent | --deaf | --clock | --arrival | --pipelined |
+--shutdown PID] (the receiver's
 page on port 7780)
 
 With --silent: sets a session up to RECORD and then says and sends nothing (§7: a recording session silent for
@@ -16,6 +17,10 @@ prints "ready", and keeps the session for 4 s (now-playing.md §2: the clocks ar
 
 With --arrival: a session with no timing exchange sends 1 s of packets in real time and prints the
 CLOCK_MONOTONIC time (ns) it sent the first (streaming.md §6.2: played at arrival plus the target latency).
+
+With --pipelined: on a connection of its own, writes an ANNOUNCE that asks to mix (`Lyre-Mix: mix`), its SETUP
+and a TEARDOWN at once, without waiting for an answer (RFC 2326 lets a client pipeline), so the session ends while
+the receiver still binds the SETUP's ports; prints each answer's status by method, in the order they came.
 
 With --shutdown PID: sets a session up to RECORD, stops the receiver (SIGTERM to PID), and reads until the receiver
 shuts its side; then, never closing, sends a keep-alive every 0.25 s until one fails. Prints whether the session-end
@@ -338,6 +343,25 @@ def deaf(target):
     print(json.dumps({"commands": commands}))
 
 
+def pipelined(target):
+    s = session(target)
+    s._bind_udp(s.conn.sock.getsockname()[0])
+    port = s.rtp_sock.getsockname()[1]
+    requests = [("ANNOUNCE", s.target.url, [("Content-Type", "application/sdp"), ("Lyre-Mix", "mix")], abuse.VALID_SDP),
+                ("SETUP", s.target.url + "streamid=0", [("Transport", f"RTP/AVP/UDP;unicast;client_port={port}-{port + 1};mode=record")], b""),
+                ("TEARDOWN", s.target.url, [], b"")]
+    s.conn.sock.sendall(b"".join(abuse.request(method, uri, cseq, list(headers) + [("User-Agent", "rtsp-conformance.py")], body)
+                                 for cseq, (method, uri, headers, body) in enumerate(requests, 1)))
+    answers = []
+    while len(answers) < len(requests):
+        msg = s.conn.read_message()
+        if msg.is_response:
+            method = requests[int(msg.headers.get("cseq", "0")) - 1][0]
+            answers.append({"method": method, "status": msg.status, "error": msg.headers.get("lyre-error")})
+    s.close()
+    print(json.dumps({"answers": answers}))
+
+
 def shutdown(target, pid):
     s = recording(target)
     os.kill(pid, 15)
@@ -389,6 +413,8 @@ def main():
         return clock(target)
     if "--arrival" in sys.argv:
         return arrival(target)
+    if "--pipelined" in sys.argv:
+        return pipelined(target)
     out = {}
     # §7 Lyre-Mix: mix or duck, anything else 400. First, while the receiver is idle: a mix request then plays.
     for mix in ("ducking", "mix"):
