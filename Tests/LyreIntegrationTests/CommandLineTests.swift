@@ -62,14 +62,19 @@ struct CommandLineTests {
         #expect(stderr.contains("the vector says"), "\(stderr)")
     }
 
+    /// Shell lines that take every directory holding `swift` off the PATH, so that a tool that would build fails.
+    static let withoutSwift = """
+        set -u; PATH=$(printf %s "$PATH" | tr : '\\n' | while read -r d; do test -x "$d/swift" || printf %s: "$d"; done)
+        ! command -v swift >/dev/null || { echo "swift still on the PATH"; exit 1; }
+        """
+
     /// `Tools/bench SUITE --help` shows the suite's options and does nothing else: nothing is installed, built or
     /// started (it built the release first, some ten minutes on this machine). Run without `swift` on the PATH,
     /// so that a bench that would build fails here at once; an unknown suite is one line that lists the suites.
     @Test func theBenchShowsEachSuitesOptionsWithoutBuilding() throws {
         let suites = ["discovery", "streaming", "remote", "loss", "sink", "sync", "security", "mixing", "footprint", "install"]
         let (status, stdout, stderr) = try Self.execute("/bin/bash", ["-c", """
-            set -u; PATH=$(printf %s "$PATH" | tr : '\\n' | while read -r d; do test -x "$d/swift" || printf %s: "$d"; done)
-            ! command -v swift >/dev/null || { echo "swift still on the PATH"; exit 1; }
+            \(Self.withoutSwift)
             cd '\(TestNetwork.tools)/..'
             Tools/bench --help || exit 1
             for s in \(suites.joined(separator: " ")); do echo "== $s"; Tools/bench "$s" --help || { echo "exit $?"; exit 1; }; done
@@ -86,6 +91,31 @@ struct CommandLineTests {
         #expect(shown.first { $0.hasPrefix("sync\n") }?.contains("--cpu-pairs") == true, "\(stdout)")
         #expect(!stderr.contains("== build") && !stderr.contains("apt-get"), "\(stderr)")
         #expect(stderr.hasSuffix("bench: no suite 'snapcast'; the suites are \(suites.joined(separator: "|"))\n"), "\(stderr)")
+    }
+
+    /// Every other tool's `--help` is its usage and nothing else, like the bench's (`Tools/soak --help` installed
+    /// packages and built the release first; `Tools/package --help` built into a directory named `--help`;
+    /// `Tools/demo --help` ran the demo). Without `swift` on the PATH, as above; an option the packager does not
+    /// take is one line.
+    @Test func everyToolShowsItsUsageWithoutBuilding() throws {
+        let tools = ["soak", "fuzz", "test", "demo", "package", "netns"]
+        let (status, stdout, stderr) = try Self.execute("/bin/bash", ["-c", """
+            \(Self.withoutSwift)
+            cd '\(TestNetwork.tools)/..'
+            for t in \(tools.joined(separator: " ")); do echo "== $t"; Tools/$t --help || { echo "exit $?"; exit 1; }; done
+            if Tools/package --out x; then echo "an option taken as the directory"; exit 1; fi
+            """])
+        #expect(status == 0, "\(stdout) \(stderr)")
+        let shown = stdout.components(separatedBy: "== ").dropFirst()
+        #expect(shown.count == tools.count, "\(stdout)")
+        for (tool, text) in zip(tools, shown) {
+            #expect(text.hasPrefix("\(tool)\nusage: Tools/\(tool) "), "\(tool): \(text)")
+        }
+        #expect(shown.first { $0.hasPrefix("soak\n") }?.contains("--minutes") == true, "\(stdout)")
+        #expect(shown.first { $0.hasPrefix("fuzz\n") }?.contains("Tools/fuzz all [SECONDS]") == true, "\(stdout)")
+        #expect(!stderr.contains("== build") && !stderr.contains("apt-get"), "\(stderr)")
+        #expect(stderr.hasSuffix("package: no option '--out'; the one argument is the output directory (Tools/package --help)\n"), "\(stderr)")
+        #expect(!FileManager.default.fileExists(atPath: TestNetwork.tools + "/../--help"))
     }
 
     @Test func helpDescribesTheCommands() throws {

@@ -110,9 +110,9 @@ def room_counts(log):
 
 
 def main():
-    parser = argparse.ArgumentParser(description="Hours of play: leaks, descriptors, threads, gaps and crashes.")
-    parser.add_argument("--minutes", type=float, default=120)
-    parser.add_argument("--sample-seconds", type=float, default=60)
+    parser = argparse.ArgumentParser(prog="Tools/soak", description="Hours of play: leaks, descriptors, threads, gaps and crashes.")
+    parser.add_argument("--minutes", type=float, default=120, help="how long to play (default: 120)")
+    parser.add_argument("--sample-seconds", type=float, default=60, help="how often to sample each process (default: 60)")
     parser.add_argument("--json", help="also write the JSON result here")
     a = parser.parse_args()
     for tool in ("ffmpeg", "nft", "ip"):
