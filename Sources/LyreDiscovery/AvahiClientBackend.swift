@@ -185,27 +185,15 @@ final class AvahiClientBackend: MDNSBackend, @unchecked Sendable {
     }
 
     private func groupChanged(_ g: OpaquePointer, _ state: AvahiEntryGroupState) {
-        switch state {
-        case _ where g == retiring:
-            break  // the old name, withdrawn when the new one is established
-        case AVAHI_ENTRY_GROUP_ESTABLISHED:
-            retireOldName()
-            if let currentName { events.publish(.established(name: currentName)) }
-        case AVAHI_ENTRY_GROUP_COLLISION:
-            // Another host probed the same name first: pick the next one and register again.
-            guard let name = currentName else { return }
-            let next = ServiceName.alternative(after: name)
-            logger.notice("service name '\(name)' collided on the network; renaming to '\(next)'")
-            events.publish(.renamed(from: name, to: next))
-            currentName = next
-            avahi_entry_group_reset(g)
-            registerIfNeeded()
-        case AVAHI_ENTRY_GROUP_FAILURE:
-            let error = AvahiError(code: avahi_client_errno(avahi_entry_group_get_client(g)), context: "entry group")
-            events.publish(.failed(reason: error.message))
-        default:
-            break
-        }
+        guard
+            let next = entryGroupChanged(
+                state, isRetiring: g == retiring, name: currentName, events: events, logger: logger,
+                retireOldName: retireOldName,
+                failure: { AvahiError(code: avahi_client_errno(avahi_entry_group_get_client(g)), context: "entry group").message })
+        else { return }
+        currentName = next
+        avahi_entry_group_reset(g)
+        registerIfNeeded()
     }
 
     /// Withdraws the name a rename replaced (goodbye packets). Poll thread/lock.

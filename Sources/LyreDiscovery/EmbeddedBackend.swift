@@ -168,27 +168,15 @@ final class EmbeddedBackend: MDNSBackend, @unchecked Sendable {
     }
 
     private func groupChanged(_ g: OpaquePointer, _ state: AvahiEntryGroupState) {
-        switch state {
-        case _ where g == retiring:
-            break  // the old name, withdrawn when the new one is established
-        case AVAHI_ENTRY_GROUP_ESTABLISHED:
-            retireOldName()
-            if let currentName { events.publish(.established(name: currentName)) }
-        case AVAHI_ENTRY_GROUP_COLLISION:
-            guard let name = currentName else { return }
-            let next = ServiceName.alternative(after: name)
-            logger.notice("service name '\(name)' collided on the network; renaming to '\(next)'")
-            events.publish(.renamed(from: name, to: next))
-            currentName = next
-            lyre_avahi_s_entry_group_reset(g)
-            registerIfNeeded()
-        case AVAHI_ENTRY_GROUP_FAILURE:
-            if let server {
-                events.publish(.failed(reason: AvahiError(code: lyre_avahi_server_errno(server), context: "entry group").message))
-            }
-        default:
-            break
-        }
+        guard
+            let next = entryGroupChanged(
+                state, isRetiring: g == retiring, name: currentName, events: events, logger: logger,
+                retireOldName: retireOldName,
+                failure: { self.server.map { AvahiError(code: lyre_avahi_server_errno($0), context: "entry group").message } })
+        else { return }
+        currentName = next
+        lyre_avahi_s_entry_group_reset(g)
+        registerIfNeeded()
     }
 
     // MARK: Browsing

@@ -292,6 +292,29 @@ struct DiscoveryPeerTests {
         #expect(!again.stderr.contains("is taken"), "\(again.stderr)")
     }
 
+    /// discovery.md §6: a conflict found on the network, while probing (RFC 6762 §9), renames as one found locally
+    /// does. The name is held by a responder of its own (python-zeroconf, which probed and announced it first), so
+    /// the receiver's stack does not hold it and the add succeeds: the entry group reports the collision, and the
+    /// receiver comes up as `Kitchen (2)` with both listed. (The test above holds the name on the same stack.)
+    @Test("a name held by another responder on the network renames Kitchen to Kitchen (2) after probing", arguments: ["avahi", "embedded"])
+    func aNameHeldOnTheNetworkRenames(mode: String) async throws {
+        let network = try TestNetwork()
+        defer { network.close() }
+        let holder = try network.spawn([TestNetwork.tools + "/peers/zeroconf-publish.py", "Kitchen", "7001", "v=1", "id=\(Self.foreignID)"])
+        #expect(await eventually { holder.stdout.contains("registered Kitchen") }, "\(holder.stderr)")
+        let lyred = try network.spawn(["lyred", "--mdns", mode, "--name", "Kitchen", "--port", "0", "--state-dir", "/run/lyred"])
+        #expect(await Self.waitForAdvertised(lyred, name: "Kitchen (2)"), "lyred log: \(lyred.stderr)")
+        #expect(lyred.stderr.contains("service name 'Kitchen' collided on the network; renaming to 'Kitchen (2)'"), "\(lyred.stderr)")
+        #expect(!lyred.stderr.contains("is taken; renaming"), "found locally, not on the network: \(lyred.stderr)")
+        let id = try await network.shell("cat /run/lyred/device-id").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(await eventually(timeout: 5) {
+            let devices = (try? await Self.devicesJSON(network)) ?? []
+            return devices.contains { $0["name"] as? String == "Kitchen (2)" && $0["id"] as? String == id }
+                && devices.contains { $0["name"] as? String == "Kitchen" && $0["id"] as? String == Self.foreignID }
+        })
+        #expect(holder.isRunning, "\(holder.stderr)")
+    }
+
     /// avahi-daemon restarted while a file plays (issue 27): lyred re-registers without restarting and
     /// advertises again at once, the picker (`lyre devices --watch`, reconnected to avahi too) never reports it
     /// gone and still lists it, and the playing session is not touched: the file comes out whole, first sample
