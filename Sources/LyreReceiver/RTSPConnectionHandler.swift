@@ -302,28 +302,24 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         let mediaID = ObjectIdentifier(media)
         reply.whenComplete { result in
             let me = bound.value
-            // A session that ended (TEARDOWN, a takeover, a second ANNOUNCE) while the ports were bound has had
-            // its media released, and the ports are closed as they come (SessionMedia.bind): it must not take
-            // the output, which may play another session by now. (The bind completes at once on the
-            // connection's own loop today, so a pipelined TEARDOWN comes after the answer; this keeps it right
-            // whenever it does not.)
-            guard me.media.map(ObjectIdentifier.init) == mediaID, me.session?.id == id else {
-                return me.refuse(SessionRefusal(454, "the session ended before its SETUP was answered"), cseq: cseq)
-            }
-            switch result {
-            case .success(let spec):
-                me.session?.phase = .ready
-                if me.mix.overlay != nil {
-                    me.registry.output.mix(controller, duckDB: me.mix.overlayDuckDB)
-                    me.registry.output.setOverlayVolume(controller, me.mix.overlayVolume)
-                } else {
-                    me.registry.output.play(controller)
+            // A session that ended while the ports were bound has had its media released, and the ports are
+            // closed as they come (SessionMedia.bind). (The bind completes at once on the connection's own loop
+            // today, so a pipelined TEARDOWN comes after the answer; setupBound keeps it right whenever it does not.)
+            switch ReceiverSession.setupBound(
+                asked: id, media: mediaID, on: &me.session, current: me.media.map(ObjectIdentifier.init), bound: result, mix: me.mix)
+            {
+            case .failure(let refusal):
+                if refusal.status == 500, case .failure(let error) = result { me.logger.error("SETUP failed: \(error)") }
+                me.refuse(refusal, cseq: cseq)
+            case .success((let output, let spec)):
+                switch output {
+                case .play: me.registry.output.play(controller)
+                case .mix(let duckDB, let volume):
+                    me.registry.output.mix(controller, duckDB: duckDB)
+                    me.registry.output.setOverlayVolume(controller, volume)
                 }
                 me.startTimer()
                 me.send(.response(200, cseq: cseq, headers: SetupTerms.answer(session: id, transport: spec, feedback: feedback, fec: fec)))
-            case .failure(let error):
-                me.logger.error("SETUP failed: \(error)")
-                me.send(.response(500, cseq: cseq))
             }
         }
     }

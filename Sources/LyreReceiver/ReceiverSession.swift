@@ -80,6 +80,35 @@ extension ReceiverSession {
 }
 
 extension ReceiverSession {
+    /// How a session's media goes on the output once its SETUP's ports are bound.
+    enum Output: Equatable {
+        /// As the main session.
+        case play
+        /// Over the main session, which it ducks by `duckDB` (nil: mixed at full level), at its own `volume`.
+        case mix(duckDB: Double?, volume: Double)
+    }
+
+    /// What a SETUP whose ports came back does: the SETUP was asked by the session `asked` (its id) for the media
+    /// `media`; the connection's session and media are `session` and `current` now; `bound` is the bind's
+    /// outcome (the ports). A sender may pipeline (streaming.md §1), so the session may have ended while they
+    /// were bound (TEARDOWN, a takeover; a second ANNOUNCE keeps the id but releases the media): then its media
+    /// must not take the output, which may play another session by now, and the SETUP is refused with 454. Else
+    /// a bind that failed is 500, and a bound session is ready (streaming.md §3) and plays as its `mix` says.
+    static func setupBound<Ports>(
+        asked: String, media: ObjectIdentifier, on session: inout ReceiverSession?, current: ObjectIdentifier?,
+        bound: Result<Ports, any Error>, mix: SessionMix
+    ) -> Result<(Output, Ports), SessionRefusal> {
+        guard current == media, session?.id == asked else {
+            return .failure(SessionRefusal(454, "the session ended before its SETUP was answered"))
+        }
+        guard case .success(let ports) = bound else { return .failure(SessionRefusal(500)) }
+        session?.phase = .ready
+        guard mix.overlay != nil else { return .success((.play, ports)) }
+        return .success((.mix(duckDB: mix.overlayDuckDB, volume: mix.overlayVolume), ports))
+    }
+}
+
+extension ReceiverSession {
     /// What becomes of an ANNOUNCE.
     enum Entry<Member: AnyObject> {
         /// Its session plays under `terms`: over `over`, which goes on, or as the main session when nil.

@@ -166,4 +166,63 @@ import Testing
         #expect(refused.0 == SessionRefusal(503, retryAfter: 5) && refused.notice == nil)
         #expect(!refused.0.counted && refused.0.reason == nil)
     }
+
+    /// streaming.md §1 (a sender may pipeline): a SETUP whose ports come back after its session ended must not
+    /// take the output. Its media's identity and the session's id are what tell.
+    @Test func aSetupWhoseSessionEndedWhileItsPortsWereBoundIsRefused454AndPlaysNothing() throws {
+        final class Media {}
+        let (asked, other) = (Media(), Media())
+        let mix = SessionMix.none
+        let ports: Result<Int, any Error> = .success(6000)
+        func bound(_ session: inout ReceiverSession?, current: Media?) -> Result<(ReceiverSession.Output, Int), SessionRefusal> {
+            ReceiverSession.setupBound(
+                asked: "S1", media: ObjectIdentifier(asked), on: &session, current: current.map(ObjectIdentifier.init), bound: ports, mix: mix)
+        }
+        let ended = SessionRefusal(454, "the session ended before its SETUP was answered")
+        // TEARDOWN: no session, no media.
+        var none: ReceiverSession?
+        #expect(throws: ended) { try bound(&none, current: nil).get() }
+        // A second ANNOUNCE on the connection: the same id, its media released (or made anew).
+        var again: ReceiverSession? = ReceiverSession(id: "S1", phase: .announced)
+        #expect(throws: ended) { try bound(&again, current: nil).get() }
+        #expect(throws: ended) { try bound(&again, current: other).get() }
+        #expect(again?.phase == .announced)
+        // A session of another id (the connection's session ended and another began).
+        var another: ReceiverSession? = ReceiverSession(id: "S2", phase: .announced)
+        #expect(throws: ended) { try bound(&another, current: asked).get() }
+        // Still its own: ready, and played as the main session.
+        var own: ReceiverSession? = ReceiverSession(id: "S1", phase: .announced)
+        let played = try bound(&own, current: asked).get()
+        #expect(played.0 == .play && played.1 == 6000)
+        #expect(own?.phase == .ready)
+    }
+
+    @Test func aBoundSetupPlaysOverTheMusicAsItsAnnounceAskedAndABindThatFailedIs500() throws {
+        final class Media {}
+        let media = Media()
+        struct Unbindable: Error {}
+        var ducking = SessionMix.none
+        ducking.announce(try SessionMixTests.terms([("Lyre-Mix", "duck"), ("Lyre-Duck-DB", "-20")]), over: true)
+        let own = ducking.takesVolume(-6)
+        #expect(own)
+        var session: ReceiverSession? = ReceiverSession(id: "S1", phase: .announced)
+        let over = try ReceiverSession.setupBound(
+            asked: "S1", media: ObjectIdentifier(media), on: &session, current: ObjectIdentifier(media),
+            bound: Result<Int, any Error>.success(1), mix: ducking).get()
+        #expect(over.0 == .mix(duckDB: -20, volume: -6))
+        var mixing = SessionMix.none
+        mixing.announce(try SessionMixTests.terms([("Lyre-Mix", "mix")]), over: true)
+        let mixed = try ReceiverSession.setupBound(
+            asked: "S1", media: ObjectIdentifier(media), on: &session, current: ObjectIdentifier(media),
+            bound: Result<Int, any Error>.success(1), mix: mixing).get()
+        #expect(mixed.0 == .mix(duckDB: nil, volume: 0))
+        // The ports could not be bound: 500, and the session stays where it was.
+        var announced: ReceiverSession? = ReceiverSession(id: "S1", phase: .announced)
+        #expect(throws: SessionRefusal(500)) {
+            try ReceiverSession.setupBound(
+                asked: "S1", media: ObjectIdentifier(media), on: &announced, current: ObjectIdentifier(media),
+                bound: Result<Int, any Error>.failure(Unbindable()), mix: mixing).get()
+        }
+        #expect(announced?.phase == .announced)
+    }
 }
