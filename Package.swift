@@ -64,7 +64,7 @@ let package = Package(
         .target(name: "LyreAudio", dependencies: ["CALSA", "CALSAShim", "CFFmpegShim", "LyreWire", "LyreClock"]),
         .target(name: "LyreCodec", dependencies: ["COpus", "COpusShim"]),
         // SRTP (libsrtp2): paired sessions' audio, encrypted and authenticated.
-        .target(name: "LyreSRTP", dependencies: ["CSRTP"]),
+        .target(name: "LyreSRTP", dependencies: ["CSRTP", "LyreWire"]),
 
         // A local control socket (lines in, lines out, this user only): lyred's, and lyre play's group socket.
         .target(

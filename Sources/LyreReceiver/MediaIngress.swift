@@ -59,12 +59,11 @@ struct MediaIngress {
         guard buffer.readableBytes <= RTPPacket.maximumSize else { return [.dropped(.malformed)] }
         let bytes = Array(buffer.readableBytesView)
         guard rtcp else { return [media(bytes)] }
-        let plain: [UInt8]
-        switch srtp.map({ $0.unprotectRTCP(bytes) }) ?? .success(bytes) {
-        case .success(let bytes): plain = bytes
+        let packets: [RTCPPacket]
+        switch RTCPPacket.read(bytes, through: srtp) {
+        case .success(let read): packets = read
         case .failure(let failure): return [.dropped(Self.dropped(failure))]
         }
-        guard let packets = try? RTCPPacket.all(in: plain) else { return [.dropped(.malformed)] }
         return packets.map { packet in
             switch packet {
             case .senderReport(let report) where report.ssrc == ssrc: .senderReport(report)

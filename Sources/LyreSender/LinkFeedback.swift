@@ -95,8 +95,7 @@ final class LinkFeedback: Sendable {
     func received(_ datagram: [UInt8], from source: SocketAddress, now: UInt64 = HostClock.now()) {
         let (asked, lookup) = lock.withLock { state -> ([UInt16], (@Sendable (UInt16) -> [UInt8]?)?) in
             guard let expected = state.expected, let lookup = state.lookup, source == expected,
-                let plain = state.srtcp.map({ try? $0.unprotectRTCP(datagram).get() }) ?? datagram,
-                let rtcp = try? RTCPPacket.all(in: plain)
+                case .success(let rtcp) = RTCPPacket.read(datagram, through: state.srtcp)
             else {
                 state.counters.dropped += 1
                 return ([], nil)

@@ -84,6 +84,32 @@ struct SRTPTests {
         #expect(into.unprotectRTCP(altered) == .failure(.unauthentic))
     }
 
+    /// Both ends read the other's RTCP through one function (RTCPPacket.read): the packets of a datagram, through
+    /// SRTCP on a paired session; what is replayed, altered or not RTCP is the failure each end counts.
+    @Test func eachEndReadsThePeersRTCPTheSameWay() throws {
+        let key = SRTPSession.makeKey()
+        let out = try SRTPSession(.send, key: key)
+        let into = try SRTPSession(.receive, key: key)
+        let nack = RTCPGenericNACK(senderSSRC: 7, mediaSSRC: 0x1234_5678, sequences: [3, 4, 9])
+        let sent = LyreSentReport(ssrc: 0x1234_5678, highestSequence: 42)
+        let datagram = RTCPPacket.compound([nack.serialized(), sent.serialized()])
+        let packets: [RTCPPacket] = [.nack(nack), .lyreSent(sent)]
+        // Plain (an unpaired session), and through SRTCP.
+        #expect(RTCPPacket.read(datagram, through: nil) == .success(packets))
+        let protected = try #require(out.protectRTCP(datagram))
+        #expect(RTCPPacket.read(protected, through: into) == .success(packets))
+        #expect(RTCPPacket.read(protected, through: into) == .failure(.replayed))
+        var altered = try #require(out.protectRTCP(datagram))
+        altered[9] ^= 0x20
+        #expect(RTCPPacket.read(altered, through: into) == .failure(.unauthentic))
+        // A plain datagram on a paired session does not verify; one that is not RTCP does not parse.
+        #expect(RTCPPacket.read(datagram, through: into) == .failure(.unauthentic))
+        #expect(RTCPPacket.read([0x40, 0xC9, 0, 1, 0, 0, 0, 7], through: nil) == .failure(.malformed))
+        #expect(RTCPPacket.read([], through: nil) == .failure(.malformed))
+        let notRTCP = try #require(out.protectRTCP([0x40, 0xC9, 0, 9, 1, 2, 3, 4, 5, 6, 7, 8]))
+        #expect(RTCPPacket.read(notRTCP, through: into) == .failure(.malformed))
+    }
+
     @Test func theKeyTravelsInTheSDP() throws {
         let key = SRTPSession.makeKey()
         let sdp = SessionDescription(audio: AudioFormat(encoding: .opus, payloadType: 96), crypto: SDPCrypto(suite: SRTPSession.suite, key: key))
