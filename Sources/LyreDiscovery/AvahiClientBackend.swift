@@ -16,12 +16,7 @@ final class AvahiClientBackend: MDNSBackend, @unchecked Sendable {
     private let logger = Logger(label: "lyre.discovery.avahi")
 
     private var client: OpaquePointer?  // AvahiClient*
-    private var group: OpaquePointer?  // AvahiEntryGroup*
-    /// The group of the name before a rename, kept until the new name is established and then freed (its
-    /// goodbyes sent), so that browsers see the device renamed, never gone.
-    private var retiring: OpaquePointer?  // AvahiEntryGroup*
-    private var registration: ServiceRegistration?
-    private var currentName: String?
+    private lazy var publication = makePublication()
     private var browseType: String?
     private var browsers: [OpaquePointer] = []  // AvahiServiceBrowser*
     private var resolvers: [ServiceInstanceKey: OpaquePointer] = [:]  // AvahiServiceResolver*
@@ -67,17 +62,16 @@ final class AvahiClientBackend: MDNSBackend, @unchecked Sendable {
         case AVAHI_CLIENT_S_RUNNING:
             if everConnected { logger.info("avahi-daemon is back; registering and browsing again") }
             everConnected = true
-            registerIfNeeded()
+            publication.registerIfNeeded()
             startBrowsersIfNeeded()
         case AVAHI_CLIENT_S_COLLISION, AVAHI_CLIENT_S_REGISTERING:
             // The host name is being (re)established: withdraw until the server runs again.
-            if let group { avahi_entry_group_reset(group) }
-            retireOldName()
+            publication.withdraw()
         case AVAHI_CLIENT_FAILURE:
             let error = avahi_client_errno(c)
             if error == AVAHI_ERR_DISCONNECTED {
                 logger.warning("lost avahi-daemon; waiting for it to come back")
-                if registration != nil { events.publish(.suspended(reason: "avahi-daemon went away")) }
+                if publication.registration != nil { events.publish(.suspended(reason: "avahi-daemon went away")) }
                 if events.isBrowsing { events.browse(.disconnected) }
                 freeClientObjects()
                 do { try connect() } catch {
@@ -106,9 +100,7 @@ final class AvahiClientBackend: MDNSBackend, @unchecked Sendable {
         resolvers.removeAll()
         for browser in browsers { avahi_service_browser_free(browser) }
         browsers.removeAll()
-        if let group { avahi_entry_group_free(group) }
-        group = nil
-        retireOldName()
+        publication.free()
         if let client { avahi_client_free(client) }
         client = nil
     }
@@ -116,90 +108,50 @@ final class AvahiClientBackend: MDNSBackend, @unchecked Sendable {
     // MARK: Publishing
 
     func publish(_ service: ServiceRegistration) throws(AvahiError) {
-        try poll.withLock { () throws(AvahiError) in
-            registration = service
-            currentName = ServiceName.sanitized(service.name)
-            // A second publish is a rename: the new name is registered in a group of its own, and the old
-            // one withdrawn once it is established.
-            if let group, avahi_entry_group_is_empty(group) == 0 {
-                retireOldName()
-                retiring = group
-                self.group = nil
-            }
-            if let client, avahi_client_get_state(client) == AVAHI_CLIENT_S_RUNNING { registerIfNeeded() }
-        }
+        try poll.withLock { () throws(AvahiError) in publication.publish(service) }
     }
 
     func updateTXT(_ txt: TXTRecord) throws(AvahiError) {
-        try poll.withLock { () throws(AvahiError) in
-            registration?.txt = txt
-            guard let group, let name = currentName, let registration,
-                avahi_entry_group_is_empty(group) == 0
-            else { return }
-            let list = StringList.make(txt)
-            defer { avahi_string_list_free(list) }
-            for interface in interfaceList {
-                try avahiCheck(
-                    avahi_entry_group_update_service_txt_strlst(
-                        group, interface, anyProtocol, AvahiPublishFlags(0), name, registration.type, nil,
-                        list),
-                    "updating the TXT record")
-            }
-        }
+        try poll.withLock { () throws(AvahiError) in try publication.updateTXT(txt) }
     }
 
     private var interfaceList: [Int32] { interfaces.isEmpty ? [anyInterface] : interfaces }
 
-    /// Adds the service to the entry group and commits it; renames on a local collision. Poll thread/lock.
-    private func registerIfNeeded() {
-        guard let client, let registration, let name = currentName else { return }
-        if group == nil {
-            let callback: AvahiEntryGroupCallback = { g, state, context in
-                guard let g, let context else { return }
-                Unmanaged<AvahiClientBackend>.fromOpaque(context).takeUnretainedValue().groupChanged(g, state)
-            }
-            group = avahi_entry_group_new(client, callback, Unmanaged.passUnretained(self).toOpaque())
-        }
-        guard let group else {
-            events.publish(.failed(reason: AvahiError(code: avahi_client_errno(client), context: "entry group").message))
-            return
-        }
-        guard avahi_entry_group_is_empty(group) != 0 else { return }
-        let list = StringList.make(registration.txt)
-        defer { avahi_string_list_free(list) }
-        let interfaces = interfaceList
-        let committed = addServiceRenamingOnCollision(
-            name: name, events: events, logger: logger,
-            add: { name in
+    /// The service on the daemon, in an `AvahiEntryGroup` of the client's, on each interface asked for.
+    private func makePublication() -> ServicePublication {
+        let calls = EntryGroupCalls(
+            isRunning: { [unowned self] in client.map { avahi_client_get_state($0) == AVAHI_CLIENT_S_RUNNING } ?? false },
+            new: { [unowned self] in
+                guard let client else { return nil }
+                let callback: AvahiEntryGroupCallback = { g, state, context in
+                    guard let g, let context else { return }
+                    Unmanaged<AvahiClientBackend>.fromOpaque(context).takeUnretainedValue().publication.groupChanged(g, state)
+                }
+                return avahi_entry_group_new(client, callback, Unmanaged.passUnretained(self).toOpaque())
+            },
+            isEmpty: { avahi_entry_group_is_empty($0) != 0 },
+            add: { [unowned self] group, name, registration, list in
                 var result: Int32 = 0
-                for interface in interfaces where result == 0 {
+                for interface in interfaceList where result == 0 {
                     result = avahi_entry_group_add_service_strlst(
                         group, interface, anyProtocol, AvahiPublishFlags(0), name, registration.type, nil, nil,
                         registration.port, list)
                 }
                 return result
             },
-            reset: { avahi_entry_group_reset(group) },
-            commit: { avahi_entry_group_commit(group) })
-        if let committed { currentName = committed }
-    }
-
-    private func groupChanged(_ g: OpaquePointer, _ state: AvahiEntryGroupState) {
-        guard
-            let next = entryGroupChanged(
-                state, isRetiring: g == retiring, name: currentName, events: events, logger: logger,
-                retireOldName: retireOldName,
-                failure: { AvahiError(code: avahi_client_errno(avahi_entry_group_get_client(g)), context: "entry group").message })
-        else { return }
-        currentName = next
-        avahi_entry_group_reset(g)
-        registerIfNeeded()
-    }
-
-    /// Withdraws the name a rename replaced (goodbye packets). Poll thread/lock.
-    private func retireOldName() {
-        if let retiring { avahi_entry_group_free(retiring) }
-        retiring = nil
+            updateTXT: { [unowned self] group, name, registration, list in
+                var result: Int32 = 0
+                for interface in interfaceList where result == 0 {
+                    result = avahi_entry_group_update_service_txt_strlst(
+                        group, interface, anyProtocol, AvahiPublishFlags(0), name, registration.type, nil, list)
+                }
+                return result
+            },
+            reset: { avahi_entry_group_reset($0) },
+            commit: { avahi_entry_group_commit($0) },
+            free: { avahi_entry_group_free($0) },
+            lastError: { [unowned self] in client.map { avahi_client_errno($0) } })
+        return ServicePublication(calls, events: events, logger: logger)
     }
 
     // MARK: Browsing

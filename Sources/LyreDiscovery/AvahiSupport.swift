@@ -332,35 +332,6 @@ func addServiceRenamingOnCollision(
     return nil
 }
 
-/// What both backends do when their entry group changes state (avahi-client's and avahi-core's groups report the
-/// same states): a change of the group being retired is ignored; once established, the name a rename replaced is
-/// withdrawn and the new one announced; on a collision with another host that probed the name first, the next
-/// name is picked and said; a failure is reported with `failure`'s reason (`nil` when the stack has stopped).
-///
-/// - Returns: the name to register under again, after a collision (the caller resets its group first).
-func entryGroupChanged(
-    _ state: AvahiEntryGroupState, isRetiring: Bool, name: String?, events: BackendEvents, logger: Logger,
-    retireOldName: () -> Void, failure: () -> String?
-) -> String? {
-    guard !isRetiring else { return nil }  // the old name, withdrawn when the new one is established
-    switch state {
-    case AVAHI_ENTRY_GROUP_ESTABLISHED:
-        retireOldName()
-        if let name { events.publish(.established(name: name)) }
-    case AVAHI_ENTRY_GROUP_COLLISION:
-        guard let name else { return nil }
-        let next = ServiceName.alternative(after: name)
-        logger.notice("service name '\(name)' collided on the network; renaming to '\(next)'")
-        events.publish(.renamed(from: name, to: next))
-        return next
-    case AVAHI_ENTRY_GROUP_FAILURE:
-        if let reason = failure() { events.publish(.failed(reason: reason)) }
-    default:
-        break
-    }
-    return nil
-}
-
 /// Per-instance TXT watching, shared by both backends. avahi's service resolver passes a changed TXT on
 /// only after the old record's one-second cache flush and a re-query (about 2 s); a record browser on the
 /// instance's TXT sees the new record the moment it enters the cache, so status changes (and

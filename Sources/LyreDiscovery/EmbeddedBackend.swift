@@ -22,12 +22,7 @@ final class EmbeddedBackend: MDNSBackend, @unchecked Sendable {
     private let logger = Logger(label: "lyre.discovery.embedded")
 
     private var server: OpaquePointer?  // AvahiServer*
-    private var group: OpaquePointer?  // AvahiSEntryGroup*
-    /// The group of the name before a rename, kept until the new name is established and then freed (its
-    /// goodbyes sent), so that browsers see the device renamed, never gone.
-    private var retiring: OpaquePointer?  // AvahiSEntryGroup*
-    private var registration: ServiceRegistration?
-    private var currentName: String?
+    private lazy var publication = makePublication()
     private var browser: OpaquePointer?  // AvahiSServiceBrowser*
     private var browseType: String?
     private var resolvers: [ServiceInstanceKey: OpaquePointer] = [:]  // AvahiSServiceResolver*
@@ -83,7 +78,7 @@ final class EmbeddedBackend: MDNSBackend, @unchecked Sendable {
         server = s
         switch state {
         case AVAHI_SERVER_RUNNING:
-            registerIfNeeded()
+            publication.registerIfNeeded()
         case AVAHI_SERVER_COLLISION:
             // Another host (often the local avahi-daemon) owns our host name: take avahi's alternative.
             let current = lyre_avahi_server_get_host_name(s).map { String(cString: $0) } ?? ""
@@ -92,11 +87,9 @@ final class EmbeddedBackend: MDNSBackend, @unchecked Sendable {
                 lyre_avahi_server_set_host_name(s, next)
                 avahi_free(next)
             }
-            if let group { lyre_avahi_s_entry_group_reset(group) }
-            retireOldName()
+            publication.withdraw()
         case AVAHI_SERVER_REGISTERING:
-            if let group { lyre_avahi_s_entry_group_reset(group) }
-            retireOldName()
+            publication.withdraw()
         case AVAHI_SERVER_FAILURE:
             let error = AvahiError(code: lyre_avahi_server_errno(s), context: "embedded mDNS responder failed")
             logger.error("\(error)")
@@ -109,74 +102,42 @@ final class EmbeddedBackend: MDNSBackend, @unchecked Sendable {
     // MARK: Publishing
 
     func publish(_ service: ServiceRegistration) throws(AvahiError) {
-        try poll.withLock { () throws(AvahiError) in
-            registration = service
-            currentName = ServiceName.sanitized(service.name)
-            // A second publish is a rename: the new name is registered in a group of its own, and the old
-            // one withdrawn once it is established.
-            if let group, lyre_avahi_s_entry_group_is_empty(group) == 0 {
-                retireOldName()
-                retiring = group
-                self.group = nil
-            }
-            if let server, lyre_avahi_server_get_state(server) == AVAHI_SERVER_RUNNING { registerIfNeeded() }
-        }
+        try poll.withLock { () throws(AvahiError) in publication.publish(service) }
     }
 
     func updateTXT(_ txt: TXTRecord) throws(AvahiError) {
-        try poll.withLock { () throws(AvahiError) in
-            registration?.txt = txt
-            guard let server, let group, let name = currentName, let registration,
-                lyre_avahi_s_entry_group_is_empty(group) == 0
-            else { return }
-            let list = StringList.make(txt)
-            defer { avahi_string_list_free(list) }
-            try avahiCheck(
-                lyre_avahi_server_update_service_txt_strlst(
-                    server, group, anyInterface, anyProtocol, AvahiPublishFlags(0), name, registration.type, nil,
-                    list),
-                "updating the TXT record")
-        }
+        try poll.withLock { () throws(AvahiError) in try publication.updateTXT(txt) }
     }
 
-    private func registerIfNeeded() {
-        guard let server, let registration, let name = currentName else { return }
-        if group == nil {
-            let callback: AvahiSEntryGroupCallback = { s, g, state, context in
-                guard let g, let context else { return }
-                Unmanaged<EmbeddedBackend>.fromOpaque(context).takeUnretainedValue().groupChanged(g, state)
-            }
-            group = lyre_avahi_s_entry_group_new(server, callback, Unmanaged.passUnretained(self).toOpaque())
-        }
-        guard let group else {
-            events.publish(.failed(reason: AvahiError(code: lyre_avahi_server_errno(server), context: "entry group").message))
-            return
-        }
-        guard lyre_avahi_s_entry_group_is_empty(group) != 0 else { return }
-        let list = StringList.make(registration.txt)
-        defer { avahi_string_list_free(list) }
-        let committed = addServiceRenamingOnCollision(
-            name: name, events: events, logger: logger,
-            add: { name in
-                lyre_avahi_server_add_service_strlst(
+    /// The service in this process's responder, in an `AvahiSEntryGroup`, on every interface it uses.
+    private func makePublication() -> ServicePublication {
+        let calls = EntryGroupCalls(
+            isRunning: { [unowned self] in server.map { lyre_avahi_server_get_state($0) == AVAHI_SERVER_RUNNING } ?? false },
+            new: { [unowned self] in
+                guard let server else { return nil }
+                let callback: AvahiSEntryGroupCallback = { s, g, state, context in
+                    guard let g, let context else { return }
+                    Unmanaged<EmbeddedBackend>.fromOpaque(context).takeUnretainedValue().publication.groupChanged(g, state)
+                }
+                return lyre_avahi_s_entry_group_new(server, callback, Unmanaged.passUnretained(self).toOpaque())
+            },
+            isEmpty: { lyre_avahi_s_entry_group_is_empty($0) != 0 },
+            add: { [unowned self] group, name, registration, list in
+                guard let server else { return Int32(AVAHI_ERR_BAD_STATE) }
+                return lyre_avahi_server_add_service_strlst(
                     server, group, anyInterface, anyProtocol, AvahiPublishFlags(0), name, registration.type, nil, nil,
                     registration.port, list)
             },
-            reset: { lyre_avahi_s_entry_group_reset(group) },
-            commit: { lyre_avahi_s_entry_group_commit(group) })
-        if let committed { currentName = committed }
-    }
-
-    private func groupChanged(_ g: OpaquePointer, _ state: AvahiEntryGroupState) {
-        guard
-            let next = entryGroupChanged(
-                state, isRetiring: g == retiring, name: currentName, events: events, logger: logger,
-                retireOldName: retireOldName,
-                failure: { self.server.map { AvahiError(code: lyre_avahi_server_errno($0), context: "entry group").message } })
-        else { return }
-        currentName = next
-        lyre_avahi_s_entry_group_reset(g)
-        registerIfNeeded()
+            updateTXT: { [unowned self] group, name, registration, list in
+                guard let server else { return Int32(AVAHI_ERR_BAD_STATE) }
+                return lyre_avahi_server_update_service_txt_strlst(
+                    server, group, anyInterface, anyProtocol, AvahiPublishFlags(0), name, registration.type, nil, list)
+            },
+            reset: { lyre_avahi_s_entry_group_reset($0) },
+            commit: { lyre_avahi_s_entry_group_commit($0) },
+            free: { lyre_avahi_s_entry_group_free($0) },
+            lastError: { [unowned self] in server.map { lyre_avahi_server_errno($0) } })
+        return ServicePublication(calls, events: events, logger: logger)
     }
 
     // MARK: Browsing
@@ -280,12 +241,6 @@ final class EmbeddedBackend: MDNSBackend, @unchecked Sendable {
     /// How long after avahi-core's ALL_FOR_NOW the embedded browser waits for the second query round.
     static let coldCacheGrace = 500  // milliseconds
 
-    /// Withdraws the name a rename replaced (goodbye packets). Poll thread/lock.
-    private func retireOldName() {
-        if let retiring { lyre_avahi_s_entry_group_free(retiring) }
-        retiring = nil
-    }
-
     // MARK: Shutdown
 
     func shutdown() {
@@ -295,9 +250,7 @@ final class EmbeddedBackend: MDNSBackend, @unchecked Sendable {
         resolvers.removeAll()
         if let browser { lyre_avahi_s_service_browser_free(browser) }
         browser = nil
-        if let group { lyre_avahi_s_entry_group_free(group) }  // sends goodbyes
-        group = nil
-        retireOldName()
+        publication.free()  // sends goodbyes
         if let server { lyre_avahi_server_free(server) }
         server = nil
         events.finish()
