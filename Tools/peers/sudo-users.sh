@@ -2,7 +2,7 @@
 # The Quick start's "or through sudo", checked as a user who is not root: in a mount namespace of its own
 # (nothing of this machine's users or sudo rights changes), two users are added for the run, "lyre-sudoer"
 # (sudo rights without a password, as after one was typed) and "lyre-plain" (none), and each runs the scripts'
-# privileged steps from a copy of Tools/netns and Tools/lib/deps.sh (a checkout's own directory may be closed
+# privileged steps from a copy of Tools/netns and Tools/lib (deps.sh, and help.sh, which netns reads) (a checkout's own directory may be closed
 # to other users). Prints one "CHECK: status N: OUTPUT" line per check for the test to read. Run as root, inside Tools/netns.
 set -euo pipefail
 [[ $(id -u) -eq 0 ]] || { echo "sudo-users.sh: run as root" >&2; exit 64; }
@@ -26,7 +26,7 @@ echo 'lyre-sudoer ALL=(ALL:ALL) NOPASSWD: ALL' > /etc/sudoers.d/lyre-test
 chmod 440 /etc/sudoers.d/lyre-test
 mkdir -p "$work/tools/lib" "$work/sudoer" "$work/plain"
 cp "$here/netns" "$here/avahi-ctl" "$work/tools/"
-cp "$here/lib/deps.sh" "$work/tools/lib/"
+cp "$here/lib/deps.sh" "$here/lib/help.sh" "$work/tools/lib/"
 chown lyre-sudoer: "$work/sudoer"; chown lyre-plain: "$work/plain"
 chmod -R a+rX "$work/tools"
 
