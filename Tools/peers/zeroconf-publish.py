@@ -21,6 +21,8 @@ properties = dict(pair.split("=", 1) for pair in sys.argv[3:])
 info = ServiceInfo("_lyre._tcp.local.", f"{name}._lyre._tcp.local.", port=port, properties=properties,
                    server="zeroconf-holder.local.", addresses=[socket.inet_aton("127.0.0.1")])
 stop = threading.Event()
+# The test runner's children inherit a blocked signal mask: clear it, so that SIGTERM reaches the handler.
+signal.pthread_sigmask(signal.SIG_SETMASK, [])
 signal.signal(signal.SIGTERM, lambda *_: stop.set())
 signal.signal(signal.SIGINT, lambda *_: stop.set())
 zc = Zeroconf(interfaces=["127.0.0.1"], ip_version=IPVersion.V4Only)
