@@ -298,40 +298,6 @@ let anyInterface = AvahiIfIndex(AVAHI_IF_UNSPEC)
 let anyProtocol = AvahiProtocol(AVAHI_PROTO_UNSPEC)
 let ipv6Protocol = AvahiProtocol(AVAHI_PROTO_INET6)
 
-/// Adds a service under `name`, renaming it on a local collision (`AVAHI_ERR_COLLISION` at add time, when
-/// the same stack already holds the name), then commits. Both backends register through this.
-///
-/// - Returns: the name it was committed under, or `nil` after a failure (already reported to `events`).
-func addServiceRenamingOnCollision(
-    name initial: String, events: BackendEvents, logger: Logger,
-    add: (String) -> Int32, reset: () -> Void, commit: () -> Int32
-) -> String? {
-    var name = initial
-    for _ in 0..<100 {
-        let result = add(name)
-        if result == AVAHI_ERR_COLLISION {
-            let next = ServiceName.alternative(after: name)
-            logger.notice("service name '\(name)' is taken; renaming to '\(next)'")
-            events.publish(.renamed(from: name, to: next))
-            reset()
-            name = next
-            continue
-        }
-        if result < 0 {
-            events.publish(.failed(reason: AvahiError(code: result, context: "adding the service").message))
-            return nil
-        }
-        let committed = commit()
-        if committed < 0 {
-            events.publish(.failed(reason: AvahiError(code: committed, context: "committing the service").message))
-            return nil
-        }
-        return name
-    }
-    events.publish(.failed(reason: "no free service name after 100 tries"))
-    return nil
-}
-
 /// Per-instance TXT watching, shared by both backends. avahi's service resolver passes a changed TXT on
 /// only after the old record's one-second cache flush and a re-query (about 2 s); a record browser on the
 /// instance's TXT sees the new record the moment it enters the cache, so status changes (and

@@ -77,15 +77,40 @@ final class ServicePublication {
             return
         }
         guard calls.isEmpty(group) else { return }
+        if let committed = addRenamingOnCollision(registration, as: name, to: group) { currentName = committed }
+    }
+
+    /// Adds the service under `initial`, renaming it on a local collision (`AVAHI_ERR_COLLISION` at add time,
+    /// when the same stack already holds the name), then commits.
+    ///
+    /// - Returns: the name it was committed under, or `nil` after a failure (already reported to `events`).
+    private func addRenamingOnCollision(_ registration: ServiceRegistration, as initial: String, to group: OpaquePointer) -> String? {
         let list = StringList.make(registration.txt)
         defer { avahi_string_list_free(list) }
-        let calls = calls
-        let committed = addServiceRenamingOnCollision(
-            name: name, events: events, logger: logger,
-            add: { name in calls.add(group, name, registration, list) },
-            reset: { calls.reset(group) },
-            commit: { calls.commit(group) })
-        if let committed { currentName = committed }
+        var name = initial
+        for _ in 0..<100 {
+            let result = calls.add(group, name, registration, list)
+            if result == AVAHI_ERR_COLLISION {
+                let next = ServiceName.alternative(after: name)
+                logger.notice("service name '\(name)' is taken; renaming to '\(next)'")
+                events.publish(.renamed(from: name, to: next))
+                calls.reset(group)
+                name = next
+                continue
+            }
+            if result < 0 {
+                events.publish(.failed(reason: AvahiError(code: result, context: "adding the service").message))
+                return nil
+            }
+            let committed = calls.commit(group)
+            if committed < 0 {
+                events.publish(.failed(reason: AvahiError(code: committed, context: "committing the service").message))
+                return nil
+            }
+            return name
+        }
+        events.publish(.failed(reason: "no free service name after 100 tries"))
+        return nil
     }
 
     /// A group's state changed: a change of the group being retired is ignored; once established, the name a
