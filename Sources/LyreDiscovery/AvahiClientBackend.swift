@@ -17,9 +17,8 @@ final class AvahiClientBackend: MDNSBackend, @unchecked Sendable {
 
     private var client: OpaquePointer?  // AvahiClient*
     private lazy var publication = makePublication()
-    private var browseType: String?
+    private lazy var resolution = makeResolution()
     private var browsers: [OpaquePointer] = []  // AvahiServiceBrowser*
-    private var resolvers: [ServiceInstanceKey: OpaquePointer] = [:]  // AvahiServiceResolver*
     private var everConnected = false
 
     var publicationEvents: AsyncStream<PublicationEvent> { events.publication }
@@ -95,9 +94,7 @@ final class AvahiClientBackend: MDNSBackend, @unchecked Sendable {
     /// ``reconnectGrace``) would otherwise end the next browse's before it has settled.
     private func freeClientObjects() {
         poll.cancelTimers()
-        for watcher in events.removeAllTXTWatchers() { avahi_record_browser_free(watcher) }
-        for resolver in resolvers.values { avahi_service_resolver_free(resolver) }
-        resolvers.removeAll()
+        resolution.free()
         for browser in browsers { avahi_service_browser_free(browser) }
         browsers.removeAll()
         publication.free()
@@ -158,7 +155,7 @@ final class AvahiClientBackend: MDNSBackend, @unchecked Sendable {
 
     func browse(type: String) throws(AvahiError) -> AsyncStream<BrowseEvent> {
         try poll.withLock { () throws(AvahiError) in
-            browseType = type
+            resolution.type = type
             let stream = events.makeBrowseStream()
             if let client, avahi_client_get_state(client) == AVAHI_CLIENT_S_RUNNING { startBrowsersIfNeeded() }
             return stream
@@ -166,7 +163,7 @@ final class AvahiClientBackend: MDNSBackend, @unchecked Sendable {
     }
 
     private func startBrowsersIfNeeded() {
-        guard let client, let type = browseType, browsers.isEmpty else { return }
+        guard let client, let type = resolution.type, browsers.isEmpty else { return }
         let wasDisconnected = everConnected && events.isBrowsing
         events.browserRestarted()
         if wasDisconnected { events.browse(.reconnected) }
@@ -208,33 +205,7 @@ final class AvahiClientBackend: MDNSBackend, @unchecked Sendable {
     ) {
         switch event {
         case AVAHI_BROWSER_NEW, AVAHI_BROWSER_REMOVE:
-            guard let name, let type, let domain, let client else { return }
-            let key = ServiceInstanceKey(interface: interface, proto: proto, name: name, domain: domain)
-            if event == AVAHI_BROWSER_NEW {
-                guard resolvers[key] == nil else { return }
-                let callback: AvahiServiceResolverCallback = {
-                    r, interface, proto, event, name, type, domain, host, address, port, txt, flags, context in
-                    guard let r, let context else { return }
-                    Unmanaged<AvahiClientBackend>.fromOpaque(context).takeUnretainedValue()
-                        .resolverEvent(r, interface, proto, event, name, domain, host, address, port, txt)
-                }
-                // The resolver stays open, so later TXT and address changes are reported too.
-                // The address of the instance's own family: with either family allowed, avahi reports whichever
-                // record it sees first, and an instance found over IPv4 could resolve to an IPv6 address only
-                // ("no IPv4 address", one play in eight right after another, issue 12).
-                if let resolver = avahi_service_resolver_new(
-                    client, interface, proto, name, type, domain, proto, AvahiLookupFlags(0), callback,
-                    Unmanaged.passUnretained(self).toOpaque())
-                {
-                    resolvers[key] = resolver
-                    events.resolverStarted(key)
-                } else {
-                    logger.debug("\(AvahiError(code: avahi_client_errno(client), context: "resolving \(key.name)"))")
-                }
-            } else {
-                if let resolver = resolvers.removeValue(forKey: key) { avahi_service_resolver_free(resolver) }
-                if let watcher = events.instanceRemoved(key) { avahi_record_browser_free(watcher) }
-            }
+            resolution.browserEvent(event, interface, proto, name, type, domain)
         case AVAHI_BROWSER_ALL_FOR_NOW:
             pendingAllForNow -= 1
             guard pendingAllForNow <= 0 else { return }
@@ -247,37 +218,36 @@ final class AvahiClientBackend: MDNSBackend, @unchecked Sendable {
         }
     }
 
-    private func resolverEvent(
-        _ r: OpaquePointer, _ interface: AvahiIfIndex, _ proto: AvahiProtocol, _ event: AvahiResolverEvent,
-        _ name: UnsafePointer<CChar>?, _ domain: UnsafePointer<CChar>?, _ host: UnsafePointer<CChar>?,
-        _ address: UnsafePointer<AvahiAddress>?, _ port: UInt16, _ txt: UnsafeMutablePointer<AvahiStringList>?
-    ) {
-        events.resolverEvent(interface, proto, event, name, domain, host, address, port, txt, logger: logger) { key, name, domain in
-            watchTXT(key, interface: interface, proto: proto, name: name, domain: domain)
-        }
-    }
-
-    /// Watches the instance's TXT record directly (see ``TXTWatches`` for why).
-    private func watchTXT(
-        _ key: ServiceInstanceKey, interface: AvahiIfIndex, proto: AvahiProtocol, name: UnsafePointer<CChar>,
-        domain: UnsafePointer<CChar>
-    ) {
-        guard !events.isWatchingTXT(key), let client, let type = browseType else { return }
-        var fullName = [CChar](repeating: 0, count: Int(AVAHI_DOMAIN_NAME_MAX))
-        guard avahi_service_name_join(&fullName, fullName.count, name, type, domain) == 0 else { return }
-        let callback: AvahiRecordBrowserCallback = {
-            b, interface, proto, event, name, clazz, type, rdata, size, flags, context in
-            guard let b, let context, event == AVAHI_BROWSER_NEW, let rdata else { return }
-            let bytes = Array(UnsafeRawBufferPointer(start: rdata, count: size))
-            Unmanaged<AvahiClientBackend>.fromOpaque(context).takeUnretainedValue().events.txtSeen(b, bytes)
-        }
-        guard
-            let watcher = avahi_record_browser_new(
-                client, interface, proto, fullName, UInt16(AVAHI_DNS_CLASS_IN),
-                UInt16(AVAHI_DNS_TYPE_TXT), AvahiLookupFlags(0), callback,
-                Unmanaged.passUnretained(self).toOpaque())
-        else { return }
-        events.addTXTWatcher(watcher, for: key)
+    /// The instances found, resolved by avahi-client's resolvers and their TXT watched by its record browsers.
+    private func makeResolution() -> InstanceResolution {
+        let calls = ResolverCalls(
+            newResolver: { [unowned self] interface, proto, name, type, domain, context in
+                guard let client else { return nil }
+                let callback: AvahiServiceResolverCallback = {
+                    r, interface, proto, event, name, type, domain, host, address, port, txt, flags, context in
+                    guard let context else { return }
+                    Unmanaged<InstanceResolution>.fromOpaque(context).takeUnretainedValue()
+                        .resolverEvent(interface, proto, event, name, domain, host, address, port, txt)
+                }
+                return avahi_service_resolver_new(
+                    client, interface, proto, name, type, domain, proto, AvahiLookupFlags(0), callback, context)
+            },
+            freeResolver: { avahi_service_resolver_free($0) },
+            newTXTBrowser: { [unowned self] interface, proto, fullName, context in
+                guard let client else { return nil }
+                let callback: AvahiRecordBrowserCallback = {
+                    b, interface, proto, event, name, clazz, type, rdata, size, flags, context in
+                    guard let b, let context, event == AVAHI_BROWSER_NEW, let rdata else { return }
+                    let bytes = Array(UnsafeRawBufferPointer(start: rdata, count: size))
+                    Unmanaged<InstanceResolution>.fromOpaque(context).takeUnretainedValue().txtSeen(b, bytes)
+                }
+                return avahi_record_browser_new(
+                    client, interface, proto, fullName, UInt16(AVAHI_DNS_CLASS_IN), UInt16(AVAHI_DNS_TYPE_TXT),
+                    AvahiLookupFlags(0), callback, context)
+            },
+            freeTXTBrowser: { avahi_record_browser_free($0) },
+            lastError: { [unowned self] in client.map { avahi_client_errno($0) } })
+        return InstanceResolution(calls, events: events, logger: logger)
     }
 
     // MARK: Shutdown

@@ -216,29 +216,6 @@ final class BackendEvents: @unchecked Sendable {
         return watcher
     }
 
-    /// A resolver's answer, as avahi-client and avahi-core both give it: a service found is reported and the
-    /// backend watches its TXT record (`watchTXT`: the key, name and domain); a failure counts as answered.
-    func resolverEvent(
-        _ interface: AvahiIfIndex, _ proto: AvahiProtocol, _ event: AvahiResolverEvent,
-        _ name: UnsafePointer<CChar>?, _ domain: UnsafePointer<CChar>?, _ host: UnsafePointer<CChar>?,
-        _ address: UnsafePointer<AvahiAddress>?, _ port: UInt16, _ txt: UnsafeMutablePointer<AvahiStringList>?,
-        logger: Logger, watchTXT: (ServiceInstanceKey, UnsafePointer<CChar>, UnsafePointer<CChar>) -> Void
-    ) {
-        guard let name, let domain else { return }
-        let key = ServiceInstanceKey(interface: interface, proto: proto, name: name, domain: domain)
-        if event == AVAHI_RESOLVER_FOUND, let host {
-            resolverFound(
-                key,
-                ResolvedService(
-                    host: String(cString: host), address: addressString(address, interface: interface), port: port,
-                    txt: StringList.bytes(txt)))
-            watchTXT(key, name, domain)
-        } else {
-            logger.debug("could not resolve '\(key.name)' on \(key.interface)")
-            resolverAnswered(key)
-        }
-    }
-
     /// Whether the instance's TXT record is watched already.
     func isWatchingTXT(_ key: ServiceInstanceKey) -> Bool { txtWatches.isWatching(key) }
 

@@ -24,8 +24,7 @@ final class EmbeddedBackend: MDNSBackend, @unchecked Sendable {
     private var server: OpaquePointer?  // AvahiServer*
     private lazy var publication = makePublication()
     private var browser: OpaquePointer?  // AvahiSServiceBrowser*
-    private var browseType: String?
-    private var resolvers: [ServiceInstanceKey: OpaquePointer] = [:]  // AvahiSServiceResolver*
+    private lazy var resolution = makeResolution()
 
     var publicationEvents: AsyncStream<PublicationEvent> { events.publication }
 
@@ -146,7 +145,7 @@ final class EmbeddedBackend: MDNSBackend, @unchecked Sendable {
         try poll.withLock { () throws(AvahiError) in
             guard let server else { throw AvahiError(message: "the embedded mDNS responder has stopped") }
             let stream = events.makeBrowseStream()
-            browseType = type
+            resolution.type = type
             let callback: AvahiSServiceBrowserCallback = { b, interface, proto, event, name, type, domain, flags, context in
                 guard let context else { return }
                 Unmanaged<EmbeddedBackend>.fromOpaque(context).takeUnretainedValue()
@@ -168,30 +167,7 @@ final class EmbeddedBackend: MDNSBackend, @unchecked Sendable {
     ) {
         switch event {
         case AVAHI_BROWSER_NEW, AVAHI_BROWSER_REMOVE:
-            guard let name, let type, let domain, let server else { return }
-            let key = ServiceInstanceKey(interface: interface, proto: proto, name: name, domain: domain)
-            if event == AVAHI_BROWSER_NEW {
-                guard resolvers[key] == nil else { return }
-                let callback: AvahiSServiceResolverCallback = {
-                    r, interface, proto, event, name, type, domain, host, address, port, txt, flags, context in
-                    guard let context else { return }
-                    Unmanaged<EmbeddedBackend>.fromOpaque(context).takeUnretainedValue()
-                        .resolverEvent(interface, proto, event, name, domain, host, address, port, txt)
-                }
-                // The address of the instance's own family: with either family allowed, avahi reports whichever
-                // record it sees first, and an instance found over IPv4 could resolve to an IPv6 address only
-                // ("no IPv4 address", one play in eight right after another, issue 12).
-                if let resolver = lyre_avahi_s_service_resolver_new(
-                    server, interface, proto, name, type, domain, proto, AvahiLookupFlags(0), callback,
-                    Unmanaged.passUnretained(self).toOpaque())
-                {
-                    resolvers[key] = resolver
-                    events.resolverStarted(key)
-                }
-            } else {
-                if let resolver = resolvers.removeValue(forKey: key) { lyre_avahi_s_service_resolver_free(resolver) }
-                if let watcher = events.instanceRemoved(key) { lyre_avahi_s_record_browser_free(watcher) }
-            }
+            resolution.browserEvent(event, interface, proto, name, type, domain)
         case AVAHI_BROWSER_ALL_FOR_NOW:
             // avahi-core says this one second after the browser starts, from a timer. An embedded stack
             // starts with an empty cache, and when the first query's answers are lost to the start-up race
@@ -204,38 +180,38 @@ final class EmbeddedBackend: MDNSBackend, @unchecked Sendable {
         }
     }
 
-    private func resolverEvent(
-        _ interface: AvahiIfIndex, _ proto: AvahiProtocol, _ event: AvahiResolverEvent,
-        _ name: UnsafePointer<CChar>?, _ domain: UnsafePointer<CChar>?, _ host: UnsafePointer<CChar>?,
-        _ address: UnsafePointer<AvahiAddress>?, _ port: UInt16, _ txt: UnsafeMutablePointer<AvahiStringList>?
-    ) {
-        events.resolverEvent(interface, proto, event, name, domain, host, address, port, txt, logger: logger) { key, name, domain in
-            watchTXT(key, interface: interface, proto: proto, name: name, domain: domain)
-        }
-    }
-
-    /// Watches the instance's TXT record directly (see ``TXTWatches`` for why).
-    private func watchTXT(
-        _ key: ServiceInstanceKey, interface: AvahiIfIndex, proto: AvahiProtocol, name: UnsafePointer<CChar>,
-        domain: UnsafePointer<CChar>
-    ) {
-        guard !events.isWatchingTXT(key), let server, let type = browseType else { return }
-        var fullName = [CChar](repeating: 0, count: Int(AVAHI_DOMAIN_NAME_MAX))
-        guard avahi_service_name_join(&fullName, fullName.count, name, type, domain) == 0,
-            let searchKey = lyre_avahi_key_new(fullName, UInt16(AVAHI_DNS_CLASS_IN), UInt16(AVAHI_DNS_TYPE_TXT))
-        else { return }
-        defer { lyre_avahi_key_unref(searchKey) }
-        let callback: AvahiSRecordBrowserCallback = { b, interface, proto, event, record, flags, context in
-            guard let b, let context, let record, event == AVAHI_BROWSER_NEW else { return }
-            let txt = StringList.bytes(lyre_avahi_record_txt(record))
-            Unmanaged<EmbeddedBackend>.fromOpaque(context).takeUnretainedValue().events.txtSeen(b, txt)
-        }
-        guard
-            let watcher = lyre_avahi_s_record_browser_new(
-                server, interface, proto, searchKey, AvahiLookupFlags(AVAHI_LOOKUP_USE_MULTICAST.rawValue), callback,
-                Unmanaged.passUnretained(self).toOpaque())
-        else { return }
-        events.addTXTWatcher(watcher, for: key)
+    /// The instances found, resolved by avahi-core's resolvers and their TXT watched by its record browsers.
+    private func makeResolution() -> InstanceResolution {
+        let calls = ResolverCalls(
+            newResolver: { [unowned self] interface, proto, name, type, domain, context in
+                guard let server else { return nil }
+                let callback: AvahiSServiceResolverCallback = {
+                    r, interface, proto, event, name, type, domain, host, address, port, txt, flags, context in
+                    guard let context else { return }
+                    Unmanaged<InstanceResolution>.fromOpaque(context).takeUnretainedValue()
+                        .resolverEvent(interface, proto, event, name, domain, host, address, port, txt)
+                }
+                return lyre_avahi_s_service_resolver_new(
+                    server, interface, proto, name, type, domain, proto, AvahiLookupFlags(0), callback, context)
+            },
+            freeResolver: { lyre_avahi_s_service_resolver_free($0) },
+            newTXTBrowser: { [unowned self] interface, proto, fullName, context in
+                guard let server,
+                    let key = lyre_avahi_key_new(fullName, UInt16(AVAHI_DNS_CLASS_IN), UInt16(AVAHI_DNS_TYPE_TXT))
+                else { return nil }
+                defer { lyre_avahi_key_unref(key) }
+                let callback: AvahiSRecordBrowserCallback = { b, interface, proto, event, record, flags, context in
+                    guard let b, let context, let record, event == AVAHI_BROWSER_NEW else { return }
+                    let txt = StringList.bytes(lyre_avahi_record_txt(record))
+                    Unmanaged<InstanceResolution>.fromOpaque(context).takeUnretainedValue().txtSeen(b, txt)
+                }
+                return lyre_avahi_s_record_browser_new(
+                    server, interface, proto, key, AvahiLookupFlags(AVAHI_LOOKUP_USE_MULTICAST.rawValue), callback,
+                    context)
+            },
+            freeTXTBrowser: { lyre_avahi_s_record_browser_free($0) },
+            lastError: { [unowned self] in server.map { lyre_avahi_server_errno($0) } })
+        return InstanceResolution(calls, events: events, logger: logger)
     }
 
     /// How long after avahi-core's ALL_FOR_NOW the embedded browser waits for the second query round.
@@ -245,9 +221,7 @@ final class EmbeddedBackend: MDNSBackend, @unchecked Sendable {
 
     func shutdown() {
         poll.stop()
-        for watcher in events.removeAllTXTWatchers() { lyre_avahi_s_record_browser_free(watcher) }
-        for resolver in resolvers.values { lyre_avahi_s_service_resolver_free(resolver) }
-        resolvers.removeAll()
+        resolution.free()
         if let browser { lyre_avahi_s_service_browser_free(browser) }
         browser = nil
         publication.free()  // sends goodbyes
