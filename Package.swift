@@ -176,7 +176,12 @@ let package = Package(
 
         .testTarget(name: "LyreWireTests", dependencies: ["LyreWire"]),
         .testTarget(name: "LyreIdentityTests", dependencies: ["LyreIdentity", "LyreWire"]),
-        .testTarget(name: "LyreDiscoveryTests", dependencies: ["LyreDiscovery", "LyreWire", .product(name: "Crypto", package: "swift-crypto")]),
+        .testTarget(
+            name: "LyreDiscoveryTests",
+            dependencies: [
+                "LyreDiscovery", "LyreWire", "CAvahiClient", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         .testTarget(name: "LyreIntegrationTests", dependencies: ["LyreWire"]),
         .testTarget(name: "LyreMPRISTests", dependencies: ["LyreMPRIS"]),
         .testTarget(name: "LyrePairingTests", dependencies: ["LyrePairing", "LyreWire", "LyreSRTP", "LyreClock"]),

@@ -73,7 +73,9 @@ final class ServicePublication {
         guard let registration, let name = currentName else { return }
         if group == nil { group = calls.new() }
         guard let group else {
-            events.publish(.failed(reason: AvahiError(code: calls.lastError() ?? Int32(AVAHI_ERR_FAILURE), context: "entry group").message))
+            // The stack refused a group: its reason is the failure; a stack that is gone says nothing here (its
+            // own state change reports it).
+            if let code = calls.lastError() { events.publish(.failed(reason: AvahiError(code: code, context: "entry group").message)) }
             return
         }
         guard calls.isEmpty(group) else { return }
