@@ -327,6 +327,15 @@ final class SessionRegistry: @unchecked Sendable {
         publishStatus()
     }
 
+    /// Ends the main session, then each that plays over it (so that none of them is told to play on), each
+    /// sender told `reason`: the closes of the connections told, each once its sender has read the notice
+    /// and closed, or 2 s after.
+    func endEverySession(_ reason: SessionEnd) -> [EventLoopFuture<Void>] {
+        eventLoop.assertInEventLoop()
+        let sessions = [stage.active].compactMap { $0 } + stage.overlays
+        return sessions.compactMap { $0.end(reason) }
+    }
+
     /// The active session's sender told its rooms.
     func roomsChanged(_ handler: RTSPConnectionHandler) {
         eventLoop.assertInEventLoop()
@@ -555,11 +564,12 @@ public final class Receiver: Sendable {
         return channel.localAddress?.port ?? configuration.port
     }
 
-    /// Tells the current sender the receiver is going away, stops listening and closes the output.
+    /// Tells every session's sender the receiver is going away, the main session's and those playing over it,
+    /// stops listening and closes the output.
     public func stop() async {
         statisticsTask.withLock { $0?.cancel() }
         let registry = self.registry
-        let told = try? await registry.eventLoop.submit { registry.active?.end(.shutdown) }.get()
+        let told = try? await registry.eventLoop.submit { registry.endEverySession(.shutdown) }.get()
         for server in servers.withLock({ $0 }) + webServers.withLock({ $0 }) { try? await server.close() }
         try? await control.withLock { $0 }?.close()
         if let path = configuration.controlSocketPath, control.withLock({ $0 }) != nil { unlink(path) }
@@ -568,7 +578,7 @@ public final class Receiver: Sendable {
         // The sender reads the notice and closes (or `end` closes 2 s after). Closed before that, by the group's
         // shutdown or lyred's exit (which the end of `events` lets happen), the connection would be reset if a
         // request of the sender's were unread, and a reset throws away what is not sent yet, the notice included.
-        if let told { try? await told.get() }
+        for closed in told ?? [] { try? await closed.get() }
         continuation.finish()
         try? await group.shutdownGracefully()
     }

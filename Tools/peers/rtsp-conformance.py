@@ -22,10 +22,10 @@ With --pipelined: on a connection of its own, writes an ANNOUNCE that asks to mi
 and a TEARDOWN at once, without waiting for an answer (RFC 2326 lets a client pipeline), so the session ends while
 the receiver still binds the SETUP's ports; prints each answer's status by method, in the order they came.
 
-With --shutdown PID: sets a session up to RECORD, stops the receiver (SIGTERM to PID), and reads until the receiver
-shuts its side; then, never closing, sends a keep-alive every 0.25 s until one fails. Prints whether the session-end
-notice came, and how long after the signal the receiver shut its side and closed the connection (the keep-alive
-refused).
+With --shutdown PID: sets a session up to RECORD and a second that ducks it (`Lyre-Mix: duck`), stops the receiver
+(SIGTERM to PID), and reads the first until the receiver shuts its side; then, never closing, sends a keep-alive
+every 0.25 s until one fails. Prints whether the session-end notice came, and how long after the signal the receiver
+shut its side and closed the connection (the keep-alive refused); then whether the overlay was told too.
 
 Reuses rtsp-abuse.py's connection and message reading (the same wire code, not a second one)."""
 import base64
@@ -69,11 +69,12 @@ def setup(s, transport="", headers=()):
     return reply
 
 
-def recording(target, transport="", headers=(), rtptime=1):
+def recording(target, transport="", headers=(), rtptime=1, announce_headers=()):
     """A session set up to RECORD, as the handshake below does it (`transport` and `headers` add to its SETUP,
-    whose answer is kept as `s.setup_reply`); `s.server` is the receiver's RTP address."""
+    whose answer is kept as `s.setup_reply`, `announce_headers` to its ANNOUNCE); `s.server` is the receiver's
+    RTP address."""
     s = session(target)
-    announce(s)
+    announce(s, announce_headers)
     reply = setup(s, transport, headers)
     if reply.status != 200:
         raise abuse.SetupError("SETUP refused")
@@ -364,6 +365,7 @@ def pipelined(target):
 
 def shutdown(target, pid):
     s = recording(target)
+    overlay = recording(target, announce_headers=[("Lyre-Mix", "duck")])
     os.kill(pid, 15)
     start = time.monotonic()
     said = read_to_end(s, 10)
@@ -381,8 +383,10 @@ def shutdown(target, pid):
             reset_after = round(time.monotonic() - start, 2)
             break
     text = said.decode("utf-8", "replace")
+    # The session playing over it, never closed either: told too, and closed by the receiver 2 s after.
+    overlay_text = read_to_end(overlay, 5).decode("utf-8", "replace")
     print(json.dumps({"notice": "session-end: shutdown" in text, "shut_after_s": round(shut_after, 2), "closed_after_s": reset_after,
-                      "said": text}))
+                      "said": text, "overlay_notice": "session-end: shutdown" in overlay_text, "overlay_said": overlay_text}))
 
 
 # The smallest bodies each format's magic bytes make (the receiver checks those, not the picture).
