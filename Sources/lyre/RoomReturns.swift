@@ -15,8 +15,8 @@ import Synchronization
 final class RoomReturns: @unchecked Sendable {
     private let session: StreamSession
     private let lock = Mutex<Void>(())
-    /// Lost rooms waiting to come back, in the order they were lost.
-    private var waiting: [OutputRoute] = []
+    /// Lost rooms waiting to come back, and the one being tried.
+    private var waits = ReturnWaitList()
     /// Rooms that came back, until their `joined` change is reported.
     private var returned: Set<String> = []
     /// Rooms whose failed try was logged at `notice`: the next ones, once a second, go at `debug`.
@@ -51,9 +51,8 @@ final class RoomReturns: @unchecked Sendable {
     /// `route` was lost: wait for it.
     func lost(_ route: OutputRoute) {
         lock.withLock { _ in
-            guard !waiting.contains(where: { Self.same($0, route) }) else { return }
-            waiting.append(route)
-            failureLogged.remove(Self.key(route))  // a new loss: its first failed try is told again
+            guard waits.lost(route) else { return }
+            failureLogged.remove(ReturnWaitList.key(route))  // a new loss: its first failed try is told again
             guard timer == nil else { return }
             let timer = DispatchSource.makeTimerSource(queue: queue)
             timer.schedule(deadline: .now() + Self.retrySeconds, repeating: Self.retrySeconds)
@@ -106,17 +105,12 @@ final class RoomReturns: @unchecked Sendable {
     }
 
     /// The rooms waiting to come back.
-    var returning: [OutputRoute] { lock.withLock { _ in waiting } }
+    var returning: [OutputRoute] { lock.withLock { _ in waits.waiting } }
 
     /// mDNS saw the receiver `id` at `host`:`port`: a room waiting for it is tried there, at once.
     func seen(id: String, host: String, port: UInt16) {
-        let waits = lock.withLock { _ in
-            guard let index = waiting.firstIndex(where: { $0.id == id }) else { return false }
-            waiting[index].host = host
-            waiting[index].port = port
-            return true
-        }
-        if waits { queue.async { [weak self] in self?.attempt() } }
+        let waited = lock.withLock { _ in waits.seen(id: id, host: host, port: port) }
+        if waited { queue.async { [weak self] in self?.attempt() } }
     }
 
     /// Stops waiting for the room named `name`; false when none waits. When the playback had no room left
@@ -127,15 +121,14 @@ final class RoomReturns: @unchecked Sendable {
     /// Stops waiting for the room that joined as `route`: the same receiver (its id, else its address), or one
     /// named as it was added (a name, or the address it came back at).
     func forget(_ route: OutputRoute) {
-        _ = forget { Self.same($0, route) || $0.isNamed(route.name) }
+        _ = forget { ReturnWaitList.same($0, route) || $0.isNamed(route.name) }
     }
 
     private func forget(where matches: (OutputRoute) -> Bool) -> Bool {
         let (forgot, nothingLeft) = lock.withLock { _ in
-            let before = waiting.count
-            waiting.removeAll(where: matches)
-            if waiting.isEmpty { stopTimer() }
-            return (waiting.count != before, waiting.isEmpty)
+            let forgot = waits.forget(where: matches)
+            if waits.waiting.isEmpty { stopTimer() }
+            return (forgot, waits.waiting.isEmpty)
         }
         if forgot, nothingLeft, session.isWaitingForRooms { onNothingLeft() }
         return forgot
@@ -143,14 +136,14 @@ final class RoomReturns: @unchecked Sendable {
 
     /// Whether `route` joined because it came back (said once).
     func cameBack(_ route: OutputRoute) -> Bool {
-        lock.withLock { _ in returned.remove(Self.key(route)) != nil }
+        lock.withLock { _ in returned.remove(ReturnWaitList.key(route)) != nil }
     }
 
     /// Stops waiting for anyone (the playback ended).
     func close() {
         let (browser, browsing) = lock.withLock { _ in
             closed = true
-            waiting.removeAll()
+            waits = ReturnWaitList()
             stopTimer()
             defer { self.browser = nil; self.browsing = nil }
             return (self.browser, self.browsing)
@@ -164,17 +157,22 @@ final class RoomReturns: @unchecked Sendable {
         guard !session.hasEnded else { return close() }
         for route in returning {
             do {
-                // Marked before it joins: the session reports the join from within addRoute.
-                lock.withLock { _ in _ = returned.insert(Self.key(route)) }
+                // Marked before it joins: the session reports the join from within addRoute, and a loss of the
+                // room from then on may come before the wait below is ended.
+                lock.withLock { _ in
+                    _ = returned.insert(ReturnWaitList.key(route))
+                    waits.trying(route)
+                }
                 try session.addRoute(route)
-                let removedMeanwhile = lock.withLock { _ in
-                    let was = waiting.contains { Self.same($0, route) }
-                    waiting.removeAll { Self.same($0, route) }
-                    if waiting.isEmpty { stopTimer() }
-                    return !was
+                let joined = lock.withLock { _ in
+                    let joined = waits.joined(route)
+                    // Lost again as it joined: a new loss, waited for and told again.
+                    if joined == .lostAgain { failureLogged.remove(ReturnWaitList.key(route)) }
+                    if waits.waiting.isEmpty { stopTimer() }
+                    return joined
                 }
                 // The user removed it while it was joining: it leaves again, as they asked.
-                if removedMeanwhile {
+                if joined == .removedMeanwhile {
                     do {
                         try session.removeRoute(named: route.name)
                     } catch {
@@ -187,9 +185,9 @@ final class RoomReturns: @unchecked Sendable {
                 // playback's end is no failed return. (A try that meets a `lyre group add` of the room under way is
                 // told: the add ends the wait only once it has joined.)
                 let level: Logger.Level? = lock.withLock { _ in
-                    _ = returned.remove(Self.key(route))
-                    guard waiting.contains(where: { Self.same($0, route) }) else { return nil }
-                    return failureLogged.insert(Self.key(route)).inserted ? .notice : .debug
+                    _ = returned.remove(ReturnWaitList.key(route))
+                    guard waits.failed(route) else { return nil }
+                    return failureLogged.insert(ReturnWaitList.key(route)).inserted ? .notice : .debug
                 }
                 if let level, !session.hasEnded {
                     Logger(label: "lyre.play").log(level: level, "\(route) is not back yet (tried again each second): \(error)")
@@ -203,8 +201,4 @@ final class RoomReturns: @unchecked Sendable {
         timer?.cancel()
         timer = nil
     }
-
-    private static func key(_ route: OutputRoute) -> String { route.id ?? route.address }
-
-    private static func same(_ a: OutputRoute, _ b: OutputRoute) -> Bool { key(a) == key(b) }
 }

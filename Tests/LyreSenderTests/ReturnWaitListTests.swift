@@ -1,0 +1,80 @@
+import LyreSender
+import Testing
+
+/// `ReturnWaitList`: which lost rooms `lyre play` waits for (issue 27). End to end, a room's return is held by
+/// MultiRoomTests (a receiver restarted, at a new address, removed while it returns); here the rules alone, the
+/// race between a join and a loss included, which no end-to-end run can time.
+@Suite struct ReturnWaitListTests {
+    static let kitchen = OutputRoute(host: "10.0.0.2", port: 7700, name: "Kitchen", id: "0123456789abcdef0123456789abcdef")
+    static let lounge = OutputRoute(host: "10.0.0.3", port: 7700, name: "Lounge")
+
+    @Test func aRoomIsWaitedForOnceAndTheSameReceiverAtANewAddressIsTheSameRoom() {
+        var waits = ReturnWaitList()
+        let first = waits.lost(Self.kitchen)
+        var moved = Self.kitchen
+        moved.host = "10.0.0.9"
+        let again = waits.lost(moved)
+        let byAddress = waits.lost(Self.lounge)
+        #expect(first && !again && byAddress, "the same id is the same room; without an id, its address")
+        #expect(waits.waiting.map(\.name) == ["Kitchen", "Lounge"])
+        let seen = waits.seen(id: Self.kitchen.id!, host: "10.0.0.9", port: 7701)
+        #expect(seen && waits.waiting.first?.address == "10.0.0.9:7701")
+        let unknown = waits.seen(id: "fedcba9876543210fedcba9876543210", host: "10.0.0.8", port: 7700)
+        #expect(!unknown, "nobody waits for it")
+    }
+
+    @Test func aTryThatJoinsEndsTheWaitAndOneThatFailsKeepsIt() {
+        var waits = ReturnWaitList()
+        _ = waits.lost(Self.kitchen)
+        _ = waits.lost(Self.lounge)
+        waits.trying(Self.kitchen)
+        let stillWaited = waits.failed(Self.kitchen)
+        #expect(stillWaited)
+        waits.trying(Self.kitchen)
+        let joined = waits.joined(Self.kitchen)
+        #expect(joined == .back)
+        #expect(waits.waiting == [Self.lounge])
+    }
+
+    @Test func aRoomLostAgainWhileItJoinsIsStillWaitedFor() {
+        var waits = ReturnWaitList()
+        _ = waits.lost(Self.kitchen)
+        waits.trying(Self.kitchen)
+        // The session reports the join from within addRoute; the room's link fails at once, and its loss is
+        // reported before the try ends the wait.
+        let new = waits.lost(Self.kitchen)
+        #expect(!new, "waited for already")
+        let joined = waits.joined(Self.kitchen)
+        #expect(joined == .lostAgain)
+        #expect(waits.waiting == [Self.kitchen], "not forgotten")
+        // The next try that joins, with no loss meanwhile, ends it.
+        waits.trying(Self.kitchen)
+        let next = waits.joined(Self.kitchen)
+        #expect(next == .back && waits.waiting.isEmpty)
+    }
+
+    @Test func aLossOfAnotherRoomWhileOneJoinsIsNotTakenForIt() {
+        var waits = ReturnWaitList()
+        _ = waits.lost(Self.kitchen)
+        _ = waits.lost(Self.lounge)
+        waits.trying(Self.kitchen)
+        _ = waits.lost(Self.lounge)
+        let joined = waits.joined(Self.kitchen)
+        #expect(joined == .back)
+        #expect(waits.waiting == [Self.lounge])
+    }
+
+    @Test func aRoomTheUserRemovedWhileItJoinedLeavesAgain() {
+        var waits = ReturnWaitList()
+        _ = waits.lost(Self.kitchen)
+        waits.trying(Self.kitchen)
+        let forgot = waits.forget { $0.isNamed("kitchen") }
+        let joined = waits.joined(Self.kitchen)
+        #expect(forgot && joined == .removedMeanwhile)
+        let again = waits.forget { $0.isNamed("kitchen") }
+        #expect(!again, "nothing left to forget")
+        waits.trying(Self.lounge)
+        let failed = waits.failed(Self.lounge)
+        #expect(!failed, "a try of a room no longer waited for is no failed return")
+    }
+}
