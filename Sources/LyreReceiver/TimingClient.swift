@@ -111,7 +111,9 @@ struct TimingExchange: Sendable {
     }
 
     /// The sample a reply that arrived at `arrival` gives, or nil when it is not the answer to an outstanding
-    /// request (malformed, a request, an unknown sequence, another `t1`, or answered already).
+    /// request (malformed, a request, an unknown sequence, another `t1`, or answered already) or says nothing
+    /// true: a negative round trip, the sender holding the request longer than the whole exchange took (a
+    /// broken or forged reply, or a clock stepped), which no filter can use; it is asked again as a slow one is.
     mutating func take(_ bytes: [UInt8], arrival: UInt64) -> TimingClient.Sample? {
         guard let packet = TimingPacket(parsing: bytes), packet.kind == .response, outstanding[packet.sequence] == packet.t1 else { return nil }
         outstanding[packet.sequence] = nil
@@ -121,6 +123,6 @@ struct TimingExchange: Sendable {
         } else if !known, sequence < Self.quickRequestLimit {
             next = min(next, arrival + Self.quickInterval)
         }
-        return (arrival, offset, delay)
+        return delay >= 0 ? (arrival, offset, delay) : nil
     }
 }

@@ -32,6 +32,21 @@ struct TimingExchangeTests {
         }
     }
 
+    /// A reply that says the sender held the request longer than the whole round trip took gives no sample (the
+    /// client counts it dropped) and does not count as a known clock; a true one after it does.
+    @Test func aReplyWithANegativeRoundTripIsNoSample() throws {
+        var exchange = TimingExchange(start: Self.start)
+        let request = try #require(exchange.request(at: Self.start).flatMap { TimingPacket(parsing: $0) })
+        let arrival = Self.start + Self.ms
+        let broken = TimingPacket(kind: .response, sequence: 1, t1: request.t1, t2: request.t1, t3: request.t1 + 3 * Self.ms)
+        let sample = exchange.take(broken.serialized(), arrival: arrival)
+        #expect(sample == nil && !exchange.known)
+        let second = try #require(exchange.request(at: exchange.next).flatMap { TimingPacket(parsing: $0) })
+        let good = TimingPacket(kind: .response, sequence: second.sequence, t1: second.t1, t2: second.t1 + 2 * Self.ms, t3: second.t1 + 2 * Self.ms)
+        let taken = exchange.take(good.serialized(), arrival: second.t1 + Self.ms)
+        #expect(taken?.delay == Int64(Self.ms) && exchange.known)
+    }
+
     @Test func fiveRequests20MillisecondsApartThenOneASecond() {
         // Unanswered, and answered within 5 ms: the same.
         for delay in [nil, 200_000] as [UInt64?] {
