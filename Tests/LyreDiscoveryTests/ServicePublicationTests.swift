@@ -68,6 +68,14 @@ import Testing
         }
     }
 
+    /// A publication on a recording stack, running or not yet.
+    static func made(running: Bool) -> (RecordingStack, BackendEvents, ServicePublication) {
+        let stack = RecordingStack()
+        stack.running = running
+        let events = BackendEvents()
+        return (stack, events, ServicePublication(stack.calls, events: events, logger: Logger(label: "test")))
+    }
+
     static func service(_ name: String, _ value: String = "1") throws -> ServiceRegistration {
         ServiceRegistration(name: name, port: 7700, txt: try TXTRecord(pairs: [(key: "v", value: value)]))
     }
@@ -80,9 +88,7 @@ import Testing
     }
 
     @Test func itRegistersOnceTheStackRunsAndTakesTheNextNameWhenThisStackHoldsIt() async throws {
-        let stack = RecordingStack()
-        let events = BackendEvents()
-        let publication = ServicePublication(stack.calls, events: events, logger: Logger(label: "test"))
+        let (stack, events, publication) = Self.made(running: false)
         var mark = 0
 
         publication.publish(try Self.service("Kitchen"))
@@ -100,10 +106,7 @@ import Testing
     }
 
     @Test func aRenameWithdrawsTheOldNameOnlyOnceTheNewOneIsEstablished() async throws {
-        let stack = RecordingStack()
-        stack.running = true
-        let events = BackendEvents()
-        let publication = ServicePublication(stack.calls, events: events, logger: Logger(label: "test"))
+        let (stack, events, publication) = Self.made(running: true)
         var mark = 0
 
         publication.publish(try Self.service("Kitchen"))
@@ -121,10 +124,7 @@ import Testing
     }
 
     @Test func aCollisionOnTheNetworkRenamesInTheSameGroupAndRegistersAgain() async throws {
-        let stack = RecordingStack()
-        stack.running = true
-        let events = BackendEvents()
-        let publication = ServicePublication(stack.calls, events: events, logger: Logger(label: "test"))
+        let (stack, events, publication) = Self.made(running: true)
         var mark = 0
 
         publication.publish(try Self.service("Kitchen"))
@@ -143,9 +143,7 @@ import Testing
     }
 
     @Test func theTXTIsRewrittenInPlaceAndAChangeWhileUnregisteredIsKeptForTheRegistration() async throws {
-        let stack = RecordingStack()
-        let events = BackendEvents()
-        let publication = ServicePublication(stack.calls, events: events, logger: Logger(label: "test"))
+        let (stack, events, publication) = Self.made(running: false)
         var mark = 0
 
         publication.publish(try Self.service("Kitchen", "1"))
@@ -164,10 +162,7 @@ import Testing
     }
 
     @Test func withdrawalResetsAndFreeingSendsGoodbyesButKeepsTheServiceForTheNextStack() async throws {
-        let stack = RecordingStack()
-        stack.running = true
-        let events = BackendEvents()
-        let publication = ServicePublication(stack.calls, events: events, logger: Logger(label: "test"))
+        let (stack, events, publication) = Self.made(running: true)
         var mark = 0
 
         publication.publish(try Self.service("Kitchen"))
@@ -186,11 +181,8 @@ import Testing
     }
 
     @Test func aRefusedGroupIsAFailureWithTheStacksReasonAndNothingWhenTheStackIsGone() async throws {
-        let stack = RecordingStack()
-        stack.running = true
+        let (stack, events, publication) = Self.made(running: true)
         stack.refusesGroups = true
-        let events = BackendEvents()
-        let publication = ServicePublication(stack.calls, events: events, logger: Logger(label: "test"))
 
         publication.publish(try Self.service("Kitchen"))
         stack.error = nil
