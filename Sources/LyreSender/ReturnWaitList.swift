@@ -2,7 +2,7 @@
 /// (issue 27; `lyre play`'s `RoomReturns` drives it). A plain value, so that its rules are tested without a
 /// receiver: a room is waited for once however often it is lost; a try that joins ends its wait, unless the
 /// user removed the room meanwhile, or the room was lost again while it joined (it is then waited for again,
-/// rather than forgotten).
+/// rather than forgotten), or both (it has left, and stays out).
 public struct ReturnWaitList: Sendable {
     /// Lost rooms waiting to come back, in the order they were lost.
     public private(set) var waiting: [OutputRoute] = []
@@ -19,15 +19,20 @@ public struct ReturnWaitList: Sendable {
         case removedMeanwhile
         /// It was lost again while it joined: it is still waited for, as a new loss.
         case lostAgain
+        /// The user removed it, and it was lost again, while it joined (in either order): it has left already,
+        /// and is not waited for.
+        case removedAndLost
     }
 
-    /// `route` was lost. False when it is waited for already (the same receiver: its id, else its address).
+    /// `route` was lost. False when it is waited for already (the same receiver: its id, else its address), and
+    /// while its try joins: the try's end decides (`joined`), as the user may have removed it meanwhile.
     public mutating func lost(_ route: OutputRoute) -> Bool {
         let key = Self.key(route)
-        guard !waiting.contains(where: { Self.key($0) == key }) else {
-            if joining?.key == key { joining?.lostAgain = true }
+        if joining?.key == key {
+            joining?.lostAgain = true
             return false
         }
+        guard !waits(for: key) else { return false }
         waiting.append(route)
         return true
     }
@@ -46,9 +51,10 @@ public struct ReturnWaitList: Sendable {
     /// The try of `route` joined the playback.
     public mutating func joined(_ route: OutputRoute) -> Joined {
         let key = Self.key(route)
-        defer { joining = nil }
-        guard waiting.contains(where: { Self.key($0) == key }) else { return .removedMeanwhile }
-        if joining?.key == key, joining?.lostAgain == true { return .lostAgain }
+        let lostAgain = joining?.key == key && joining?.lostAgain == true
+        joining = nil
+        guard waits(for: key) else { return lostAgain ? .removedAndLost : .removedMeanwhile }
+        if lostAgain { return .lostAgain }
         waiting.removeAll { Self.key($0) == key }
         return .back
     }
@@ -59,7 +65,9 @@ public struct ReturnWaitList: Sendable {
         return isWaiting(route)
     }
 
-    public func isWaiting(_ route: OutputRoute) -> Bool { waiting.contains { Self.key($0) == Self.key(route) } }
+    public func isWaiting(_ route: OutputRoute) -> Bool { waits(for: Self.key(route)) }
+
+    private func waits(for key: String) -> Bool { waiting.contains { Self.key($0) == key } }
 
     /// Stops waiting for the rooms `matches` picks; whether there were any.
     public mutating func forget(where matches: (OutputRoute) -> Bool) -> Bool {

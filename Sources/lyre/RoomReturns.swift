@@ -171,7 +171,8 @@ final class RoomReturns: @unchecked Sendable {
                     if waits.waiting.isEmpty { stopTimer() }
                     return joined
                 }
-                // The user removed it while it was joining: it leaves again, as they asked.
+                // The user removed it while it was joining: it leaves again, as they asked. (Lost again as well,
+                // `.removedAndLost`, it has left already.)
                 if joined == .removedMeanwhile {
                     do {
                         try session.removeRoute(named: route.name)

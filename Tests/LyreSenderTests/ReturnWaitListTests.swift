@@ -77,4 +77,24 @@ import Testing
         let failed = waits.failed(Self.lounge)
         #expect(!failed, "a try of a room no longer waited for is no failed return")
     }
+
+    /// Lost again and removed by the user while it joined, in either order: it has left already, so nothing is to
+    /// be removed (lyre play once logged that such a room "stays"), and it is not waited for.
+    @Test(arguments: [true, false]) func aRoomRemovedAndLostWhileItJoinedHasLeft(lostFirst: Bool) {
+        var waits = ReturnWaitList()
+        _ = waits.lost(Self.kitchen)
+        _ = waits.lost(Self.lounge)
+        waits.trying(Self.kitchen)
+        var new = false
+        if lostFirst { new = waits.lost(Self.kitchen) }
+        let forgot = waits.forget { $0.isNamed("kitchen") }
+        if !lostFirst { new = waits.lost(Self.kitchen) }
+        #expect(forgot && !new, "a loss while its try joins is no new wait")
+        let joined = waits.joined(Self.kitchen)
+        #expect(joined == .removedAndLost)
+        #expect(waits.waiting == [Self.lounge], "the removed room is not waited for")
+        // Once the try has ended, a loss is a loss again.
+        let later = waits.lost(Self.kitchen)
+        #expect(later && waits.waiting == [Self.lounge, Self.kitchen])
+    }
 }
