@@ -68,7 +68,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     private var lastRequest = HostClock.now()
     /// When the sender was last heard from: a request, or its session's media.
     var lastActivity: UInt64 { max(lastRequest, media?.lastMedia ?? 0) }
-    private var timer: Scheduled<Void>?
+    private var timer: RepeatedTask?
     // Now playing and remote control (now-playing.md).
     private var nowPlaying: NowPlayingInfo?
     private var artworkPath: String?
@@ -548,21 +548,15 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     private func startTimer() {
         guard timer == nil, let context else { return }
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        let loop = context.eventLoop
-        @Sendable func schedule(after delay: TimeAmount) {
-            bound.value.timer = loop.scheduleTask(in: delay) {
+        timer = SessionPulse.start(
+            on: context.eventLoop,
+            silence: { SessionSilence.silence(since: bound.value.lastActivity, now: HostClock.now()) },
+            gone: {
                 let me = bound.value
-                guard me.controller != nil else { return }
-                if SessionSilence.isOver(since: me.lastActivity, now: HostClock.now()) {
-                    me.logger.notice("session from \(Printable.quoted(me.senderName)) timed out")
-                    me.end(.timeout)
-                    return
-                }
-                me.media?.report()
-                schedule(after: .seconds(1))
-            }
-        }
-        schedule(after: .seconds(1))
+                me.logger.notice("session from \(Printable.quoted(me.senderName)) timed out")
+                me.end(.timeout)
+            },
+            report: { bound.value.media?.report() })
     }
 
     // MARK: ending

@@ -217,14 +217,12 @@ final class Link: Sendable {
                 rtcp.writeAndFlush(AddressedEnvelope(remoteAddress: receiverRTCP, data: ByteBuffer(bytes: bytes)), promise: nil)
             }
             sendReports = send
-            // A receiver that reports does so every second for as long as its session lasts: one silent
-            // for `SessionSilence.limit` is gone without a word (unplugged, powered off, its network down), and
-            // its connection, which would not notice for minutes, is closed: the room is lost (§9.1).
+            // A receiver that reports does so every second for as long as its session lasts: one silent for
+            // `SessionSilence.limit` is gone without a word, and its connection is closed: the room is lost (§9.1).
             let reports = kinds.contains(.report)
-            reportTask = rtcp.eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(500), delay: .seconds(1)) { _ in
-                send()
-                if reports, let silence = feedback.silence(), SessionSilence.isOver(silence) { client.close() }
-            }
+            reportTask = SessionPulse.start(
+                on: rtcp.eventLoop, initialDelay: .milliseconds(500), silence: { reports ? feedback.silence() : nil },
+                gone: { client.close() }, report: send)
         } else {
             sendReports = nil
             reportTask = nil

@@ -59,7 +59,7 @@ final class LinkFeedback: Sendable {
 
     /// How long nothing has come from the receiver, at `now`; nil before feedback started.
     func silence(now: UInt64 = HostClock.now()) -> UInt64? {
-        lock.withLock { state in state.lastHeard.map { now > $0 ? now - $0 : 0 } }
+        lock.withLock { state in state.lastHeard.map { SessionSilence.silence(since: $0, now: now) } }
     }
 
     /// The room's link quality from its last reception report; nil before the first.

@@ -199,6 +199,7 @@ public enum SessionSilence {
     /// Whether a peer silent for `silence` ns is gone.
     public static func isOver(_ silence: UInt64) -> Bool { silence > limit }
 
-    /// Whether a peer last heard from at `last` (ns, the host clock) is gone at `now`.
-    public static func isOver(since last: UInt64, now: UInt64) -> Bool { now > last && isOver(now - last) }
+    /// How long a peer last heard from at `last` (ns, the host clock) has been silent at `now` (none when the
+    /// clock reads earlier).
+    public static func silence(since last: UInt64, now: UInt64) -> UInt64 { now > last ? now - last : 0 }
 }

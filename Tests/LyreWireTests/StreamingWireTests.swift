@@ -225,8 +225,8 @@ struct HostPortTests {
     @Test func aPeerSilentForOverTenSecondsIsGone() {
         #expect(SessionSilence.limit == 10_000_000_000)
         #expect(!SessionSilence.isOver(10_000_000_000) && SessionSilence.isOver(10_000_000_001))
-        #expect(!SessionSilence.isOver(since: 5_000_000_000, now: 15_000_000_000))
-        #expect(SessionSilence.isOver(since: 5_000_000_000, now: 15_000_000_001))
-        #expect(!SessionSilence.isOver(since: 15_000_000_001, now: 5_000_000_000))
+        #expect(!SessionSilence.isOver(SessionSilence.silence(since: 5_000_000_000, now: 15_000_000_000)))
+        #expect(SessionSilence.isOver(SessionSilence.silence(since: 5_000_000_000, now: 15_000_000_001)))
+        #expect(!SessionSilence.isOver(SessionSilence.silence(since: 15_000_000_001, now: 5_000_000_000)))
     }
 }
