@@ -1711,14 +1711,17 @@ struct StreamingTests {
     /// them, and closes 2 s after the notice (the first keep-alive refused). Closing at once, with a request
     /// of the sender's unread, would reset the connection, and a reset throws away what the receiver has not
     /// sent yet, the notice included. (On loopback the notice is out at once, so this shows the wait, not a loss.)
-    /// A session that ducks it (`Lyre-Mix: duck`) is told too, rather than finding its connection closed.
-    @Test func aStoppedReceiverTellsItsSenderAndLeavesItTheClose() async throws {
+    /// A session that ducks it (`Lyre-Mix: duck`) is told too, rather than finding its connection closed. Of the
+    /// two senders, the one `held` never closes and the other closes as soon as it is told: a receiver that waited
+    /// for one session's close alone (the main one's, or whichever came first) would exit, and close the held
+    /// connection, at once.
+    @Test(arguments: ["main", "overlay"]) func aStoppedReceiverTellsItsSenderAndLeavesItTheClose(held: String) async throws {
         let rig = try await Rig()
         defer { rig.network.close() }
         let run = try await rig.network.shell(
-            "python3 \(TestNetwork.tools)/peers/rtsp-conformance.py 127.0.0.1 \(rig.port) --shutdown $(pidof lyred)", timeout: 30)
+            "python3 \(TestNetwork.tools)/peers/rtsp-conformance.py 127.0.0.1 \(rig.port) --shutdown $(pidof lyred) --held \(held)", timeout: 30)
         let got = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "\(run.stdout) \(run.stderr)")
-        print("a sender that never closes, at a receiver's stop: \(got)")
+        print("a sender that never closes (the \(held) session's), at a receiver's stop, the other closing at once: \(got)")
         #expect(got["notice"] as? Bool == true && (got["shut_after_s"] as? Double ?? 9) < 1, "\(got)\nlyred: \(rig.lyred.stderr)")
         let closed = got["closed_after_s"] as? Double ?? 0
         #expect(closed >= 1.9 && closed < 5, "closed \(closed) s after the stop: \(got)")

@@ -2,7 +2,7 @@
 """Play the session handshake of Protocol/streaming.md §3 against a Lyre receiver, as a plain RTSP sender
 would, and print what it answered as one JSON object: the statuses and headers the spec states, for a test
 to assert. Usage: rtsp-conformance.py HOST PORT [--silent | --deaf | --clock | --arrival | --pipelined |
---shutdown PID] (the receiver's
+--shutdown PID [--held main|overlay]] (the receiver's
 page on port 7780)
 
 With --silent: sets a session up to RECORD and then says and sends nothing (§7: a recording session silent for
@@ -22,10 +22,11 @@ With --pipelined: on a connection of its own, writes an ANNOUNCE that asks to mi
 and a TEARDOWN at once, without waiting for an answer (RFC 2326 lets a client pipeline), so the session ends while
 the receiver still binds the SETUP's ports; prints each answer's status by method, in the order they came.
 
-With --shutdown PID: sets a session up to RECORD and a second that ducks it (`Lyre-Mix: duck`), stops the receiver
-(SIGTERM to PID), and reads the first until the receiver shuts its side; then, never closing, sends a keep-alive
-every 0.25 s until one fails. Prints whether the session-end notice came, and how long after the signal the receiver
-shut its side and closed the connection (the keep-alive refused); then whether the overlay was told too.
+With --shutdown PID: sets a session up to RECORD and a second that ducks it (`Lyre-Mix: duck`), and stops the
+receiver (SIGTERM to PID). The session --held names (main by default) never closes; the other reads its notice and
+closes at once, as lyre play does. Reads the held one until the receiver shuts its side; then sends a keep-alive
+every 0.25 s until one fails. Prints whether each was told (the session-end notice), and how long after the signal
+the receiver shut the held one's side and closed its connection (the keep-alive refused).
 
 Reuses rtsp-abuse.py's connection and message reading (the same wire code, not a second one)."""
 import base64
@@ -363,12 +364,18 @@ def pipelined(target):
     print(json.dumps({"answers": answers}))
 
 
-def shutdown(target, pid):
+def shutdown(target, pid, held):
     s = recording(target)
     overlay = recording(target, announce_headers=[("Lyre-Mix", "duck")])
+    # One sender reads its notice and closes at once, as lyre play does; the other (`held`: the main session's or
+    # the overlay's) never closes, and is measured: a receiver that waited for the first close alone would be
+    # gone, and this connection closed, as soon as that came.
+    kept, other = (s, overlay) if held == "main" else (overlay, s)
     os.kill(pid, 15)
     start = time.monotonic()
-    said = read_to_end(s, 10)
+    other_said = read_to_end(other, 10)
+    other.close()
+    said = read_to_end(kept, 10)
     shut_after = time.monotonic() - start
     # The receiver has shut its side. Keep-alives every 0.25 s until one is refused: the connection was closed
     # (a write after the peer's close is answered with a reset, and the next one fails).
@@ -378,15 +385,15 @@ def shutdown(target, pid):
         time.sleep(0.25)
         cseq += 1
         try:
-            keep_alive(s, cseq)
+            keep_alive(kept, cseq)
         except (ConnectionResetError, BrokenPipeError):
             reset_after = round(time.monotonic() - start, 2)
             break
-    text = said.decode("utf-8", "replace")
-    # The session playing over it, never closed either: told too, and closed by the receiver 2 s after.
-    overlay_text = read_to_end(overlay, 5).decode("utf-8", "replace")
-    print(json.dumps({"notice": "session-end: shutdown" in text, "shut_after_s": round(shut_after, 2), "closed_after_s": reset_after,
-                      "said": text, "overlay_notice": "session-end: shutdown" in overlay_text, "overlay_said": overlay_text}))
+    main_text, overlay_text = (said, other_said) if held == "main" else (other_said, said)
+    main_text, overlay_text = main_text.decode("utf-8", "replace"), overlay_text.decode("utf-8", "replace")
+    print(json.dumps({"held": held, "notice": "session-end: shutdown" in main_text, "shut_after_s": round(shut_after, 2),
+                      "closed_after_s": reset_after, "said": main_text, "overlay_notice": "session-end: shutdown" in overlay_text,
+                      "overlay_said": overlay_text}))
 
 
 # The smallest bodies each format's magic bytes make (the receiver checks those, not the picture).
@@ -410,7 +417,8 @@ def main():
     if "--silent" in sys.argv:
         return silent(target)
     if "--shutdown" in sys.argv:
-        return shutdown(target, int(sys.argv[sys.argv.index("--shutdown") + 1]))
+        held = sys.argv[sys.argv.index("--held") + 1] if "--held" in sys.argv else "main"
+        return shutdown(target, int(sys.argv[sys.argv.index("--shutdown") + 1]), held)
     if "--deaf" in sys.argv:
         return deaf(target)
     if "--clock" in sys.argv:
