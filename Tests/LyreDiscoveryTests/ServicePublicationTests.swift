@@ -34,16 +34,14 @@ import Testing
                     return self.group(self.nextGroup)
                 },
                 isEmpty: { self.contents[Int(bitPattern: $0), default: []].isEmpty },
-                add: { group, name, registration, list in
-                    let txt = StringList.bytes(list) == registration.txt.serialized() ? "" : " (other TXT)"
-                    self.log.append("add \(Int(bitPattern: group)) \(name)\(txt)")
+                add: { group, name, _, list in
+                    self.log.append("add \(Int(bitPattern: group)) \(name) \(Self.text(StringList.bytes(list)))")
                     if self.held.contains(name) { return Int32(AVAHI_ERR_COLLISION) }
                     self.contents[Int(bitPattern: group), default: []].append(name)
                     return 0
                 },
-                updateTXT: { group, name, registration, list in
-                    let text = StringList.bytes(list) == registration.txt.serialized() ? "" : " (other TXT)"
-                    self.log.append("txt \(Int(bitPattern: group)) \(name)\(text)")
+                updateTXT: { group, name, _, list in
+                    self.log.append("txt \(Int(bitPattern: group)) \(name) \(Self.text(StringList.bytes(list)))")
                     return 0
                 },
                 reset: { group in
@@ -59,6 +57,18 @@ import Testing
                     self.contents[Int(bitPattern: group)] = nil
                 },
                 lastError: { self.error })
+        }
+
+        /// The TXT the stack was handed, as it would go on the wire (length-prefixed strings), written out:
+        /// "v=1;x=2".
+        static func text(_ wire: [UInt8]) -> String {
+            var strings: [String] = []
+            var rest = wire[...]
+            while let length = rest.first, rest.count > Int(length) {
+                strings.append(String(decoding: rest.dropFirst().prefix(Int(length)), as: UTF8.self))
+                rest = rest.dropFirst(Int(length) + 1)
+            }
+            return strings.joined(separator: ";") + (rest.isEmpty ? "" : " (cut)")
         }
 
         /// What the stack's log says since the last look.
@@ -97,7 +107,7 @@ import Testing
         stack.running = true
         stack.held = ["Kitchen"]
         publication.registerIfNeeded()
-        #expect(stack.calls(since: &mark) == ["new 1", "add 1 Kitchen", "reset 1", "add 1 Kitchen (2)", "commit 1"])
+        #expect(stack.calls(since: &mark) == ["new 1", "add 1 Kitchen v=1", "reset 1", "add 1 Kitchen (2) v=1", "commit 1"])
         publication.registerIfNeeded()
         #expect(stack.calls(since: &mark).isEmpty, "a registered group is not added to again")
 
@@ -111,10 +121,10 @@ import Testing
 
         publication.publish(try Self.service("Kitchen"))
         publication.groupChanged(stack.group(1), AVAHI_ENTRY_GROUP_ESTABLISHED)
-        #expect(stack.calls(since: &mark) == ["new 1", "add 1 Kitchen", "commit 1"])
+        #expect(stack.calls(since: &mark) == ["new 1", "add 1 Kitchen v=1", "commit 1"])
 
         publication.publish(try Self.service("Lounge"))
-        #expect(stack.calls(since: &mark) == ["new 2", "add 2 Lounge", "commit 2"], "the old name stays while the new one probes")
+        #expect(stack.calls(since: &mark) == ["new 2", "add 2 Lounge v=1", "commit 2"], "the old name stays while the new one probes")
         publication.groupChanged(stack.group(1), AVAHI_ENTRY_GROUP_COLLISION)
         #expect(stack.calls(since: &mark).isEmpty, "the retiring group's changes are ignored")
         publication.groupChanged(stack.group(2), AVAHI_ENTRY_GROUP_ESTABLISHED)
@@ -130,9 +140,9 @@ import Testing
         publication.publish(try Self.service("Kitchen"))
         _ = stack.calls(since: &mark)
         publication.groupChanged(stack.group(1), AVAHI_ENTRY_GROUP_COLLISION)
-        #expect(stack.calls(since: &mark) == ["reset 1", "add 1 Kitchen (2)", "commit 1"])
+        #expect(stack.calls(since: &mark) == ["reset 1", "add 1 Kitchen (2) v=1", "commit 1"])
         publication.groupChanged(stack.group(1), AVAHI_ENTRY_GROUP_COLLISION)
-        #expect(stack.calls(since: &mark) == ["reset 1", "add 1 Kitchen (3)", "commit 1"])
+        #expect(stack.calls(since: &mark) == ["reset 1", "add 1 Kitchen (3) v=1", "commit 1"])
         publication.groupChanged(stack.group(1), AVAHI_ENTRY_GROUP_ESTABLISHED)
 
         #expect(
@@ -154,10 +164,10 @@ import Testing
 
         stack.running = true
         publication.registerIfNeeded()
-        #expect(stack.calls(since: &mark) == ["new 1", "add 1 Kitchen", "commit 1"], "added with the newer TXT")
+        #expect(stack.calls(since: &mark) == ["new 1", "add 1 Kitchen v=2", "commit 1"], "added with the newer TXT")
 
         try publication.updateTXT(try TXTRecord(pairs: [(key: "v", value: "3")]))
-        #expect(stack.calls(since: &mark) == ["txt 1 Kitchen"], "in place: not withdrawn, not re-added")
+        #expect(stack.calls(since: &mark) == ["txt 1 Kitchen v=3"], "in place: not withdrawn, not re-added")
         #expect(await Self.said(events).isEmpty)
     }
 
@@ -171,12 +181,12 @@ import Testing
         publication.withdraw()
         #expect(stack.calls(since: &mark) == ["reset 2", "free 1"], "the host name is being re-established")
         publication.registerIfNeeded()
-        #expect(stack.calls(since: &mark) == ["add 2 Lounge", "commit 2"])
+        #expect(stack.calls(since: &mark) == ["add 2 Lounge v=1", "commit 2"])
 
         publication.free()
         #expect(stack.calls(since: &mark) == ["free 2"])
         publication.registerIfNeeded()
-        #expect(stack.calls(since: &mark) == ["new 3", "add 3 Lounge", "commit 3"], "a new stack gets the service again")
+        #expect(stack.calls(since: &mark) == ["new 3", "add 3 Lounge v=1", "commit 3"], "a new stack gets the service again")
         #expect(await Self.said(events).isEmpty)
     }
 
