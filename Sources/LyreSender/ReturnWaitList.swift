@@ -6,10 +6,19 @@
 public struct ReturnWaitList: Sendable {
     /// Lost rooms waiting to come back, in the order they were lost.
     public private(set) var waiting: [OutputRoute] = []
-    /// The room whose try is joining, and whether it was lost again meanwhile.
-    private var joining: (key: String, lostAgain: Bool)?
+    /// The room whose try is joining: whether it was lost again meanwhile, and what the user did to it meanwhile.
+    private var joining: (key: String, lostAgain: Bool, change: Reason?)?
 
     public init() {}
+
+    /// Why a room is no longer waited for.
+    public enum Reason: Sendable, Equatable {
+        /// The user removed it from the playback.
+        case removed
+        /// The user added it by hand (by name, or at a new address): it plays, and its loss from then on is a
+        /// loss like any other.
+        case added
+    }
 
     /// What became of a try that joined.
     public enum Joined: Sendable, Equatable {
@@ -25,10 +34,10 @@ public struct ReturnWaitList: Sendable {
     }
 
     /// `route` was lost. False when it is waited for already (the same receiver: its id, else its address), and
-    /// while its try joins: the try's end decides (`joined`), as the user may have removed it meanwhile.
+    /// when the user removed it while its try joins: the try's end decides (`joined`).
     public mutating func lost(_ route: OutputRoute) -> Bool {
         let key = Self.key(route)
-        if joining?.key == key {
+        if joining?.key == key, waits(for: key) || joining?.change == .removed {
             joining?.lostAgain = true
             return false
         }
@@ -46,15 +55,19 @@ public struct ReturnWaitList: Sendable {
     }
 
     /// A try of `route` starts.
-    public mutating func trying(_ route: OutputRoute) { joining = (Self.key(route), false) }
+    public mutating func trying(_ route: OutputRoute) { joining = (Self.key(route), false, nil) }
 
     /// The try of `route` joined the playback.
     public mutating func joined(_ route: OutputRoute) -> Joined {
         let key = Self.key(route)
-        let lostAgain = joining?.key == key && joining?.lostAgain == true
+        let attempt = joining?.key == key ? joining : nil
         joining = nil
-        guard waits(for: key) else { return lostAgain ? .removedAndLost : .removedMeanwhile }
+        let lostAgain = attempt?.lostAgain == true
+        if attempt?.change == .removed { return lostAgain ? .removedAndLost : .removedMeanwhile }
+        // Marked only while it was waited for (added by hand meanwhile: since), and it still is.
         if lostAgain { return .lostAgain }
+        // Added by hand meanwhile, it is back all the same (and waited for no more if lost since).
+        guard waits(for: key) || attempt?.change == .added else { return .removedMeanwhile }
         waiting.removeAll { Self.key($0) == key }
         return .back
     }
@@ -69,11 +82,17 @@ public struct ReturnWaitList: Sendable {
 
     private func waits(for key: String) -> Bool { waiting.contains { Self.key($0) == key } }
 
-    /// Stops waiting for the rooms `matches` picks; whether there were any.
-    public mutating func forget(where matches: (OutputRoute) -> Bool) -> Bool {
-        let before = waiting.count
+    /// Stops waiting for the rooms `matches` picks, for `reason`; whether there were any. The room being tried
+    /// keeps the reason for its try's end.
+    public mutating func forget(_ reason: Reason, where matches: (OutputRoute) -> Bool) -> Bool {
+        let forgotten = waiting.filter(matches)
         waiting.removeAll(where: matches)
-        return waiting.count != before
+        if let key = joining?.key, forgotten.contains(where: { Self.key($0) == key }) {
+            joining?.change = reason
+            // Added by hand, it plays: a loss before that is over; one after it counts anew (`lost`).
+            if reason == .added { joining?.lostAgain = false }
+        }
+        return !forgotten.isEmpty
     }
 
     /// Whether `a` and `b` are the same receiver: its id, else its address.

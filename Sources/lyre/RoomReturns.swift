@@ -116,17 +116,17 @@ final class RoomReturns: @unchecked Sendable {
     /// Stops waiting for the room named `name`; false when none waits. When the playback had no room left
     /// but this one to wait for, `onNothingLeft` is called.
     @discardableResult
-    func forget(named name: String) -> Bool { forget { $0.isNamed(name) } }
+    func forget(named name: String) -> Bool { forget(.removed) { $0.isNamed(name) } }
 
     /// Stops waiting for the room that joined as `route`: the same receiver (its id, else its address), or one
     /// named as it was added (a name, or the address it came back at).
     func forget(_ route: OutputRoute) {
-        _ = forget { ReturnWaitList.same($0, route) || $0.isNamed(route.name) }
+        _ = forget(.added) { ReturnWaitList.same($0, route) || $0.isNamed(route.name) }
     }
 
-    private func forget(where matches: (OutputRoute) -> Bool) -> Bool {
+    private func forget(_ reason: ReturnWaitList.Reason, where matches: (OutputRoute) -> Bool) -> Bool {
         let (forgot, nothingLeft) = lock.withLock { _ in
-            let forgot = waits.forget(where: matches)
+            let forgot = waits.forget(reason, where: matches)
             if waits.waiting.isEmpty { stopTimer() }
             return (forgot, waits.waiting.isEmpty)
         }

@@ -68,10 +68,10 @@ import Testing
         var waits = ReturnWaitList()
         _ = waits.lost(Self.kitchen)
         waits.trying(Self.kitchen)
-        let forgot = waits.forget { $0.isNamed("kitchen") }
+        let forgot = waits.forget(.removed) { $0.isNamed("kitchen") }
         let joined = waits.joined(Self.kitchen)
         #expect(forgot && joined == .removedMeanwhile)
-        let again = waits.forget { $0.isNamed("kitchen") }
+        let again = waits.forget(.removed) { $0.isNamed("kitchen") }
         #expect(!again, "nothing left to forget")
         waits.trying(Self.lounge)
         let failed = waits.failed(Self.lounge)
@@ -87,7 +87,7 @@ import Testing
         waits.trying(Self.kitchen)
         var new = false
         if lostFirst { new = waits.lost(Self.kitchen) }
-        let forgot = waits.forget { $0.isNamed("kitchen") }
+        let forgot = waits.forget(.removed) { $0.isNamed("kitchen") }
         if !lostFirst { new = waits.lost(Self.kitchen) }
         #expect(forgot && !new, "a loss while its try joins is no new wait")
         let joined = waits.joined(Self.kitchen)
@@ -96,5 +96,36 @@ import Testing
         // Once the try has ended, a loss is a loss again.
         let later = waits.lost(Self.kitchen)
         #expect(later && waits.waiting == [Self.lounge, Self.kitchen])
+    }
+
+    /// The user added the room by hand (`lyre group add`, at a new address) while a try at its old one was under
+    /// way: from then on a loss of it is a loss like any other, waited for whatever the try does; and a try that
+    /// joins meanwhile is the room back, not one to remove as if the user had removed it.
+    @Test func aRoomAddedByHandWhileItsTryIsUnderWayIsWaitedForWhenLost() {
+        var waits = ReturnWaitList()
+        _ = waits.lost(Self.kitchen)
+        waits.trying(Self.kitchen)
+        let forgot = waits.forget(.added) { ReturnWaitList.same($0, Self.kitchen) }
+        #expect(forgot && waits.waiting.isEmpty)
+        let new = waits.lost(Self.kitchen)
+        #expect(new, "the added room's loss is a new wait")
+        let stillWaited = waits.failed(Self.kitchen)
+        #expect(stillWaited && waits.waiting == [Self.kitchen])
+
+        waits.trying(Self.kitchen)
+        _ = waits.forget(.added) { ReturnWaitList.same($0, Self.kitchen) }
+        let joined = waits.joined(Self.kitchen)
+        #expect(joined == .back && waits.waiting.isEmpty, "back, not removed")
+
+        // Lost as its try joins, then added by hand, and lost after the add or not: a try that joins is the room back.
+        for lostAfterTheAdd in [false, true] {
+            _ = waits.lost(Self.kitchen)
+            waits.trying(Self.kitchen)
+            _ = waits.lost(Self.kitchen)
+            _ = waits.forget(.added) { ReturnWaitList.same($0, Self.kitchen) }
+            if lostAfterTheAdd { _ = waits.lost(Self.kitchen) }
+            let end = waits.joined(Self.kitchen)
+            #expect(end == .back && waits.waiting.isEmpty, "lost after the add: \(lostAfterTheAdd)")
+        }
     }
 }

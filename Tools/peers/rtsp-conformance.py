@@ -418,6 +418,8 @@ def main():
         return silent(target)
     if "--shutdown" in sys.argv:
         held = sys.argv[sys.argv.index("--held") + 1] if "--held" in sys.argv else "main"
+        if held not in ("main", "overlay"):
+            sys.exit(f"rtsp-conformance.py: --held is main or overlay, not {held!r}")
         return shutdown(target, int(sys.argv[sys.argv.index("--shutdown") + 1]), held)
     if "--deaf" in sys.argv:
         return deaf(target)
