@@ -59,16 +59,11 @@ import Testing
                 lastError: { self.error })
         }
 
-        /// The TXT the stack was handed, as it would go on the wire (length-prefixed strings), written out:
+        /// The TXT the stack was handed, read back from its wire bytes by `TXTRecord.parse` and written out:
         /// "v=1;x=2".
         static func text(_ wire: [UInt8]) -> String {
-            var strings: [String] = []
-            var rest = wire[...]
-            while let length = rest.first, rest.count > Int(length) {
-                strings.append(String(decoding: rest.dropFirst().prefix(Int(length)), as: UTF8.self))
-                rest = rest.dropFirst(Int(length) + 1)
-            }
-            return strings.joined(separator: ";") + (rest.isEmpty ? "" : " (cut)")
+            guard let record = try? TXTRecord.parse(wire) else { return "(malformed TXT)" }
+            return record.strings.map { String(decoding: $0, as: UTF8.self) }.joined(separator: ";")
         }
 
         /// What the stack's log says since the last look.
