@@ -37,6 +37,10 @@ public struct PlayoutStatistics: Sendable, Equatable, Encodable {
     /// (streaming.md §5.1); in `text` only when not 0.
     public var clockOutliers = 0
     public var clockSteps = 0
+    /// Times libopus refused to repair or conceal a gap (streaming.md §4.3): refused in-band FEC, concealed by
+    /// libopus instead; refused concealment (a gap that is no whole number of 2.5 ms), played as silence. In
+    /// `text` only when not 0.
+    public var decoderRefusals = 0
 
     public var text: String {
         var parts = [
@@ -51,6 +55,7 @@ public struct PlayoutStatistics: Sendable, Equatable, Encodable {
         if let ratePPM { parts.append("rate-ppm=\((ratePPM * 100).rounded() / 100)") }
         if let skewPPM { parts.append("skew-ppm=\((skewPPM * 100).rounded() / 100)") }
         if clockOutliers > 0 || clockSteps > 0 { parts.append("clock-outliers=\(clockOutliers) clock-steps=\(clockSteps)") }
+        if decoderRefusals > 0 { parts.append("decoder-refusals=\(decoderRefusals)") }
         return parts.joined(separator: " ")
     }
 }
@@ -658,10 +663,11 @@ public struct Playout: ~Copyable {
             // Opus's in-band FEC, when the next packet carries it (a plain RTSP publisher's speech), counted in `fec`
             // (streaming.md §4.3); else (Lyre's music stream) libopus conceals. Either way the frames count as
             // concealed: in-band FEC is a coarser copy.
-            let inBand = next.map {
-                frames <= OpusFormat.maximumFrame && OpusDecoder.hasInBandFEC($0.payload)
-                    && (try? decoder?.decodeFEC(from: $0.payload, frames: frames, into: &produced)) != nil
-            } ?? false
+            var inBand = false
+            if let next, frames <= OpusFormat.maximumFrame, OpusDecoder.hasInBandFEC(next.payload) {
+                inBand = (try? decoder?.decodeFEC(from: next.payload, frames: frames, into: &produced)) != nil
+                if !inBand { statistics.decoderRefusals += 1 }
+            }
             if inBand {
                 statistics.recoveredByFEC += 1
             } else {
@@ -674,12 +680,13 @@ public struct Playout: ~Copyable {
     }
 
     /// libopus's packet-loss concealment for `frames` frames, 20 ms at a time, appended to `output`; silence
-    /// for any piece it cannot conceal.
-    private func concealWithLibopus(frames: Int, into output: inout [Int16]) {
+    /// for any piece it cannot conceal, counted in `decoderRefusals`.
+    private mutating func concealWithLibopus(frames: Int, into output: inout [Int16]) {
         var left = frames
         while left > 0 {
             let chunk = min(left, 960)
             if (try? decoder?.conceal(frames: chunk, into: &output)) == nil {
+                statistics.decoderRefusals += 1
                 output.append(contentsOf: repeatElement(0, count: chunk * 2))
             }
             left -= chunk

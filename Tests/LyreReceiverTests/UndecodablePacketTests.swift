@@ -1,3 +1,5 @@
+import COpus
+import COpusShim
 import LyreCodec
 import LyreReceiver
 import LyreWire
@@ -48,6 +50,61 @@ struct UndecodablePacketTests {
             if index == bad { try reference.conceal(frames: concealed, into: &expected) } else { try reference.decode(packet.payload, into: &expected) }
         }
 
+        let (out, statistics) = try play(packets, rtpStart: rtpStart, frames: expected.count / 2)
+        let whole = Array(out[..<expected.count]) == expected
+        #expect(whole, "the output is not the stream with the bad packet concealed for its length, first sample to last")
+        #expect(out[expected.count...].allSatisfy { $0 == 0 }, "something played after the stream's end")
+        #expect(statistics.malformed == 1 && statistics.concealed == concealed && statistics.lost == 0 && statistics.decoderRefusals == 0,
+                "\(statistics)")
+    }
+
+    /// A packet lost where the next one's timestamp leaves a gap of 100 frames (2.08 ms: no whole number of
+    /// 2.5 ms, which libopus refuses to conceal or repair): the gap plays as silence for its length, each
+    /// refusal is counted, and the packets after it play whole. Lyre's music (CELT, no in-band FEC): one
+    /// refusal, the concealment; a speech stream whose next packet carries in-band FEC: two, the FEC and
+    /// then the concealment in its place.
+    @Test(arguments: [false, true]) func aGapLibopusRefusesIsSilenceForItsLengthAndCounted(speech: Bool) throws {
+        let frames = 960, gap = 100, count = 40
+        let pcm = PlayoutTests.sweep(seconds: Double(count) * 0.02).map { Float($0) / 32768 * 0.5 }
+        var encode: (ArraySlice<Float>) throws -> [UInt8]
+        if speech {
+            var error: Int32 = 0
+            let encoder = try #require(opus_encoder_create(48000, 2, OPUS_APPLICATION_VOIP, &error))
+            #expect(lyre_opus_encoder_set_bitrate(encoder, 24000) == 0 && lyre_opus_encoder_set_inband_fec(encoder, 1) == 0
+                    && lyre_opus_encoder_set_packet_loss_perc(encoder, 20) == 0)
+            encode = { slice in
+                var packet = [UInt8](repeating: 0, count: 1275)
+                let n = slice.withUnsafeBufferPointer { opus_encode_float(encoder, $0.baseAddress!, Int32(frames), &packet, 1275) }
+                return Array(packet.prefix(Int(max(0, n))))
+            }
+        } else {
+            let encoder = try OpusEncoder(bitrate: 256_000)
+            encode = { slice in try slice.withUnsafeBufferPointer { try encoder.encode($0, frames: frames) } }
+        }
+        let payloads = try (0..<count).map { try encode(pcm[($0 * frames * 2)..<(($0 + 1) * frames * 2)]) }
+        // The lost one: from the middle on, the first whose next packet carries in-band FEC (speech) or not (music).
+        let missing = try #require((count / 2..<count - 1).first { OpusDecoder.hasInBandFEC(payloads[$0 + 1]) == speech })
+        let rtpStart: UInt32 = 4_294_960_000
+        let packets = payloads.indices.filter { $0 != missing }.map { index in
+            RTPPacket(payloadType: 96, sequenceNumber: 100 &+ UInt16(index),
+                      timestamp: rtpStart &+ UInt32(index * frames - (index > missing ? frames - gap : 0)), ssrc: 1, payload: payloads[index])
+        }
+        let reference = try OpusDecoder()
+        var expected: [Int16] = []
+        for index in payloads.indices {
+            if index == missing { expected += repeatElement(0, count: gap * 2) } else { try reference.decode(payloads[index], into: &expected) }
+        }
+        let (out, statistics) = try Self.play(packets, rtpStart: rtpStart, frames: expected.count / 2)
+        let whole = Array(out[..<expected.count]) == expected
+        #expect(whole, "the output is not the stream with the gap silent for its length, first sample to last")
+        #expect(statistics.decoderRefusals == (speech ? 2 : 1) && statistics.recoveredByFEC == 0 && statistics.lost == 1
+                && statistics.concealed == gap && statistics.malformed == 0, "\(statistics)")
+        #expect(statistics.text.contains("decoder-refusals=\(speech ? 2 : 1)"), "\(statistics.text)")
+    }
+
+    /// `packets` of an Opus stream from `rtpStart` played by a timed `Playout` at 100 ms of latency, all
+    /// delivered at once; the output rendered in 5 ms blocks until `frames` and 50 ms more have played.
+    static func play(_ packets: [RTPPacket], rtpStart: UInt32, frames: Int) throws -> (out: [Int16], statistics: PlayoutStatistics) {
         var playout = try Playout(format: AudioFormat(encoding: .opus, payloadType: 96), latency: 100_000_000, timed: true)
         let start: UInt64 = 5_000_000_000
         for t in stride(from: start - 3_000_000_000, through: start, by: 1_000_000_000) {
@@ -58,14 +115,10 @@ struct UndecodablePacketTests {
         for packet in packets { playout.receive(packet, arrival: start) }
         var out: [Int16] = []
         var presented = start + 100_000_000  // the anchor's position is due at the first block's first frame
-        while out.count < expected.count + 4800 {
+        while out.count < frames * 2 + 4800 {
             out += playout.render(frames: 240, presentation: presented).0
             presented += 5_000_000
         }
-        let whole = Array(out[..<expected.count]) == expected
-        #expect(whole, "the output is not the stream with the bad packet concealed for its length, first sample to last")
-        #expect(out[expected.count...].allSatisfy { $0 == 0 }, "something played after the stream's end")
-        #expect(playout.statistics.malformed == 1 && playout.statistics.concealed == concealed && playout.statistics.lost == 0,
-                "\(playout.statistics)")
+        return (out, playout.statistics)
     }
 }
