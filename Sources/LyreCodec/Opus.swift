@@ -141,10 +141,16 @@ public struct OpusDecoder: ~Copyable {
         try run(packet, frames: frames, fec: true, into: &output)
     }
 
-    /// Packet-loss concealment for `frames` missing frames (`opus_decode` with no packet).
+    /// Packet-loss concealment for `frames` missing frames (`opus_decode` with no packet). libopus conceals
+    /// whole 2.5 ms only and refuses any other length, so a gap of another length (a long outage's time shared
+    /// between the packets lost in it) is concealed to the next whole 2.5 ms and cut to its own length.
     @discardableResult
     public func conceal(frames: Int, into output: inout [Int16]) throws(OpusError) -> Int {
-        try run(nil, frames: frames, fec: false, into: &output)
+        let step = 120  // 2.5 ms at 48 kHz
+        let concealed = try run(nil, frames: (frames + step - 1) / step * step, fec: false, into: &output)
+        let kept = min(concealed, frames)
+        output.removeLast((concealed - kept) * 2)
+        return kept
     }
 
     private func run(_ packet: [UInt8]?, frames: Int, fec: Bool, into output: inout [Int16]) throws(OpusError) -> Int {

@@ -37,8 +37,8 @@ public struct PlayoutStatistics: Sendable, Equatable, Encodable {
     /// (streaming.md §5.1); in `text` only when not 0.
     public var clockOutliers = 0
     public var clockSteps = 0
-    /// Times libopus refused to repair or conceal a gap (streaming.md §4.3): refused in-band FEC, concealed by
-    /// libopus instead; refused concealment (a gap that is no whole number of 2.5 ms), played as silence. In
+    /// Times libopus refused to repair or conceal a gap (streaming.md §6.1): refused in-band FEC (a gap that is
+    /// no whole number of 2.5 ms), concealed by libopus instead; refused concealment, played as silence. In
     /// `text` only when not 0.
     public var decoderRefusals = 0
 
