@@ -23,6 +23,8 @@ public enum OpusFormat {
     public static let maximumPacket = 1275
     /// The longest frame a packet can hold: 120 ms.
     public static let maximumFrame = 5760
+    /// The shortest frame, and the step of libopus's concealment: 2.5 ms.
+    public static let shortestFrame = 120
 }
 
 /// An `OpusEncoder` (`opus_encoder_create` / `opus_encoder_destroy`): 48 kHz stereo float in, packets out.
@@ -146,7 +148,7 @@ public struct OpusDecoder: ~Copyable {
     /// between the packets lost in it) is concealed to the next whole 2.5 ms and cut to its own length.
     @discardableResult
     public func conceal(frames: Int, into output: inout [Int16]) throws(OpusError) -> Int {
-        let step = 120  // 2.5 ms at 48 kHz
+        let step = OpusFormat.shortestFrame
         let concealed = try run(nil, frames: (frames + step - 1) / step * step, fec: false, into: &output)
         let kept = min(concealed, frames)
         output.removeLast((concealed - kept) * 2)

@@ -534,11 +534,17 @@ public struct Playout: ~Copyable {
                 // packet's, RECORD's RTP-Info): losing the first packets loses anchor…position.
                 let from = staging ? stagedEnd : (anchor.map { extended($0.rtp) } ?? position)
                 guard from < end else { break }
-                // The missing packets share the time up to this one; the first of them is concealed now.
+                // The missing packets share the time up to this one; the first of them is concealed now. More
+                // missing than their time holds at 2.5 ms each (Opus's shortest frame) is a sequence that jumped,
+                // not that many packets lost: all of them are concealed at once, for the time up to this one.
+                // One at a time, a jump of tens of thousands cost as many concealments in one render, and the
+                // event loop, waiting for the playout's lock, answered nobody for seconds.
                 let missing = head.sequence - due
                 let span = max(0, min(position - from, 48000))
-                let gap = Int(span / missing)
-                statistics.lost += 1
+                let together = missing > 1 && span / missing < Int64(OpusFormat.shortestFrame)
+                let count = together ? missing : 1
+                let gap = Int(together ? span : span / missing)
+                statistics.lost += Int(count)
                 if staged.isEmpty {
                     stagedStart = position - span
                     // Packets missing for longer than concealment reaches (a second: a link down for seconds):
@@ -553,7 +559,7 @@ public struct Playout: ~Copyable {
                 concealedEnd = stagedStart + Int64(staged.count / 2)
                 // Counted as concealed already, starved or not.
                 if let starved { self.starved = concealedEnd >= starved.to ? nil : (max(starved.from, concealedEnd), starved.to) }
-                buffer.nextDue = due + 1
+                buffer.nextDue = due + count
                 continue
             }
             if !staging, position >= end { break }

@@ -1787,6 +1787,25 @@ struct StreamingTests {
         #expect(abs(after - 250) < 5, "heard \(after) ms after it was sent: \(first)")
     }
 
+    /// lyred's log lines from 4 s before the first unexpected answer of an rtsp-abuse report (its `wall`,
+    /// HH:MM:SS, when it was recorded: after the tool's timeout) to 2 s after, at most 40; or the last 3000
+    /// characters when no line carries those times.
+    static func logAround(_ log: String, _ report: [String: Any]) -> String {
+        let examples = report["unexpected_examples"] as? [[String: Any]] ?? []
+        guard let wall = examples.first?["wall"] as? String, wall.count == 8,
+              let h = Int(wall.prefix(2)), let m = Int(wall.dropFirst(3).prefix(2)), let sec = Int(wall.suffix(2)) else {
+            return String(log.suffix(3000))
+        }
+        let at: Int = h * 3600 + m * 60 + sec
+        func stamp(_ t: Int) -> String {
+            let (hh, mm, ss): (Int, Int, Int) = (t / 3600 % 24, t / 60 % 60, t % 60)
+            return String(format: "T%02d:%02d:%02d", hh, mm, ss)
+        }
+        let window: [String] = (at - 4 ... at + 2).map(stamp)
+        let lines = log.split(separator: "\n").filter { line in window.contains { line.contains($0) } }
+        return lines.isEmpty ? String(log.suffix(3000)) : lines.prefix(40).joined(separator: "\n")
+    }
+
     @Test func badInputIsRefusedAndLyredKeepsServing() async throws {
         let rig = try await Rig()
         defer { rig.network.close() }
@@ -1796,6 +1815,7 @@ struct StreamingTests {
         let report = try #require(
             try JSONSerialization.jsonObject(with: Data(abuse.stdout.utf8)) as? [String: Any], "rtsp-abuse: \(abuse.stderr)")
         #expect(report["inputs"] as? Int == 10000)
+        print("rtsp-abuse's slowest exchanges: \(report["slowest"] ?? "")")
         if report["unexpected"] as? Int != 0 {
             // Where an unanswered input went: the listen queue's counters and what lyred logged around it.
             let listen = try await rig.network.shell(
@@ -1803,7 +1823,7 @@ struct StreamingTests {
             Issue.record("""
                 unexpected answers: \(report["unexpected_examples"] ?? "")
                 listen counters: \(listen.stdout)
-                lyred's log (last 3000 characters): \(rig.lyred.stderr.suffix(3000))
+                lyred's log from 4 s before the first unexpected answer's time: \(Self.logAround(rig.lyred.stderr, report))
                 """)
         }
         #expect(report["healthy"] as? Bool == true)

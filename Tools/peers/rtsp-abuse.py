@@ -26,8 +26,10 @@ With --pid, the receiver's open fd count and VmRSS are read after a 200-input wa
 (both times with no session or abuse connection open).
 
 Prints one JSON line:
-  {"inputs", "by_kind", "ok", "unexpected", "sent", "unexpected_examples", "healthy",
+  {"inputs", "by_kind", "ok", "unexpected", "sent", "unexpected_examples", "slowest", "healthy",
    "fds_start", "fds_end", "rss_kib_start", "rss_kib_end", ...details}
+An exchange that timed out waits up to 10 s more, and its example says whether the answer came late (the
+receiver stalled) or never; `slowest` lists the 5 slowest exchanges with when they were.
 Exit status: 0 when it ran (judge the JSON), 2 when the receiver could not be reached at the start.
 
 Usage: rtsp-abuse.py HOST PORT [--count 10000] [--seed 1] [--pid PID] [--timeout 1.0] [--status-only]
@@ -49,6 +51,8 @@ KINDS = ["garbage", "unknown_method", "content_length", "oversize_head", "bad_cs
 HEALTH_EVERY = 500
 WARMUP = 200
 MAX_EXAMPLES = 10
+SLOWEST = 5                 # the slowest exchanges reported
+LATE_WAIT = 10.0            # after a timeout, how long to wait for a late answer (to tell a stall from a loss)
 MEDIA_PER_SESSION = 200     # bad packets per media session before it is ended and a new one started
 MEDIA_CHECK_EVERY = 25      # bad packets between keep-alive checks of the media session
 GARBAGE_POOL = 64           # garbage connections waiting for the receiver to close them
@@ -647,6 +651,7 @@ class Abuser:
         self.media_inputs = 0
         self.tcp_sessions_ended = 0
         self.last_input = None  # the input recorded last, named in the next unexpected answer's example
+        self.slowest = []  # the slowest answered-or-not exchanges on a fresh connection
 
     # --- bookkeeping
 
@@ -693,7 +698,8 @@ class Abuser:
         # that one bug does not stretch the run to minutes.
         slow = self.timeouts[(kind, variant)] >= 3
         conn = Conn(sock, self.target.timeout / 20 if slow else self.target.timeout)
-        msg, got = None, ""
+        msg, got, late = None, "", None
+        sent_at = time.monotonic()
         try:
             try:
                 sock.sendall(payload)
@@ -708,8 +714,13 @@ class Abuser:
                 got = describe_error(e)
                 if isinstance(e, socket.timeout):
                     self.timeouts[(kind, variant)] += 1
+                    if not slow:
+                        late = self.late_answer(conn, sent_at)
         finally:
             sock.close()
+        self.answer_time(kind, variant, time.monotonic() - sent_at)
+        if late:
+            got += f"; {late}"
         if msg is None:
             closed = got.startswith(("closed", "reset"))
             self.record(kind, variant, closed and close_ok, payload, got,
@@ -728,6 +739,22 @@ class Abuser:
                     self.record(kind, variant, False, payload, got, f"no {h} header")
                     return
         self.record(kind, variant, True)
+
+    def late_answer(self, conn, sent_at):
+        """After a timeout, whether the answer came late (the receiver stalled) or not at all (it was lost)."""
+        try:
+            conn.timeout = LATE_WAIT
+            msg = conn.read_message(with_body=False)
+            return f"answered {time.monotonic() - sent_at:.2f} s after the request: {msg.start}"
+        except (OSError, Closed) as e:
+            return f"then {describe_error(e)} after {time.monotonic() - sent_at:.2f} s"
+
+    def answer_time(self, kind, variant, seconds):
+        """Keeps the slowest exchanges, with when they were, to match with the receiver's log."""
+        self.slowest.append({"s": round(seconds, 3), "kind": kind, "variant": variant,
+                             "at_s": round(time.monotonic() - self.started, 3), "wall": time.strftime("%H:%M:%S")})
+        self.slowest.sort(key=lambda e: -e["s"])
+        del self.slowest[SLOWEST:]
 
     # --- kinds
 
@@ -1053,6 +1080,7 @@ class Abuser:
             "unexpected": self.counts["unexpected"],
             "sent": self.counts["sent"],
             "unexpected_examples": self.examples,
+            "slowest": self.slowest,
             "healthy": healthy,
             "fds_start": fds_start,
             "fds_end": fds_end,
