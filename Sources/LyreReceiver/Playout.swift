@@ -522,7 +522,8 @@ public struct Playout: ~Copyable {
     /// Decodes packets in sequence order until samples reach `end` or the buffer runs dry, concealing gaps.
     ///
     /// Nothing is taken before its time: a missing packet is concealed only once the audio before it is all
-    /// staged and its own time falls within `end`, one missing packet at a time, and the first packet of a
+    /// staged and its own time falls within `end`, one missing packet at a time (all at once when more are
+    /// missing than their time holds at 2.5 ms each: a sequence number that jumped), and the first packet of a
     /// recording waits until it is due. Until then a resend or a rebuild may still bring what is missing (or
     /// a reordered earlier packet); once the buffer has moved past a packet, it is late for good.
     private mutating func fill(until end: Int64) {

@@ -1787,9 +1787,9 @@ struct StreamingTests {
         #expect(abs(after - 250) < 5, "heard \(after) ms after it was sent: \(first)")
     }
 
-    /// lyred's log lines from 4 s before the first unexpected answer of an rtsp-abuse report (its `wall`,
-    /// HH:MM:SS, when it was recorded: after the tool's timeout) to 2 s after, at most 40; or the last 3000
-    /// characters when no line carries those times.
+    /// lyred's log lines from 4 s before the input of the first unexpected answer of an rtsp-abuse report was
+    /// sent (its `wall`, HH:MM:SS) to 2 s after, at most 40; or the last 3000 characters when no line carries
+    /// those times.
     static func logAround(_ log: String, _ report: [String: Any]) -> String {
         let examples = report["unexpected_examples"] as? [[String: Any]] ?? []
         guard let wall = examples.first?["wall"] as? String, wall.count == 8,
@@ -1798,7 +1798,8 @@ struct StreamingTests {
         }
         let at: Int = h * 3600 + m * 60 + sec
         func stamp(_ t: Int) -> String {
-            let (hh, mm, ss): (Int, Int, Int) = (t / 3600 % 24, t / 60 % 60, t % 60)
+            let day: Int = (t % 86400 + 86400) % 86400  // the window may cross midnight
+            let (hh, mm, ss): (Int, Int, Int) = (day / 3600, day / 60 % 60, day % 60)
             return String(format: "T%02d:%02d:%02d", hh, mm, ss)
         }
         let window: [String] = (at - 4 ... at + 2).map(stamp)
@@ -1823,7 +1824,7 @@ struct StreamingTests {
             Issue.record("""
                 unexpected answers: \(report["unexpected_examples"] ?? "")
                 listen counters: \(listen.stdout)
-                lyred's log from 4 s before the first unexpected answer's time: \(Self.logAround(rig.lyred.stderr, report))
+                lyred's log around the first unexpected answer's input (or its last 3000 characters): \(Self.logAround(rig.lyred.stderr, report))
                 """)
         }
         #expect(report["healthy"] as? Bool == true)

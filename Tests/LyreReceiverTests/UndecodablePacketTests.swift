@@ -116,13 +116,14 @@ struct UndecodablePacketTests {
         #expect(statistics.text.contains("decoder-refusals=1") == speech, "\(statistics.text)")
     }
 
-    /// A sequence number that jumps by 30 000 where the timestamps say one 20 ms packet is missing (rtsp-abuse's
-    /// media sends such): more packets missing than their time holds at 2.5 ms each is concealed as one gap, for
-    /// the time, and every missing number counted lost. Concealed one missing number at a time, it cost 30 000
-    /// concealments in one render while the event loop waited for the playout's lock (seconds with no RTSP
-    /// answer), and each number's share of 960 frames, 0, left the gap silent. The whole output is checked against
-    /// libopus given the same packets and one concealment of 20 ms.
-    @Test func aSequenceThatJumpsIsOneGapConcealedForItsTime() throws {
+    /// A sequence number that jumps by 30 000 where the timestamps say `time` frames are missing: 20 ms (one
+    /// packet), or 1 s (rtsp-abuse's `absurd_seq`: a random timestamp, the time capped at a second). More packets
+    /// missing than their time holds at 2.5 ms each is concealed as one gap, for the time, and every missing
+    /// number counted lost. Concealed one number at a time, each number's share (0 or 1 frame here) cost a
+    /// libopus concealment of 2.5 ms cut to it: rtsp-abuse's jumps made tens of thousands in one render while
+    /// the event loop waited for the playout's lock, and no RTSP answer came for seconds. The whole output is
+    /// checked against libopus given the same packets and the time concealed in 20 ms steps.
+    @Test(arguments: [960, 48000]) func aSequenceThatJumpsIsOneGapConcealedForItsTime(time: Int) throws {
         let frames = 960, count = 20, jump = 30_000
         let pcm = PlayoutTests.sweep(seconds: Double(count) * 0.02).map { Float($0) / 32768 * 0.5 }
         let encoder = try OpusEncoder(bitrate: 256_000)
@@ -133,17 +134,21 @@ struct UndecodablePacketTests {
         let rtpStart: UInt32 = 4_294_960_000
         let packets = payloads.indices.filter { $0 != missing }.map { index in
             RTPPacket(payloadType: 96, sequenceNumber: 100 &+ UInt16(index + (index > missing ? jump : 0)),
-                      timestamp: rtpStart &+ UInt32(index * frames), ssrc: 1, payload: payloads[index])
+                      timestamp: rtpStart &+ UInt32(index * frames + (index > missing ? time - frames : 0)), ssrc: 1, payload: payloads[index])
         }
         let reference = try OpusDecoder()
         var expected: [Int16] = []
         for index in payloads.indices {
-            if index == missing { try reference.conceal(frames: frames, into: &expected) } else { try reference.decode(payloads[index], into: &expected) }
+            if index == missing {
+                for _ in 0..<(time / frames) { try reference.conceal(frames: frames, into: &expected) }
+            } else {
+                try reference.decode(payloads[index], into: &expected)
+            }
         }
         let (out, statistics) = try Self.play(packets, rtpStart: rtpStart, frames: expected.count / 2)
         let whole = Array(out[..<expected.count]) == expected
-        #expect(whole, "the output is not the stream with the jump concealed as one 20 ms gap, first sample to last")
-        #expect(statistics.lost == jump + 1 && statistics.concealed == frames && statistics.decoderRefusals == 0
+        #expect(whole, "the output is not the stream with the jump concealed as one gap of \(time) frames, first sample to last")
+        #expect(statistics.lost == jump + 1 && statistics.concealed == time && statistics.decoderRefusals == 0
                 && statistics.malformed == 0, "\(statistics)")
     }
 

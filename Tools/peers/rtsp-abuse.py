@@ -28,8 +28,8 @@ With --pid, the receiver's open fd count and VmRSS are read after a 200-input wa
 Prints one JSON line:
   {"inputs", "by_kind", "ok", "unexpected", "sent", "unexpected_examples", "slowest", "healthy",
    "fds_start", "fds_end", "rss_kib_start", "rss_kib_end", ...details}
-An exchange that timed out waits up to 10 s more, and its example says whether the answer came late (the
-receiver stalled) or never; `slowest` lists the 5 slowest exchanges with when they were.
+An exchange that timed out waits up to 10 s more (30 s in all for a run), and its example says whether the
+answer came late (the receiver stalled) or never, and when it was sent; `slowest` lists the 5 slowest exchanges with when they were.
 Exit status: 0 when it ran (judge the JSON), 2 when the receiver could not be reached at the start.
 
 Usage: rtsp-abuse.py HOST PORT [--count 10000] [--seed 1] [--pid PID] [--timeout 1.0] [--status-only]
@@ -53,6 +53,7 @@ WARMUP = 200
 MAX_EXAMPLES = 10
 SLOWEST = 5                 # the slowest exchanges reported
 LATE_WAIT = 10.0            # after a timeout, how long to wait for a late answer (to tell a stall from a loss)
+LATE_BUDGET = 30.0          # all such waits of a run together, so that a receiver that never answers ends the run
 MEDIA_PER_SESSION = 200     # bad packets per media session before it is ended and a new one started
 MEDIA_CHECK_EVERY = 25      # bad packets between keep-alive checks of the media session
 GARBAGE_POOL = 64           # garbage connections waiting for the receiver to close them
@@ -652,22 +653,24 @@ class Abuser:
         self.tcp_sessions_ended = 0
         self.last_input = None  # the input recorded last, named in the next unexpected answer's example
         self.slowest = []  # the slowest answered-or-not exchanges on a fresh connection
+        self.late_budget = LATE_BUDGET
 
     # --- bookkeeping
 
-    def record(self, kind, variant, ok, payload=b"", got="", why=""):
+    def record(self, kind, variant, ok, payload=b"", got="", why="", sent=None):
         self.by_kind[kind] += 1
         before, self.last_input = self.last_input, f"{kind} {variant}"
         result = "ok" if ok else "unexpected"
         self.counts[result] += 1
         self.detail[kind][result] += 1
         if not ok:
-            self.example(kind, variant, payload, got, why, after=before)
+            self.example(kind, variant, payload, got, why, after=before, sent=sent)
 
-    def example(self, kind, variant, payload, got, why, after=None):
+    def example(self, kind, variant, payload, got, why, after=None, sent=None):
+        """`sent` is (monotonic, wall) when the input was sent; else now."""
         if len(self.examples) < MAX_EXAMPLES:
-            ex = {"kind": kind, "variant": variant, "got": got, "at_s": round(time.monotonic() - self.started, 3),
-                  "wall": time.strftime("%H:%M:%S")}
+            at, wall = sent or (time.monotonic(), time.strftime("%H:%M:%S"))
+            ex = {"kind": kind, "variant": variant, "got": got, "at_s": round(at - self.started, 3), "wall": wall}
             if payload:
                 ex["sent"] = show(payload)
             if why:
@@ -700,6 +703,7 @@ class Abuser:
         conn = Conn(sock, self.target.timeout / 20 if slow else self.target.timeout)
         msg, got, late = None, "", None
         sent_at = time.monotonic()
+        sent = (sent_at, time.strftime("%H:%M:%S"))
         try:
             try:
                 sock.sendall(payload)
@@ -724,30 +728,36 @@ class Abuser:
         if msg is None:
             closed = got.startswith(("closed", "reset"))
             self.record(kind, variant, closed and close_ok, payload, got,
-                        "" if closed and close_ok else f"wanted {sorted(statuses)}")
+                        "" if closed and close_ok else f"wanted {sorted(statuses)}", sent=sent)
             return
         if msg.status not in statuses:
-            self.record(kind, variant, False, payload, got, f"wanted {sorted(statuses)}")
+            self.record(kind, variant, False, payload, got, f"wanted {sorted(statuses)}", sent=sent)
             return
         if check_headers and not self.args.status_only:
             if cseq is not None and msg.headers.get("cseq") != str(cseq):
                 self.record(kind, variant, False, payload, got,
-                            f"CSeq not echoed (got {msg.headers.get('cseq')!r}, sent {cseq})")
+                            f"CSeq not echoed (got {msg.headers.get('cseq')!r}, sent {cseq})", sent=sent)
                 return
             for h in check_headers:
                 if h not in msg.headers:
-                    self.record(kind, variant, False, payload, got, f"no {h} header")
+                    self.record(kind, variant, False, payload, got, f"no {h} header", sent=sent)
                     return
         self.record(kind, variant, True)
 
     def late_answer(self, conn, sent_at):
-        """After a timeout, whether the answer came late (the receiver stalled) or not at all (it was lost)."""
+        """After a timeout, whether the answer came late (the receiver stalled) or not at all (it was lost).
+        Within the run's budget for such waits only; None past it."""
+        if self.late_budget <= 0:
+            return None
+        waited = time.monotonic()
+        conn.timeout = min(LATE_WAIT, self.late_budget)
         try:
-            conn.timeout = LATE_WAIT
             msg = conn.read_message(with_body=False)
             return f"answered {time.monotonic() - sent_at:.2f} s after the request: {msg.start}"
         except (OSError, Closed) as e:
             return f"then {describe_error(e)} after {time.monotonic() - sent_at:.2f} s"
+        finally:
+            self.late_budget -= time.monotonic() - waited
 
     def answer_time(self, kind, variant, seconds):
         """Keeps the slowest exchanges, with when they were, to match with the receiver's log."""
