@@ -1212,6 +1212,8 @@ public final class StreamSession: @unchecked Sendable {
         // One parity packet per row of media packets, to the rooms that take FEC (streaming.md §4.3).
         var fec = configuration.fecRow.map { FECEncoder(row: $0, payloadType: Self.fecPayloadType, ssrc: ssrc ^ 0x5A5A_5A5A) }
         var sentLastSlot = false
+        let latency = UInt64(configuration.latencyMilliseconds) * 1_000_000
+        var catchUp: CatchUp?
         while true {
             let step = lock.withLock { _ in (ended: ended, running: timeline.running, due: timeline.nextDue) }
             if step.ended { break }
@@ -1222,12 +1224,31 @@ public final class StreamSession: @unchecked Sendable {
                 {
                     bestEffort("the keep-alive") { _ = try broadcast("GET_PARAMETER") { _ in ([], []) } }
                 }
+                catchUp = nil
                 continue
             }
             HostClock.sleep(until: step.due > lead ? step.due - lead : 0)
-            if lateAudioWait > 0 {
-                // A live source's audio is late: its frame goes when it comes, while it can still play in time.
-                let deadline = (step.due > lead ? step.due - lead : 0) + lateAudioWait
+            let now = HostClock.now()
+            var deadline = lateAudioWait > 0 ? (step.due > lead ? step.due - lead : 0) + lateAudioWait : 0
+            if now > step.due + latency {
+                // This frame's time to play has passed: the sender was stopped (a laptop's lid, SIGSTOP) and
+                // catches up (streaming.md §9.1). What was due is skipped by sending it at once, too late to
+                // play, so that the audio after it plays where its timeline puts it. The app's thread that
+                // enqueues was stopped too and refills the queue while the pacer runs through it: a frame
+                // that finds it empty waits for that audio (at most half a latency per catch-up, all waits
+                // together, for an app whose audio had really run dry) instead of passing in silence, which
+                // would move every later sample a frame late.
+                if catchUp == nil {
+                    catchUp = CatchUp(waitUntil: now + latency / 2)
+                }
+                deadline = max(deadline, catchUp!.waitUntil)
+            } else if let done = catchUp {
+                catchUp = nil
+                Self.logger.warning("\(done.summary(frameMilliseconds: configuration.frameMilliseconds))")
+            }
+            if deadline > now {
+                // A live source's audio is late, or a catch-up's: its frame goes when it comes, while it can
+                // still play in time (or within the catch-up's wait).
                 while lock.withLock({ _ -> Bool in
                     let late = !ended && timeline.awaitsAudio(finishing: finishing)
                     pacerWaitsForAudio = late
@@ -1238,6 +1259,7 @@ public final class StreamSession: @unchecked Sendable {
                 lock.withLock { _ in pacerWaitsForAudio = false }
             }
             let frame = lock.withLock { _ in timeline.nextSlot(finishing: finishing) }
+            if catchUp != nil, let frame { catchUp!.count(frame) }
             wakeQueueWaiters()
             guard let frame, let pcm = frame.pcm else {
                 // The first slot with nothing to send after a packet (the stream's end, or the app's audio ran

@@ -352,3 +352,27 @@ private struct SampleQueue {
         head = 0
     }
 }
+
+/// A pacer catching up after the sender was stopped (streaming.md §9.1): the frames it ran through whose time to
+/// play had passed, how many of them passed in silence because the app's audio was not there yet, and until
+/// when such frames wait for it.
+struct CatchUp: Equatable {
+    /// All of a catch-up's waits for the app's audio end by then.
+    let waitUntil: UInt64
+    private(set) var frames = 0
+    private(set) var silent = 0
+
+    init(waitUntil: UInt64) { self.waitUntil = waitUntil }
+
+    mutating func count(_ slot: Timeline.Slot) {
+        frames += 1
+        if slot.pcm == nil { silent += 1 }
+    }
+
+    /// The line the sender logs when the catch-up is over.
+    func summary(frameMilliseconds: Int) -> String {
+        let moved = silent == 0 ? "every sample after it plays where it was due"
+            : "\(silent) of them passed in silence, the app's audio late, and what follows plays \(silent * frameMilliseconds) ms later"
+        return "the sender was stopped or held up: \(frames) frames (\(frames * frameMilliseconds) ms) could no longer play and were skipped; \(moved)"
+    }
+}

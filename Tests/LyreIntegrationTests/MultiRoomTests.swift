@@ -580,7 +580,8 @@ struct MultiRoomTests {
 
     /// The sender stopped for 5 s (`SIGSTOP`: a laptop's lid) and continued (issue 27): every room plays again
     /// soon after (the time is printed), still in sync; no receiver takes the stall for a new session or times it out. What was
-    /// due while the sender was stopped is skipped: the playback keeps its timeline, as a live one does.
+    /// due while the sender was stopped is skipped: the playback keeps its timeline, as a live one does, and the
+    /// sender logs what it skipped.
     @Test func aSenderStoppedFor5SecondsPlaysOnInSync() async throws {
         let rooms = try await Rooms([("Kitchen", []), ("Bedroom", [])])
         defer { rooms.network.close() }
@@ -618,7 +619,14 @@ struct MultiRoomTests {
         let kitchen = try await rooms.compare(song, "Kitchen")
         let (head, tail) = (kitchen["head_lag_samples"] as? Double ?? 0, kitchen["tail_lag_samples"] as? Double ?? 1)
         let missing = Double(kitchen["gaps"] as? Int ?? 0) * 0.01
-        #expect(abs(head - tail) < 2 && missing > 3.5 && missing < 7, "Kitchen: \(kitchen)")
+        // The sender says what it skipped when it caught up (the frames whose time to play had passed) and
+        // whether any passed in silence, its reader not there yet: printed, and the figures beside it.
+        let caughtUp = play.stderr.split(separator: "\n").filter { $0.contains("could no longer play") }
+        print("lyre play: \(caughtUp)")
+        let skipped = caughtUp.first.flatMap { line in line.firstRange(of: " ms) could").flatMap { end in
+            Int(line[..<end.lowerBound].split(separator: "(").last ?? "") } }
+        #expect(caughtUp.count == 1 && (3500...5500).contains(skipped ?? 0), "lyre play: \(play.stderr)")
+        #expect(abs(head - tail) < 2 && missing > 3.5 && missing < 7, "Kitchen: \(kitchen); lyre play: \(caughtUp)")
     }
 
     /// `lyre group remove` mid-song: the room removed stops cleanly (its output is the input from its first
