@@ -209,9 +209,16 @@ enum Leakage {
         var differences: [Double] = []
         differences.reserveCapacity(pairs)
         var kept = 0
+        // Each input is copied, untimed, into one buffer that both are measured from: two arrays of their own
+        // sit at different addresses, and where each falls against the cache lines can time them apart by
+        // itself, alike in every reading of one process (the unit tier on 2026-12-05 read |t| 10 to 12, then
+        // 40 to 42, three readings each, where the test alone reads 0.1 to 1.1).
+        precondition(first.count == second.count)
+        var scratch = [UInt8](repeating: 0, count: first.count)
         func time(_ input: [UInt8]) -> Double {
+            for i in scratch.indices { scratch[i] = input[i] }
             let start = HostClock.now()
-            for _ in 0..<batch where body(input) { kept += 1 }
+            for _ in 0..<batch where body(scratch) { kept += 1 }
             return Double(HostClock.now() - start)
         }
         for _ in 0..<pairs {
