@@ -1214,17 +1214,23 @@ public final class StreamSession: @unchecked Sendable {
         var sentLastSlot = false
         let latency = UInt64(configuration.latencyMilliseconds) * 1_000_000
         var catchUp: CatchUp?
+        /// Logs what a catch-up skipped, once it is over: back on time, paused, or the session ended.
+        func caughtUp() {
+            if let done = catchUp { Self.logger.warning("\(done.summary(frameMilliseconds: configuration.frameMilliseconds))") }
+            catchUp = nil
+        }
+        defer { caughtUp() }
         while true {
             let step = lock.withLock { _ in (ended: ended, running: timeline.running, due: timeline.nextDue) }
             if step.ended { break }
             if !step.running {
+                caughtUp()
                 // Paused: sleep until started or ended, and keep the sessions alive (streaming.md §7).
                 if !pacerWake.wait(until: HostClock.now() + 4_000_000_000), !hasEnded,
                     HostClock.now() - lock.withLock({ _ in lastRequest }) > 4_000_000_000
                 {
                     bestEffort("the keep-alive") { _ = try broadcast("GET_PARAMETER") { _ in ([], []) } }
                 }
-                catchUp = nil
                 continue
             }
             HostClock.sleep(until: step.due > lead ? step.due - lead : 0)
@@ -1237,14 +1243,14 @@ public final class StreamSession: @unchecked Sendable {
                 // enqueues was stopped too and refills the queue while the pacer runs through it: a frame
                 // that finds it empty waits for that audio (at most half a latency per catch-up, all waits
                 // together, for an app whose audio had really run dry) instead of passing in silence, which
-                // would move every later sample a frame late.
+                // would move every later sample a frame late. A live source's capture is not waited for here:
+                // its own late wait above stands.
                 if catchUp == nil {
                     catchUp = CatchUp(waitUntil: now + latency / 2)
                 }
-                deadline = max(deadline, catchUp!.waitUntil)
-            } else if let done = catchUp {
-                catchUp = nil
-                Self.logger.warning("\(done.summary(frameMilliseconds: configuration.frameMilliseconds))")
+                if lateAudioWait == 0 { deadline = catchUp!.waitUntil }
+            } else {
+                caughtUp()
             }
             if deadline > now {
                 // A live source's audio is late, or a catch-up's: its frame goes when it comes, while it can
@@ -1258,8 +1264,13 @@ public final class StreamSession: @unchecked Sendable {
                 }
                 lock.withLock { _ in pacerWaitsForAudio = false }
             }
-            let frame = lock.withLock { _ in timeline.nextSlot(finishing: finishing) }
-            if catchUp != nil, let frame { catchUp!.count(frame) }
+            let (frame, starved) = lock.withLock { _ in
+                let starved = timeline.awaitsAudio(finishing: finishing)
+                return (timeline.nextSlot(finishing: finishing), starved)
+            }
+            // Without a frame of the app's audio, the slot passes in silence (or sends the frame that carries
+            // the encoder's tail out): what follows plays a frame later.
+            if catchUp != nil, frame != nil { catchUp!.count(starved: starved) }
             wakeQueueWaiters()
             guard let frame, let pcm = frame.pcm else {
                 // The first slot with nothing to send after a packet (the stream's end, or the app's audio ran

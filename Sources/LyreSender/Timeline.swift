@@ -364,9 +364,10 @@ struct CatchUp: Equatable {
 
     init(waitUntil: UInt64) { self.waitUntil = waitUntil }
 
-    mutating func count(_ slot: Timeline.Slot) {
+    /// A frame run through; `starved`: the app's audio was not there for it (`Timeline.awaitsAudio`).
+    mutating func count(starved: Bool) {
         frames += 1
-        if slot.pcm == nil { silent += 1 }
+        if starved { silent += 1 }
     }
 
     /// The line the sender logs when the catch-up is over.

@@ -620,12 +620,13 @@ struct MultiRoomTests {
         let (head, tail) = (kitchen["head_lag_samples"] as? Double ?? 0, kitchen["tail_lag_samples"] as? Double ?? 1)
         let missing = Double(kitchen["gaps"] as? Int ?? 0) * 0.01
         // The sender says what it skipped when it caught up (the frames whose time to play had passed) and
-        // whether any passed in silence, its reader not there yet: printed, and the figures beside it.
+        // whether any passed in silence, its reader not there yet: printed, and the figures beside it. About the
+        // stall less the latency and the lead (4.65 s), plus the time the catch-up took: up to the 3 s bound above.
         let caughtUp = play.stderr.split(separator: "\n").filter { $0.contains("could no longer play") }
         print("lyre play: \(caughtUp)")
         let skipped = caughtUp.first.flatMap { line in line.firstRange(of: " ms) could").flatMap { end in
             Int(line[..<end.lowerBound].split(separator: "(").last ?? "") } }
-        #expect(caughtUp.count == 1 && (3500...5500).contains(skipped ?? 0), "lyre play: \(play.stderr)")
+        #expect(caughtUp.count == 1 && (3500...8000).contains(skipped ?? 0), "lyre play: \(play.stderr)")
         #expect(abs(head - tail) < 2 && missing > 3.5 && missing < 7, "Kitchen: \(kitchen); lyre play: \(caughtUp)")
     }
 

@@ -6,12 +6,10 @@ import Testing
 @Suite struct CatchUpTests {
     @Test func itCountsTheFramesRunThroughAndThoseThatPassedInSilence() {
         var catchUp = CatchUp(waitUntil: 0)
-        let sent = Timeline.Slot(index: 0, sequence: 0, rtp: 0, pcm: ArraySlice([Float](repeating: 0, count: 1920)), resetsEncoder: false)
-        let passed = Timeline.Slot(index: 1, sequence: 1, rtp: 960, pcm: nil, resetsEncoder: false)
-        for _ in 0..<240 { catchUp.count(sent) }
+        for _ in 0..<240 { catchUp.count(starved: false) }
         #expect(catchUp.summary(frameMilliseconds: 20)
                 == "the sender was stopped or held up: 240 frames (4800 ms) could no longer play and were skipped; every sample after it plays where it was due")
-        for _ in 0..<8 { catchUp.count(passed) }
+        for _ in 0..<8 { catchUp.count(starved: true) }
         #expect(catchUp.frames == 248 && catchUp.silent == 8)
         #expect(catchUp.summary(frameMilliseconds: 20).hasSuffix("8 of them passed in silence, the app's audio late, and what follows plays 160 ms later"))
     }
