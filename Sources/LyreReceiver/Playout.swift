@@ -99,6 +99,10 @@ public struct Playout: ~Copyable {
     private var stagedStart: Int64 = 0
     /// Where the last concealment staged ends (input position).
     private var concealedEnd: Int64 = .min
+    /// What `fill` did, for the tests that bound its work on a sender's stale audio: frames libopus concealed,
+    /// and the most frames staged at once.
+    struct Work { var concealedByLibopus = 0; var peakStaged = 0 }
+    private(set) var work = Work()
     /// Input positions the output went past with nothing staged (the buffer ran dry), not yet counted.
     private var starved: (from: Int64, to: Int64)?
     /// True once something of this recording has been staged, so that `stagedStart` means something.
@@ -527,6 +531,7 @@ public struct Playout: ~Copyable {
     /// recording waits until it is due. Until then a resend or a rebuild may still bring what is missing (or
     /// a reordered earlier packet); once the buffer has moved past a packet, it is late for good.
     private mutating func fill(until end: Int64) {
+        defer { work.peakStaged = max(work.peakStaged, staged.count / 2) }
         while stagedStart + Int64(staged.count / 2) < end, let head = buffer.first {
             let stagedEnd = stagedStart + Int64(staged.count / 2)
             let position = extended(head.packet.timestamp)
@@ -571,7 +576,8 @@ public struct Playout: ~Copyable {
                 stagedStart = position
                 staging = true
             } else if position > stagedEnd {
-                staged.append(contentsOf: repeatElement(0, count: Int(position - stagedEnd) * 2))
+                // Before the output's first block, what is staged before its start is counted as skipped: kept.
+                stageSilence(frames: Int(position - stagedEnd), dropping: audible)
             } else if position < stagedEnd {
                 // Overlaps what is staged (already concealed): keep the decoder in step, drop the overlap.
                 var scratch: [Int16] = []
@@ -662,10 +668,39 @@ public struct Playout: ~Copyable {
         }
     }
 
+    /// Stages `frames` of silence. When `dropping` and they end behind the output, no block reads them or what
+    /// is staged before them again: all of it goes but the last frame (so that what follows stages on as it
+    /// would have), rather than a second of silence staged for each packet of a sender's audio stamped long
+    /// before its time, up to the jitter buffer's 1024 packets in one render.
+    private mutating func stageSilence(frames: Int, dropping: Bool) {
+        let end = stagedStart + Int64(staged.count / 2) + Int64(frames)
+        if dropping, let past = behindOutput, end <= past {
+            staged.removeAll(keepingCapacity: true)
+            staged += [0, 0]
+            stagedStart = end - 1
+        } else {
+            staged.append(contentsOf: repeatElement(0, count: frames * 2))
+        }
+    }
+
+    /// Input positions before this one are behind the output: no block reads them again (the cursor, less the
+    /// interpolator's reach, which a block that starts again reads back to).
+    private var behindOutput: Int64? {
+        cursor.map { $0 - Int64(Self.interpolator.halfLength) }
+    }
+
     private mutating func conceal(frames: Int, before next: RTPPacket?) {
         guard frames > 0 else { return }
         statistics.concealed += frames
         var produced: [Int16] = []
+        if let past = behindOutput, stagedStart + Int64(staged.count / 2) + Int64(frames) <= past {
+            // A gap the output already went past: never heard, so silence stands for it. Concealed by libopus, a
+            // sender's audio stamped long before its time cost a second of concealment for each packet of it,
+            // up to the jitter buffer's 1024 in one render, while the event loop waited for the playout's lock.
+            // (What is dropped is never counted as skipped: that count starts where the last concealment ends.)
+            stageSilence(frames: frames, dropping: true)
+            return
+        }
         if format.encoding == .opus {
             // Opus's in-band FEC, when the next packet carries it (a plain RTSP publisher's speech), counted in `fec`
             // (streaming.md §4.3); else (Lyre's music stream) libopus conceals. Either way the frames count as
@@ -689,6 +724,7 @@ public struct Playout: ~Copyable {
     /// libopus's packet-loss concealment for `frames` frames, 20 ms at a time, appended to `output`; silence
     /// for any piece it cannot conceal, counted in `decoderRefusals`.
     private mutating func concealWithLibopus(frames: Int, into output: inout [Int16]) {
+        work.concealedByLibopus += frames
         var left = frames
         while left > 0 {
             let chunk = min(left, 960)
