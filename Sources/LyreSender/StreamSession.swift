@@ -1109,6 +1109,8 @@ public final class StreamSession: @unchecked Sendable {
             return (links.filter { $0 !== room }, [], teardown)
         }
         pacerWake.signal()
+        // A pacer waiting for the app's audio (a live source's late audio, a catch-up's) ends now, not at its deadline.
+        wakePacerForAudio()
         wakeQueueWaiters()
         return (left + closing.map { $0.closing(teardown: true) }, afterAnswer)
     }
@@ -1190,6 +1192,7 @@ public final class StreamSession: @unchecked Sendable {
         }
         if remaining == 0, hasEnded {
             pacerWake.signal()
+            wakePacerForAudio()
             closeEndpoints()
         }
     }
@@ -1212,7 +1215,7 @@ public final class StreamSession: @unchecked Sendable {
         // One parity packet per row of media packets, to the rooms that take FEC (streaming.md §4.3).
         var fec = configuration.fecRow.map { FECEncoder(row: $0, payloadType: Self.fecPayloadType, ssrc: ssrc ^ 0x5A5A_5A5A) }
         var sentLastSlot = false
-        let latency = UInt64(configuration.latencyMilliseconds) * 1_000_000
+        let latency = lock.withLock { _ in timeline.latency }
         var catchUp: CatchUp?
         /// Logs what a catch-up skipped, once it is over: back on time, paused, or the session ended.
         func caughtUp() {
