@@ -103,6 +103,9 @@ public struct Playout: ~Copyable {
     /// and the most frames staged at once.
     struct Work { var concealedByLibopus = 0; var peakStaged = 0 }
     private(set) var work = Work()
+    /// Frames `stageSilence` dropped before the output's first block that its count of audio skipped (in
+    /// `renderBlock`) would have counted: added to that count there.
+    private var skippedUnstaged = 0
     /// Input positions the output went past with nothing staged (the buffer ran dry), not yet counted.
     private var starved: (from: Int64, to: Int64)?
     /// True once something of this recording has been staged, so that `stagedStart` means something.
@@ -199,6 +202,7 @@ public struct Playout: ~Copyable {
         // What comes after a FLUSH is a new encoder stream (the sender starts its encoder afresh, §3).
         decoder?.reset()
         staged.removeAll()
+        skippedUnstaged = 0
         staging = false
         starved = nil
         cursor = nil
@@ -377,7 +381,10 @@ public struct Playout: ~Copyable {
             // time, or a restart after a stall): it is skipped, and heard as silence, so it counts as concealed
             // (concealment staged there already counted when it was made).
             let skipFrom = max(stagedStart, concealedEnd)
-            if !startingMidStream { statistics.concealed += stagedFrames(from: skipFrom, count: Int(max(0, start - skipFrom))) }
+            if !startingMidStream {
+                statistics.concealed += skippedUnstaged + stagedFrames(from: skipFrom, count: Int(max(0, start - skipFrom)))
+            }
+            skippedUnstaged = 0
             guard stagedFrames(from: start, count: frames) > 0 else {
                 // Nothing to hear in this block: silence, and the cursor moves on with the schedule.
                 cursor = start + Int64(frames)
@@ -563,6 +570,7 @@ public struct Playout: ~Copyable {
                 staging = true
                 conceal(frames: gap, before: missing == 1 ? head.packet : nil)
                 concealedEnd = stagedStart + Int64(staged.count / 2)
+                skippedUnstaged = 0  // all before the concealment's end, which the count starts from
                 // Counted as concealed already, starved or not.
                 if let starved { self.starved = concealedEnd >= starved.to ? nil : (max(starved.from, concealedEnd), starved.to) }
                 buffer.nextDue = due + count
@@ -573,11 +581,11 @@ public struct Playout: ~Copyable {
             if staged.isEmpty || position < stagedEnd - 48000 || position > stagedEnd + 48000 {
                 // First packet, or a jump in the timeline (resume, a new talk spurt): restart staging here.
                 staged.removeAll()
+                skippedUnstaged = 0
                 stagedStart = position
                 staging = true
             } else if position > stagedEnd {
-                // Before the output's first block, what is staged before its start is counted as skipped: kept.
-                stageSilence(frames: Int(position - stagedEnd), dropping: audible)
+                stageSilence(frames: Int(position - stagedEnd))
             } else if position < stagedEnd {
                 // Overlaps what is staged (already concealed): keep the decoder in step, drop the overlap.
                 var scratch: [Int16] = []
@@ -668,14 +676,17 @@ public struct Playout: ~Copyable {
         }
     }
 
-    /// Stages `frames` of silence. When `dropping` and they end behind the output, no block reads them or what
-    /// is staged before them again: all of it goes but the last frame (so that what follows stages on as it
-    /// would have), rather than a second of silence staged for each packet of a sender's audio stamped long
-    /// before its time, up to the jitter buffer's 1024 packets in one render.
-    private mutating func stageSilence(frames: Int, dropping: Bool) {
+    /// Stages `frames` of silence. When they end behind the output, no block reads them or what is staged before
+    /// them again: all of it goes but the last frame (so that what follows stages on as it would have), rather
+    /// than a second of silence staged for each packet of a sender's audio stamped long before its time, up to
+    /// the jitter buffer's 1024 packets in one render. Before the output's first block, what of it the count of
+    /// audio skipped would have counted (from the last concealment's end, not the priming before a resume's
+    /// start) is kept for that count.
+    private mutating func stageSilence(frames: Int) {
         let end = stagedStart + Int64(staged.count / 2) + Int64(frames)
-        if dropping, let past = behindOutput, end <= past {
-            staged.removeAll(keepingCapacity: true)
+        if let past = behindOutput, end <= past {
+            if !audible { skippedUnstaged += Int(max(0, end - 1 - max(stagedStart, concealedEnd, startAt ?? .min))) }
+            staged.removeAll(keepingCapacity: false)
             staged += [0, 0]
             stagedStart = end - 1
         } else {
@@ -693,12 +704,13 @@ public struct Playout: ~Copyable {
         guard frames > 0 else { return }
         statistics.concealed += frames
         var produced: [Int16] = []
-        if let past = behindOutput, stagedStart + Int64(staged.count / 2) + Int64(frames) <= past {
-            // A gap the output already went past: never heard, so silence stands for it. Concealed by libopus, a
-            // sender's audio stamped long before its time cost a second of concealment for each packet of it,
-            // up to the jitter buffer's 1024 in one render, while the event loop waited for the playout's lock.
-            // (What is dropped is never counted as skipped: that count starts where the last concealment ends.)
-            stageSilence(frames: frames, dropping: true)
+        if let past = behindOutput, stagedStart + Int64(staged.count / 2) + Int64(frames) <= past - 48000 {
+            // A gap that ends a second and more behind the output: never heard, so silence stands for it (and it is
+            // not counted in `fec`). Concealed by libopus, a sender's audio stamped long before its time cost a
+            // second of concealment for each packet of it, up to the jitter buffer's 1024 in one render, while the
+            // event loop waited for the playout's lock. A gap closer to the output is concealed as ever: what the
+            // decoder makes of the packets after it depends on the concealment, and may be heard.
+            stageSilence(frames: frames)
             return
         }
         if format.encoding == .opus {
