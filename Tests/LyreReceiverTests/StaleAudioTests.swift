@@ -38,13 +38,8 @@ struct StaleAudioTests {
         expected.removeAll()
         for packet in sweep { try reference.decode(packet.payload, into: &expected) }
 
-        var playout = try Playout(format: AudioFormat(encoding: .opus, payloadType: 96), latency: 100_000_000, timed: true)
         let start: UInt64 = 5_000_000_000
-        for t in stride(from: start - 3_000_000_000, through: start, by: 1_000_000_000) {
-            playout.addTimingSample(localTime: t, offset: 0, delay: 10_000)
-        }
-        playout.flush(nextSequence: 100)
-        playout.record(anchor: PlaybackAnchor(rtpTime: rtpStart, senderClock: start))
+        var playout = try UndecodablePacketTests.recording(from: rtpStart, at: start)
         var presented = start + 100_000_000  // the anchor's position is due at the first block's first frame
         var out: [Int16] = []
         func render(_ blocks: Int) {

@@ -152,16 +152,23 @@ struct UndecodablePacketTests {
                 && statistics.malformed == 0, "\(statistics)")
     }
 
-    /// `packets` of an Opus stream from `rtpStart` played by a timed `Playout` at 100 ms of latency, all
-    /// delivered at once; the output rendered in 5 ms blocks until `frames` and 50 ms more have played.
-    static func play(_ packets: [RTPPacket], rtpStart: UInt32, frames: Int) throws -> (out: [Int16], statistics: PlayoutStatistics) {
+    /// A timed Opus `Playout` at 100 ms of latency, its clock settled (the sender's is the local one), recording
+    /// from RTP time `rtpStart` at `start` and sequence number 100.
+    static func recording(from rtpStart: UInt32, at start: UInt64) throws -> Playout {
         var playout = try Playout(format: AudioFormat(encoding: .opus, payloadType: 96), latency: 100_000_000, timed: true)
-        let start: UInt64 = 5_000_000_000
         for t in stride(from: start - 3_000_000_000, through: start, by: 1_000_000_000) {
             playout.addTimingSample(localTime: t, offset: 0, delay: 10_000)
         }
         playout.flush(nextSequence: 100)
         playout.record(anchor: PlaybackAnchor(rtpTime: rtpStart, senderClock: start))
+        return playout
+    }
+
+    /// `packets` of an Opus stream from `rtpStart` played by a timed `Playout` at 100 ms of latency, all
+    /// delivered at once; the output rendered in 5 ms blocks until `frames` and 50 ms more have played.
+    static func play(_ packets: [RTPPacket], rtpStart: UInt32, frames: Int) throws -> (out: [Int16], statistics: PlayoutStatistics) {
+        let start: UInt64 = 5_000_000_000
+        var playout = try recording(from: rtpStart, at: start)
         for packet in packets { playout.receive(packet, arrival: start) }
         var out: [Int16] = []
         var presented = start + 100_000_000  // the anchor's position is due at the first block's first frame
