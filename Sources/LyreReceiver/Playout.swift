@@ -454,7 +454,6 @@ public struct Playout: ~Copyable {
         position += Double(frames) * ratio
         // Landing in tune ends on a whole sample: no rounding error carried into the blocks that follow.
         if inTune { position = position.rounded() }
-        let stagedEnd = stagedStart + Int64(staged.count / 2)
         if Int64(position.rounded(.down)) > stagedEnd { starved = (starved?.from ?? stagedEnd, Int64(position.rounded(.down))) }
         // Keep what the next block's kernel reaches back to.
         cursor = Int64(position.rounded(.down)) - reach + 1
@@ -474,7 +473,6 @@ public struct Playout: ~Copyable {
 
     /// How many of the `count` frames from input position `from` are staged (audio, not silence).
     private func stagedFrames(from: Int64, count: Int) -> Int {
-        let stagedEnd = stagedStart + Int64(staged.count / 2)
         return Int(max(0, min(from + Int64(count), stagedEnd) - max(from, stagedStart)))
     }
 
@@ -526,7 +524,7 @@ public struct Playout: ~Copyable {
         if let last = buffer.last {
             statistics.depthMilliseconds = max(0, Double(extended(last.packet.timestamp) - cursor) / 48)
         } else {
-            statistics.depthMilliseconds = max(0, Double(stagedStart + Int64(staged.count / 2) - cursor) / 48)
+            statistics.depthMilliseconds = max(0, Double(stagedEnd - cursor) / 48)
         }
     }
 
@@ -539,13 +537,13 @@ public struct Playout: ~Copyable {
     /// a reordered earlier packet); once the buffer has moved past a packet, it is late for good.
     private mutating func fill(until end: Int64) {
         defer { work.peakStaged = max(work.peakStaged, staged.count / 2) }
-        while stagedStart + Int64(staged.count / 2) < end, let head = buffer.first {
-            let stagedEnd = stagedStart + Int64(staged.count / 2)
+        while stagedEnd < end, let head = buffer.first {
+            let stagedSoFar = stagedEnd
             let position = extended(head.packet.timestamp)
             if let due = buffer.nextDue, head.sequence > due {
                 // From the end of what is staged or, before anything is, from the anchor's time (the first
                 // packet's, RECORD's RTP-Info): losing the first packets loses anchor…position.
-                let from = staging ? stagedEnd : (anchor.map { extended($0.rtp) } ?? position)
+                let from = staging ? stagedSoFar : (anchor.map { extended($0.rtp) } ?? position)
                 guard from < end else { break }
                 // The missing packets share the time up to this one; the first of them is concealed now. More
                 // missing than their time holds at 2.5 ms each (Opus's shortest frame) is a sequence that jumped,
@@ -569,7 +567,7 @@ public struct Playout: ~Copyable {
                 }
                 staging = true
                 conceal(frames: gap, before: missing == 1 ? head.packet : nil)
-                concealedEnd = stagedStart + Int64(staged.count / 2)
+                concealedEnd = stagedEnd
                 skippedUnstaged = 0  // all before the concealment's end, which the count starts from
                 // Counted as concealed already, starved or not.
                 if let starved { self.starved = concealedEnd >= starved.to ? nil : (max(starved.from, concealedEnd), starved.to) }
@@ -578,21 +576,21 @@ public struct Playout: ~Copyable {
             }
             if !staging, position >= end { break }
             _ = buffer.removeFirst()
-            if staged.isEmpty || position < stagedEnd - 48000 || position > stagedEnd + 48000 {
+            if staged.isEmpty || position < stagedSoFar - 48000 || position > stagedSoFar + 48000 {
                 // First packet, or a jump in the timeline (resume, a new talk spurt): restart staging here.
                 staged.removeAll()
                 skippedUnstaged = 0
                 stagedStart = position
                 staging = true
-            } else if position > stagedEnd {
-                stageSilence(frames: Int(position - stagedEnd))
-            } else if position < stagedEnd {
+            } else if position > stagedSoFar {
+                stageSilence(frames: Int(position - stagedSoFar))
+            } else if position < stagedSoFar {
                 // Overlaps what is staged (already concealed): keep the decoder in step, drop the overlap.
                 var scratch: [Int16] = []
                 let concealedFrames = decode(head.packet, sequence: head.sequence, into: &scratch)
-                let overlap = Int(min(stagedEnd - position, Int64(scratch.count / 2)))
+                let overlap = Int(min(stagedSoFar - position, Int64(scratch.count / 2)))
                 staged.append(contentsOf: scratch.dropFirst(overlap * 2))
-                if concealedFrames > 0 { countConcealed(from: stagedEnd, to: stagedStart + Int64(staged.count / 2)) }
+                if concealedFrames > 0 { countConcealed(from: stagedSoFar, to: stagedEnd) }
                 continue
             }
             // Decoded straight onto the end of `staged` (moved out and back: no copy, no scratch buffer).
@@ -601,7 +599,7 @@ public struct Playout: ~Copyable {
             let concealedFrames = decode(head.packet, sequence: head.sequence, into: &target)
             swap(&target, &staged)
             if concealedFrames > 0 {
-                let end = stagedStart + Int64(staged.count / 2)
+                let end = stagedEnd
                 countConcealed(from: end - Int64(concealedFrames), to: end)
             }
             if let startAt, stagedStart < startAt {
@@ -632,7 +630,7 @@ public struct Playout: ~Copyable {
     /// audio comes, so that the silence after a stream's end is not.
     private mutating func countStarved(audioFrom from: Int64) {
         guard let starved else { return }
-        let end = stagedStart + Int64(staged.count / 2)
+        let end = stagedEnd
         statistics.concealed += Int(max(0, min(end, starved.to) - max(from, starved.from)))
         self.starved = end >= starved.to ? nil : (max(starved.from, end), starved.to)
     }
@@ -683,16 +681,18 @@ public struct Playout: ~Copyable {
     /// audio skipped would have counted (from the last concealment's end, not the priming before a resume's
     /// start) is kept for that count.
     private mutating func stageSilence(frames: Int) {
-        let end = stagedStart + Int64(staged.count / 2) + Int64(frames)
+        let end = stagedEnd + Int64(frames)
         if let past = behindOutput, end <= past {
             if !audible { skippedUnstaged += Int(max(0, end - 1 - max(stagedStart, concealedEnd, startAt ?? .min))) }
-            staged.removeAll(keepingCapacity: false)
-            staged += [0, 0]
+            staged = [0, 0]
             stagedStart = end - 1
         } else {
             staged.append(contentsOf: repeatElement(0, count: frames * 2))
         }
     }
+
+    /// The input position after the last staged frame.
+    private var stagedEnd: Int64 { stagedStart + Int64(staged.count / 2) }
 
     /// Input positions before this one are behind the output: no block reads them again (the cursor, less the
     /// interpolator's reach, which a block that starts again reads back to).
@@ -704,7 +704,7 @@ public struct Playout: ~Copyable {
         guard frames > 0 else { return }
         statistics.concealed += frames
         var produced: [Int16] = []
-        if let past = behindOutput, stagedStart + Int64(staged.count / 2) + Int64(frames) <= past - 48000 {
+        if let past = behindOutput, stagedEnd + Int64(frames) <= past - 48000 {
             // A gap that ends a second and more behind the output: never heard, so silence stands for it (and it is
             // not counted in `fec`). Concealed by libopus, a sender's audio stamped long before its time cost a
             // second of concealment for each packet of it, up to the jitter buffer's 1024 in one render, while the
