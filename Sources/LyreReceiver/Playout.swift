@@ -576,6 +576,14 @@ public struct Playout: ~Copyable {
             }
             if !staging, position >= end { break }
             _ = buffer.removeFirst()
+            if !staged.isEmpty, position < stagedSoFar - 48000, let past = behindOutput, position + 48000 <= past {
+                // Stamped a second and more back from what is staged and behind the output (a sender's timestamps
+                // gone wrong): never heard, so it is dropped, and counted `late` like any packet that came after its
+                // time. Staging restarted at it, which dropped what was staged for the blocks to come: the end of
+                // the audio before it was cut, up to a block and the interpolator's reach.
+                statistics.late += 1
+                continue
+            }
             if staged.isEmpty || position < stagedSoFar - 48000 || position > stagedSoFar + 48000 {
                 // First packet, or a jump in the timeline (resume, a new talk spurt): restart staging here.
                 staged.removeAll()

@@ -8,12 +8,18 @@ import Testing
 /// second; each gap cost a second of libopus concealment, or a second of staged silence, up to the jitter
 /// buffer's 1024 packets in one render while the event loop waited for the playout's lock.
 struct StaleAudioTests {
-    /// 600 packets stamped a second apart and long before the schedule: while playing, after a 400 ms sweep
-    /// has played, each after one missing number (concealment's path), 700 s before the sweep; or before the
-    /// output's first block, ahead of the sweep in sequence and with none missing (the silence between them
-    /// staged), ending a second before it. The whole output is the sweep as libopus decodes the same packets,
-    /// then silence; the counts are what they were, with a fraction of the work.
-    @Test(arguments: [true, false]) func audioStampedLongBeforeItsTimeCostsARenderLittleMoreThanItsBlock(playing: Bool) throws {
+    /// When stale audio comes: after a 400 ms sweep has played out; right behind it in sequence, while the end of
+    /// the sweep is still staged for the blocks to come; or before the output's first block.
+    enum Arrival: CaseIterable, Sendable { case afterTheSweep, behindTheSweep, beforeTheFirstBlock }
+
+    /// 600 packets stamped a second apart and long before the schedule: after or behind the sweep, each after
+    /// one missing number (concealment's path), 700 s before the sweep; before the output's first block, ahead of
+    /// the sweep in sequence and with none missing (the silence between them staged), ending a second before it.
+    /// The whole output is the sweep as libopus decodes the same packets, then silence; the counts are what they
+    /// were, with a fraction of the work. Behind the sweep, the first of them restarted staging, which cut the end
+    /// of the sweep: they are dropped and counted `late`.
+    @Test(arguments: Arrival.allCases) func audioStampedLongBeforeItsTimeCostsARenderLittleMoreThanItsBlock(arrival: Arrival) throws {
+        let playing = arrival != .beforeTheFirstBlock
         let frames = 960, good = 20, stale = 600
         let pcm = PlayoutTests.sweep(seconds: Double(good) * 0.02).map { Float($0) / 32768 * 0.5 }
         let encoder = try OpusEncoder(bitrate: 256_000)
@@ -48,23 +54,32 @@ struct StaleAudioTests {
                 presented += 5_000_000
             }
         }
-        if playing {
+        switch arrival {
+        case .afterTheSweep:
             for packet in sweep { playout.receive(packet, arrival: start) }
             render(100)  // the sweep, and 100 ms after it
             for packet in stamped { playout.receive(packet, arrival: presented) }
-        } else {
+            render(40)
+        case .behindTheSweep:
+            for packet in sweep + stamped { playout.receive(packet, arrival: start) }
+            render(140)
+        case .beforeTheFirstBlock:
             for packet in stamped + sweep { playout.receive(packet, arrival: start) }
+            render(140)
         }
-        render(playing ? 40 : 140)
         let statistics = playout.statistics
         #expect(Array(out[..<expected.count]) == expected, "the output is not the sweep as libopus decodes it, first sample to last")
         #expect(out[expected.count...].allSatisfy { $0 == 0 }, "something played after the sweep: the stale audio")
-        if playing {
+        switch arrival {
+        case .afterTheSweep:
             // Each gap after the first is counted for its time (the first, back from the sweep, has none).
-            #expect(statistics.lost == stale && statistics.concealed == (stale - 1) * (48000 - frames), "\(statistics)")
-        } else {
+            #expect(statistics.lost == stale && statistics.concealed == (stale - 1) * (48000 - frames) && statistics.late == 0, "\(statistics)")
+        case .behindTheSweep:
+            // Each packet is stamped back from the sweep's end, so its gap has no time, and it is late.
+            #expect(statistics.lost == stale && statistics.concealed == 0 && statistics.late == stale, "\(statistics)")
+        case .beforeTheFirstBlock:
             // Every frame before the sweep's first was due before the output's first block: skipped, as concealed.
-            #expect(statistics.lost == 0 && statistics.concealed == stale * 48000, "\(statistics)")
+            #expect(statistics.lost == 0 && statistics.concealed == stale * 48000 && statistics.late == 0, "\(statistics)")
         }
         #expect(playout.work.concealedByLibopus <= 48000,
                 "libopus concealed \(playout.work.concealedByLibopus) frames of gaps the output had gone past")
