@@ -1,6 +1,8 @@
 import Foundation
+import Logging
 import LyreSender
 import LyreWire
+import Synchronization
 import Testing
 
 /// README "art", now-playing.md §3: a file's own picture when it is a JPEG or PNG, else `cover.jpg`, `cover.png`,
@@ -37,5 +39,41 @@ struct CoverArtTests {
             let found = CoverArt.find(for: directory + "/song.flac", embedded: row.embedded)
             #expect(found?.bytes == row.expected, "case \(index): \(row.files.keys.sorted())")
         }
+    }
+
+    /// A picture passed over is not dropped in silence: each is logged, with where it is and why, and one that
+    /// is sent is not.
+    @Test func aPicturePassedOverIsLoggedWithWhy() throws {
+        let folder = try Self.folder(["cover.jpg": Self.gif, "folder.jpg": [0xFF, 0xD8, 0xFF] + [UInt8](repeating: 0, count: Artwork.maximumBytes), "folder.png": Self.png])
+        defer { folder.remove() }
+        let lines = CapturedLog()
+        let logger = Logger(label: "test") { _ in lines }
+        let found = CoverArt.find(for: folder.path + "/song.flac", embedded: Self.gif, logger: logger)
+        #expect(found?.bytes == Self.png)
+        #expect(lines.messages == [
+            "\(folder.path)/song.flac: its own picture is not sent: artwork must be a JPEG or PNG image",
+            "\(folder.path)/cover.jpg: not sent as cover art: artwork must be a JPEG or PNG image",
+            "\(folder.path)/folder.jpg: not sent as cover art: \(Artwork.maximumBytes + 3) bytes is over the limit of \(Artwork.maximumBytes)",
+        ])
+        #expect(lines.levels.allSatisfy { $0 == .notice })
+    }
+}
+
+/// A log handler that keeps what it is given, for a test to read.
+final class CapturedLog: LogHandler, @unchecked Sendable {
+    private let entries = Mutex<[(Logger.Level, String)]>([])
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+
+    var messages: [String] { entries.withLock { $0.map(\.1) } }
+    var levels: [Logger.Level] { entries.withLock { $0.map(\.0) } }
+
+    func log(event: LogEvent) {
+        entries.withLock { $0.append((event.level, event.message.description)) }
+    }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
     }
 }
