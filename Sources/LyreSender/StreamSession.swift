@@ -1187,13 +1187,13 @@ public final class StreamSession: @unchecked Sendable {
         }
         inTurn { [weak self] in await self?.sendRooms() }
         if remaining == 0 {
-            // Ended, or paused to wait for a room: `finish()` no longer waits for the queue to drain.
+            // Ended, or paused to wait for a room: `finish()` no longer waits for the queue to drain, nor the pacer
+            // for the app's audio (as `pause()` wakes it).
+            let over = hasEnded
             wakeQueueWaiters()
-        }
-        if remaining == 0, hasEnded {
-            pacerWake.signal()
+            if over { pacerWake.signal() }
             wakePacerForAudio()
-            closeEndpoints()
+            if over { closeEndpoints() }
         }
     }
 
