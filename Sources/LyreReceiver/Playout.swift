@@ -576,11 +576,13 @@ public struct Playout: ~Copyable {
             }
             if !staging, position >= end { break }
             _ = buffer.removeFirst()
-            if !staged.isEmpty, position < stagedSoFar - 48000, let past = behindOutput, position + 48000 <= past {
-                // Stamped a second and more back from what is staged and behind the output (a sender's timestamps
-                // gone wrong): never heard, so it is dropped, and counted `late` like any packet that came after its
-                // time. Staging restarted at it, which dropped what was staged for the blocks to come: the end of
-                // the audio before it was cut, up to a block and the interpolator's reach.
+            if !staged.isEmpty, position < stagedSoFar - 48000, let past = behindOutput, position + 24000 <= past {
+                // Stamped more than a second back from what is staged, and half a second and more behind the output
+                // (a sender's timestamps gone wrong; longer than any packet lasts): never heard, so it is dropped
+                // undecoded, and counted `late` like any packet that came after its time. Staging restarted at it,
+                // which dropped what was staged for the blocks to come: the end of the audio before it was cut, up
+                // to a block and the interpolator's reach. A second behind the output left that cut to a packet
+                // stamped just inside it (what is staged runs ahead of the output by a block and more).
                 statistics.late += 1
                 continue
             }

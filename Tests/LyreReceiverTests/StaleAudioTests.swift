@@ -13,7 +13,8 @@ struct StaleAudioTests {
     enum Arrival: CaseIterable, Sendable { case afterTheSweep, behindTheSweep, beforeTheFirstBlock }
 
     /// 600 packets stamped a second apart and long before the schedule: after or behind the sweep, each after
-    /// one missing number (concealment's path), 700 s before the sweep; before the output's first block, ahead of
+    /// one missing number (concealment's path), 700 s before the sweep (behind it: the last 28,900 frames
+    /// before it, so that the last is less than a second behind the output when it comes); before the output's first block, ahead of
     /// the sweep in sequence and with none missing (the silence between them staged), ending a second before it.
     /// The whole output is the sweep as libopus decodes the same packets, then silence; the counts are what they
     /// were, with a fraction of the work. Behind the sweep, the first of them restarted staging, which cut the end
@@ -32,7 +33,12 @@ struct StaleAudioTests {
                       timestamp: rtpStart &+ UInt32(index * frames), ssrc: 1, payload: payloads[index])
         }
         let stamped = (0..<stale).map { index in
-            playing
+            arrival == .behindTheSweep
+                // Each a second after the one before, the last 28,900 frames before the sweep: more than a second back
+                // from the sweep's end, less than a second behind the output when they come (in the sweep's last block).
+                ? RTPPacket(payloadType: 96, sequenceNumber: 100 + UInt16(good + 2 * index + 1),
+                            timestamp: rtpStart &- UInt32(28_900 + (stale - 1 - index) * 48000), ssrc: 1, payload: payloads[index % good])
+                : playing
                 ? RTPPacket(payloadType: 96, sequenceNumber: 100 + UInt16(good + 2 * index + 1),
                             timestamp: rtpStart &- UInt32(700 * 48000) &+ UInt32(index * 48000), ssrc: 1, payload: payloads[index % good])
                 : RTPPacket(payloadType: 96, sequenceNumber: 100 + UInt16(index),
