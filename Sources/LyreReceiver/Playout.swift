@@ -575,18 +575,24 @@ public struct Playout: ~Copyable {
                 continue
             }
             if !staging, position >= end { break }
-            _ = buffer.removeFirst()
+            let jump = position < stagedSoFar - 48000 || position > stagedSoFar + 48000
             if !staged.isEmpty, position < stagedSoFar - 48000, let past = behindOutput, position + 24000 <= past {
                 // Stamped more than a second back from what is staged, and half a second and more behind the output
                 // (a sender's timestamps gone wrong; longer than any packet lasts): never heard, so it is dropped
-                // undecoded, and counted `late` like any packet that came after its time. Staging restarted at it,
-                // which dropped what was staged for the blocks to come: the end of the audio before it was cut, up
-                // to a block and the interpolator's reach. A second behind the output left that cut to a packet
-                // stamped just inside it (what is staged runs ahead of the output by a block and more).
+                // undecoded, and counted `late` like any packet that came after its time.
+                _ = buffer.removeFirst()
                 statistics.late += 1
                 continue
             }
-            if staged.isEmpty || position < stagedSoFar - 48000 || position > stagedSoFar + 48000 {
+            if !staged.isEmpty, jump, let past = behindOutput, stagedSoFar > past {
+                // A jump in the timeline while what is staged is still to be heard (the first packet after a pause
+                // of more than a second, already here): it waits until the output has gone past what is staged.
+                // Restarting staging now dropped what was staged for the blocks to come, which cut the end of the
+                // audio before the jump by up to a block and the interpolator's reach.
+                break
+            }
+            _ = buffer.removeFirst()
+            if staged.isEmpty || jump {
                 // First packet, or a jump in the timeline (resume, a new talk spurt): restart staging here.
                 staged.removeAll()
                 skippedUnstaged = 0

@@ -258,6 +258,30 @@ struct PlayoutTests {
         #expect(Array(run.left[first..<(first + input.count - firstIn)]) == Array(input[firstIn...]))
     }
 
+    /// A pause of more than a second in the timeline (the sender's slots passed while its source had nothing),
+    /// whose first packet after it is already here while the audio before it plays (a latency over a second, a
+    /// sender that sends ahead): the whole output is the input before the pause, then the pause's silence, then
+    /// the rest, sample for sample. Staging restarted at that packet as soon as the render reached the end of what
+    /// was staged, which dropped the audio staged for the blocks to come and cut the end before the pause.
+    @Test(arguments: [240, 1000]) func aPauseOverASecondAlreadyHereKeepsTheAudioBeforeItWhole(block: Int) throws {
+        let pcm = Self.sweep(seconds: 1)
+        let pause = 72_000  // 1.5 s, after packet 50 of 100 (24,000 frames)
+        let run = try Self.play(pcm, block: block, extraSeconds: 1.6, pause: (packet: 50, frames: pause))
+        #expect(run.statistics.lost == 0 && run.statistics.concealed == 0 && run.statistics.late == 0 && run.statistics.corrections == 0,
+                "\(run.statistics)")
+        #expect(run.statistics.tuned == 1 && run.statistics.ratePPM == 0, "\(run.statistics)")
+        let input = stride(from: 0, to: pcm.count, by: 2).map { Double(pcm[$0]) }
+        let expected = Array(input[..<24_000]) + Array(repeating: 0, count: pause) + Array(input[24_000...])
+        // Aligned by the first frame of audio (the sweep's first sample is 0).
+        let firstIn = try #require(expected.firstIndex { $0 != 0 })
+        let first = try #require(run.left.firstIndex { $0 != 0 })
+        let heard = Array(run.left[(first - firstIn)...])
+        try #require(heard.count >= expected.count, "\(heard.count) frames heard")
+        let differing = expected.indices.filter { heard[$0] != expected[$0] }
+        #expect(differing.isEmpty, "\(differing.count) frames differ, from frame \(differing.first ?? 0) (the pause starts at 24,000)")
+        #expect(heard[expected.count...].allSatisfy { $0 == 0 }, "something played after the end")
+    }
+
     /// One packet lost in every row of 5, its row's parity delivered before or after the rest: every lost
     /// packet is rebuilt, and the output is the input sample for sample, as with nothing lost.
     @Test func fecRebuildsOneLossPerRow() throws {
