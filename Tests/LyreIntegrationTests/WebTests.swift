@@ -495,6 +495,7 @@ struct WebTests {
         defer { network.close() }
         _ = try await Self.startLyred(network)
         let slow = try await network.run(["python3", Self.webClient, "slow", "127.0.0.1", "7780", "4000"], timeout: 120)
+        print("webclient slow: \(slow.stdout.trimmingCharacters(in: .whitespacesAndNewlines))")
         #expect(slow.jsonLines.first?["dropped"] as? Bool == true, "webclient slow: \(slow.stdout) \(slow.stderr)")
         let stats = try await network.run(["lyre", "remote", "stats"]).stdout
         #expect((stats.firstMatch(of: /web-slow=(\d+)/).flatMap { Int($0.1) } ?? 0) >= 1, "stats: \(stats)")

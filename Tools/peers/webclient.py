@@ -19,7 +19,7 @@
   webclient.py slow HOST PORT N
       A client that upgrades and then never reads (a 4 KiB receive buffer), while a second one sends N
       commands that each make an event for every client (`output-delay`, alternating 1 and 2 ms). Prints
-      {"dropped": true} when the receiver closed the one that does not read.
+      {"dropped": true, "received": bytes, "seconds": s} when the receiver closed the one that does not read.
 """
 import argparse
 import base64
@@ -150,20 +150,25 @@ def main():
             while json.loads(fast.recv()).get("type") != "reply":
                 pass
         fast.close()
-        # Drain what the receiver had sent before it gave up: the end of the stream says it closed.
-        slow.settimeout(5)
-        dropped = False
+        # Whether the receiver closed the one that does not read. Draining alone to the end of the stream can wait
+        # on TCP's zero-window probes, which back off to seconds while the window stays shut. So the client first
+        # sends a ping: a socket the receiver has closed answers data with a reset at once (RFC 1122 4.2.2.13),
+        # while an open one takes the ping and queues its pong behind the rest.
+        dropped, received, start = False, 0, time.monotonic()
         try:
+            slow.sendall(b"\x89\x80" + os.urandom(4))  # a masked ping, no payload (RFC 6455 5.5.2)
+            slow.settimeout(5)
             while True:
                 chunk = slow.recv(65536)
                 if not chunk:
                     dropped = True
                     break
-        except ConnectionResetError:
-            dropped = True
+                received += len(chunk)
         except socket.timeout:
             dropped = False
-        emit({"dropped": dropped})
+        except (ConnectionError, OSError):  # reset, or ENOTCONN once the reset has ended the connection
+            dropped = True
+        emit({"dropped": dropped, "received": received, "seconds": round(time.monotonic() - start, 3)})
     elif a.verb == "handshake":
         try:
             ws = websocket.create_connection(a.url, timeout=5, origin=a.origin) if a.origin else websocket.create_connection(a.url, timeout=5)
