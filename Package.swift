@@ -18,7 +18,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
-        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.0.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.0"),
         .package(url: "https://github.com/apple/swift-certificates", from: "1.21.0"),
     ],
@@ -94,7 +94,10 @@ let package = Package(
                 .product(name: "NIOWebSocket", package: "swift-nio"),
             ],
             // The page: plain HTML, CSS and JavaScript, compiled into the binary (nothing read at run time).
-            resources: [.embedInCode("Web/index.html")]),
+            resources: [.embedInCode("Web/index.html")],
+            // A file sees the members of what it imports, no more: a module that imports Foundation would otherwise
+            // lend its String methods (`contains`) to every file here, and link Foundation's text half into lyred.
+            swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]),
         .target(
             name: "LyreSender",
             dependencies: [
@@ -115,7 +118,7 @@ let package = Package(
             ]),
 
         // MPRIS: the receiver's now-playing state and controls on D-Bus (libdbus-1).
-        .target(name: "LyreMPRIS", dependencies: ["CDBus"]),
+        .target(name: "LyreMPRIS", dependencies: ["CDBus", "LyreClock"]),
 
         // A device's identity: its id and its long-term key (swift-crypto's Ed25519), kept in its state directory.
         // Below Discovery, which advertises them, and Pairing, which exchanges and pins them.

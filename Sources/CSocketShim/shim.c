@@ -2,6 +2,7 @@
 #include "CSocketShim.h"
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -64,3 +65,5 @@ ssize_t lyre_socket_receive(int fd, void *buffer, size_t length, struct sockaddr
     }
     return n;
 }
+
+int lyre_thread_set_name(const char *name) { return pthread_setname_np(pthread_self(), name); }

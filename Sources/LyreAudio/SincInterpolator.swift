@@ -1,4 +1,6 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Band-limited interpolation of a 48 kHz stream at any fractional position: a windowed-sinc kernel of
 /// 2 × `halfLength` taps (Kaiser, β = 8.6: about −85 dB sidelobes, flat to 19.5 kHz), tabulated at `phases`

@@ -1,5 +1,9 @@
-import Foundation
+import FoundationEssentials
 import LyreWire
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The receiver's stable identity, generated once and kept in its state directory.
 public enum DeviceIdentity {
@@ -9,7 +13,7 @@ public enum DeviceIdentity {
     /// The state directory to use when none is given: `$STATE_DIRECTORY` (systemd), `/var/lib/lyred` for
     /// root, else `$XDG_STATE_HOME/lyred` or `~/.local/state/lyred`.
     public static func defaultStateDirectory() -> String {
-        defaultStateDirectory(environment: ProcessInfo.processInfo.environment, root: getuid() == 0, home: NSHomeDirectory())
+        defaultStateDirectory(environment: ProcessInfo.processInfo.environment, root: getuid() == 0, home: FileManager.default.homeDirectoryForCurrentUser.path)
     }
 
     /// The rule of ``defaultStateDirectory()``, for this environment, user and home.
@@ -87,12 +91,10 @@ public enum DeviceIdentity {
     }
 
     private static func reason(_ error: any Error) -> String {
-        if let underlying = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError,
-            underlying.domain == NSPOSIXErrorDomain, let code = POSIXErrorCode(rawValue: Int32(underlying.code))
-        {
-            return String(cString: strerror(code.rawValue))
+        if let posix = (error as? CocoaError)?.underlying as? POSIXError {
+            return String(cString: strerror(posix.code.rawValue))
         }
-        return (error as NSError).localizedDescription
+        return "\(error)"
     }
 }
 

@@ -1,7 +1,9 @@
-import Foundation
+import FoundationEssentials
+import Logging
 import LyreAudio
 import LyreClock
 import LyreControl
+import LyrePairing
 import LyreWire
 import NIOCore
 import NIOPosix

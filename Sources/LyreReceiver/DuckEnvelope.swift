@@ -1,5 +1,9 @@
-import Foundation
+import FoundationEssentials
 import LyreWire
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// How much an announcement that ducks (`Lyre-Mix: duck`, streaming.md §7) lowers what plays under it,
 /// frame by frame.

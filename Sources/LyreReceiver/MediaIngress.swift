@@ -108,15 +108,10 @@ struct MediaIngress {
         }
     }
 
-    /// True when `a` and `b` are the same IP address (whatever their ports).
+    /// True when `a` and `b` are the same IP address (whatever their ports; for IPv6, and the same scope).
     static func sameHost(_ a: SocketAddress, _ b: SocketAddress?) -> Bool {
-        switch (a, b) {
-        case (.v4(let x), .v4(let y)?):
-            return x.address.sin_addr.s_addr == y.address.sin_addr.s_addr
-        case (.v6(let x), .v6(let y)?):
-            return withUnsafeBytes(of: x.address.sin6_addr) { p in withUnsafeBytes(of: y.address.sin6_addr) { q in p.elementsEqual(q) } }
-        default:
-            return false
-        }
+        guard var b, let port = a.port, b.port != nil else { return false }
+        b.port = port
+        return a == b
     }
 }

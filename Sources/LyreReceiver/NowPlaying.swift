@@ -1,8 +1,13 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 import LyreAudio
 import LyreClock
 import LyreWire
 import NIOCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// What the current session says is playing, as the receiver shows it (now-playing.md §2–§4): the
 /// sender's `NowPlayingInfo`, its anchor on this host's clock, the artwork and the commands it accepts.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Logging
 import LyreAudio
 import LyreClock
@@ -38,7 +38,7 @@ final class OutputEngine: @unchecked Sendable {
     private var latency: UInt64 = 0
     private let presentationLog: UnsafeMutablePointer<FILE>?
     private let availabilityChanged: @Sendable (Bool) -> Void
-    private var thread: Thread?
+    private var started = false
     /// Wakes the idle audio thread when there is something to play or it should stop.
     private let wake = Wakeup()
     /// Signalled by the audio thread when a draining session has played out, and when it ends: `stop()`
@@ -171,11 +171,11 @@ final class OutputEngine: @unchecked Sendable {
         wake.signal()
     }
 
-    func start() {
-        let thread = Thread { [self] in self.loop() }
-        thread.name = "lyred-audio"
-        self.thread = thread
-        thread.start()
+    /// Starts the audio thread: a thread of its own, because writing to the device blocks until it takes the
+    /// block, and each block must be there before the device runs dry, whatever the event loops are doing.
+    func start() throws(DedicatedThread.Failure) {
+        try DedicatedThread.detach("lyred-audio") { [self] in self.loop() }
+        lock.withLock { _ in started = true }
     }
 
     /// Stops the audio thread, after letting a draining session finish (at most 3 s).
@@ -184,7 +184,7 @@ final class OutputEngine: @unchecked Sendable {
         while lock.withLock({ _ in drainDeadline != nil && current != nil }), HostClock.now() < deadline { settled.wait(until: deadline) }
         lock.withLock { _ in running = false }
         wake.signal()
-        while thread != nil, !lock.withLock({ _ in loopEnded }) { settled.wait(until: HostClock.now() + 1_000_000_000) }
+        while lock.withLock({ _ in started && !loopEnded }) { settled.wait(until: HostClock.now() + 1_000_000_000) }
         if let presentationLog { fclose(presentationLog) }
     }
 

@@ -552,7 +552,7 @@ public final class Receiver: Sendable {
                 throw WebServerError(port: configuration.webPort, underlying: error)
             }
         }
-        output.start()
+        try output.start()
         if let interval = configuration.statisticsInterval {
             let task = registry.eventLoop.scheduleRepeatedTask(
                 initialDelay: .milliseconds(Int64(interval * 1000)), delay: .milliseconds(Int64(interval * 1000))

@@ -1,8 +1,12 @@
-import Foundation
+import FoundationEssentials
 import Logging
 import LyreClock
 import LyrePairing
 import LyreWire
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The receiver's pairing (Protocol/pairing.md §4): the `PairingResponder` every connection's `PAIR` requests
 /// go to, and the senders it paired, kept in the state directory. Confined to the receiver's event loop, with

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import LyreClock
 import LyreSRTP
 import LyreWire

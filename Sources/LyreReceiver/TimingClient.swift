@@ -1,4 +1,3 @@
-import Foundation
 import LyreClock
 import LyreWire
 import Synchronization
@@ -35,9 +34,11 @@ final class TimingClient: @unchecked Sendable {
         self.peerPort = peerPort
         self.onSample = onSample
         self.onDropped = onDropped
-        let thread = Thread { [self] in loop() }
-        thread.name = "lyred-timing"
-        thread.start()
+        do {
+            try DedicatedThread.detach("lyred-timing") { [self] in loop() }
+        } catch {
+            throw SocketError(description: error.description)
+        }
     }
 
     /// Stops the thread at once (its wait ends with the socket's shutdown); the socket closes with the client.

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import LyrePairing
 import LyreWire
 
 /// The web API's messages (Protocol/control-api.md): what a client sends, parsed, and what the receiver
@@ -20,13 +21,18 @@ enum WebAPI {
         var description: String
     }
 
+    private static let notAnObject = Malformed(
+        description: "not a JSON object; send {\"id\": 1, \"command\": \"pause\"} (control-api.md §3)")
+
     static func command(_ text: String) -> Result<Command, Malformed> {
-        guard let data = text.data(using: .utf8),
-            let object = try? JSONSerialization.jsonObject(with: data), object is [String: Any]
-        else {
-            return .failure(Malformed(description: "not a JSON object; send {\"id\": 1, \"command\": \"pause\"} (control-api.md §3)"))
-        }
-        guard let command = try? JSONDecoder().decode(Command.self, from: data) else {
+        let command: Command
+        do {
+            command = try JSONDecoder().decode(Command.self, from: Data(text.utf8))
+        } catch DecodingError.dataCorrupted(let context) where context.codingPath.isEmpty {
+            return .failure(notAnObject)  // not JSON
+        } catch DecodingError.typeMismatch(_, let context) where context.codingPath.isEmpty {
+            return .failure(notAnObject)  // JSON, but an array, a string or a number
+        } catch {
             return .failure(Malformed(description: "a command is {\"id\": NUMBER, \"command\": \"WORDS\"} (control-api.md §3)"))
         }
         guard !command.command.contains(where: \.isNewline) else {

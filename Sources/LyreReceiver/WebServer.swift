@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Logging
 import LyreClock
 import LyreWire
 import NIOCore

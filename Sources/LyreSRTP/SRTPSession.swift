@@ -1,5 +1,5 @@
 import CSRTP
-import Foundation
+import Dispatch
 import Synchronization
 
 /// One direction of SRTP for one session (RFC 3711), with AEAD_AES_128_GCM (RFC 7714), through libsrtp2:
@@ -48,7 +48,7 @@ public final class SRTPSession: @unchecked Sendable {
 
     /// ``prepare()`` on another thread; a session made meanwhile waits for it to finish.
     public static func prepareInBackground() {
-        Thread.detachNewThread { prepare() }
+        DispatchQueue.global(qos: .utility).async { prepare() }
     }
 
     private let lock = Mutex<Void>(())

@@ -143,11 +143,12 @@ struct Lyred: AsyncParsableCommand {
             return
         }
         let width = max(6, outputs.map(\.pcm.count).max() ?? 0)
-        Console.standardOutput.write(line: "OUTPUT".padding(toLength: width, withPad: " ", startingAt: 0) + "  KIND                      DESCRIPTION")
+        func padded(_ text: String, _ width: Int) -> String { text + String(repeating: " ", count: max(0, width - text.count)) }
+        Console.standardOutput.write(line: padded("OUTPUT", width) + "  KIND                      DESCRIPTION")
         for output in outputs {
             let kind = output.kind.map { "\($0.rawValue)" } ?? "--output-kind (speaker)"
             Console.standardOutput.write(
-                line: output.pcm.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + kind.padding(toLength: 24, withPad: " ", startingAt: 0) + "  " + output.description)
+                line: padded(output.pcm, width) + "  " + padded(kind, 24) + "  " + output.description)
         }
     }
 

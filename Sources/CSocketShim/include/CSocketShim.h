@@ -1,6 +1,7 @@
 // Why this exists: a datagram's kernel receive time arrives as an SCM_TIMESTAMPNS control message, read
 // with the CMSG_* macros, and SO_TIMESTAMPNS itself is a macro whose value depends on the size of time_t.
-// Swift can use neither. These fixed-signature helpers do it in C; names carry the lyre_ prefix.
+// Swift can use neither. Nor can it see pthread_setname_np, which glibc declares only under _GNU_SOURCE.
+// These fixed-signature helpers do it in C; names carry the lyre_ prefix.
 #ifndef LYRE_CSOCKET_SHIM_H
 #define LYRE_CSOCKET_SHIM_H
 #include <stdint.h>
@@ -17,4 +18,6 @@ int lyre_socket_enable_timestamps(int fd);
 /// stamp; `kernel_stamped` says which.
 ssize_t lyre_socket_receive(int fd, void *buffer, size_t length, struct sockaddr_storage *from, int timeout_ms,
                             uint64_t *monotonic_ns, int *kernel_stamped);
+/// Names the calling thread (at most 15 bytes) for top -H and debuggers. 0, or an errno.
+int lyre_thread_set_name(const char *name);
 #endif
