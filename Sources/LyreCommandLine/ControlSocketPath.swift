@@ -1,4 +1,8 @@
-import Foundation
+import FoundationEssentials
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Where lyred's control socket is when `--control-socket` / `--socket` do not say (now-playing.md §5):
 /// `$XDG_RUNTIME_DIR/lyred/control.sock`, else `/run/lyred/control.sock` for root, else

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import LyreWire
 import NIOCore
 import NIOPosix

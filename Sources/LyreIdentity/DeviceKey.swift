@@ -1,6 +1,10 @@
 import Crypto
-import Foundation
+import FoundationEssentials
 import LyreWire
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A device's long-term key pair (Ed25519), made once and kept in its state directory beside its id, readable
 /// by its user alone (mode 0600). Pairing exchanges the public halves; sessions pin them (issue 11). The

@@ -1,6 +1,10 @@
-import Foundation
+import FoundationEssentials
 import LyreIdentity
 import LyreWire
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The devices this one is paired with, kept in its state directory (Protocol/pairing.md §5): a receiver's
 /// paired senders (`paired-senders.json`), a sender's paired receivers (`paired-receivers.json`). One JSON
@@ -55,8 +59,8 @@ public struct PairedDevices: Sendable {
     /// than `maximumBytes` or that does not decode is damaged.
     static func readJSON<Value: Decodable>(_ type: Value.Type, from path: String, maximumBytes: Int) throws(Failure) -> Value? {
         guard FileManager.default.fileExists(atPath: path) else { return nil }
-        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
-            (attributes[.size] as? Int ?? .max) <= maximumBytes,
+        var status = stat()
+        guard stat(path, &status) == 0, status.st_size <= maximumBytes,
             let data = FileManager.default.contents(atPath: path),
             let value = try? JSONDecoder().decode(Value.self, from: data)
         else { throw .damaged(path: path) }

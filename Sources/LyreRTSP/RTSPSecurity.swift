@@ -1,5 +1,5 @@
 import Crypto
-import Foundation
+import FoundationEssentials
 import NIOCore
 import NIOSSL
 import X509
