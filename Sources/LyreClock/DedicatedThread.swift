@@ -22,13 +22,16 @@ public enum DedicatedThread {
                 self.body = body
             }
         }
-        let context = Unmanaged.passRetained(Box(name, body)).toOpaque()
+        // Linux keeps 15 bytes of a name: cut at a character, since a cut inside one would make it unusable.
+        var kept = ""
+        for character in name where kept.utf8.count + character.utf8.count <= 15 { kept.append(character) }
+        let context = Unmanaged.passRetained(Box(kept, body)).toOpaque()
         var thread = pthread_t()
         let result = pthread_create(
             &thread, nil,
             { context in
                 let box = Unmanaged<Box>.fromOpaque(context!).takeRetainedValue()
-                _ = lyre_thread_set_name(String(decoding: box.name.utf8.prefix(15), as: UTF8.self))
+                _ = lyre_thread_set_name(box.name)
                 box.body()
                 return nil
             }, context)

@@ -174,8 +174,14 @@ final class OutputEngine: @unchecked Sendable {
     /// Starts the audio thread: a thread of its own, because writing to the device blocks until it takes the
     /// block, and each block must be there before the device runs dry, whatever the event loops are doing.
     func start() throws(DedicatedThread.Failure) {
-        try DedicatedThread.detach("lyred-audio") { [self] in self.loop() }
+        // Started before the thread is, so that a stop() meanwhile waits for its loop to end.
         lock.withLock { _ in started = true }
+        do {
+            try DedicatedThread.detach("lyred-audio") { [self] in self.loop() }
+        } catch {
+            lock.withLock { _ in started = false }
+            throw error
+        }
     }
 
     /// Stops the audio thread, after letting a draining session finish (at most 3 s).

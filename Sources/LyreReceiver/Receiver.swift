@@ -526,6 +526,11 @@ public final class Receiver: Sendable {
             }
         }
         servers.withLock { $0 = channels }
+        // What a start that fails after this point closes: everything listening so far.
+        func closeListeners() async {
+            for listening in channels + webServers.withLock({ $0 }) { try? await listening.close() }
+            try? await control.withLock { $0 }?.close()
+        }
         if let path = configuration.controlSocketPath {
             do {
                 let socket = try await ControlServer.bind(path: path, registry: registry)
@@ -534,7 +539,7 @@ public final class Receiver: Sendable {
             } catch LineServerError.inUse where !configuration.controlSocketRequired {
                 logger.warning("control socket \(path) belongs to another lyred; running without one (pass --control-socket PATH)")
             } catch {
-                for channel in channels { try? await channel.close() }
+                await closeListeners()
                 throw error
             }
         }
@@ -547,12 +552,16 @@ public final class Receiver: Sendable {
             } catch let error as IOError where error.errnoCode == EADDRINUSE && !configuration.webRequired {
                 logger.warning("no web page: port \(configuration.webPort) is in use (another lyred?); pass --web-port PORT")
             } catch {
-                for channel in channels { try? await channel.close() }
-                try? await control.withLock { $0 }?.close()
+                await closeListeners()
                 throw WebServerError(port: configuration.webPort, underlying: error)
             }
         }
-        try output.start()
+        do {
+            try output.start()
+        } catch {
+            await closeListeners()
+            throw error
+        }
         if let interval = configuration.statisticsInterval {
             let task = registry.eventLoop.scheduleRepeatedTask(
                 initialDelay: .milliseconds(Int64(interval * 1000)), delay: .milliseconds(Int64(interval * 1000))

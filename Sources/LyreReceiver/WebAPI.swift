@@ -21,18 +21,36 @@ enum WebAPI {
         var description: String
     }
 
-    private static let notAnObject = Malformed(
-        description: "not a JSON object; send {\"id\": 1, \"command\": \"pause\"} (control-api.md §3)")
+    /// Any JSON value, decoded to its last character and kept nowhere: what makes the decoder check all of a text.
+    private struct AnyJSON: Decodable {
+        private struct Key: CodingKey {
+            var stringValue: String
+            var intValue: Int? { nil }
+            init(stringValue: String) { self.stringValue = stringValue }
+            init?(intValue: Int) { nil }
+        }
+
+        init(from decoder: any Decoder) throws {
+            if var array = try? decoder.unkeyedContainer() {
+                while !array.isAtEnd { _ = try array.decode(AnyJSON.self) }
+            } else if let object = try? decoder.container(keyedBy: Key.self) {
+                for key in object.allKeys { _ = try object.decode(AnyJSON.self, forKey: key) }
+            } else {
+                let value = try decoder.singleValueContainer()
+                if value.decodeNil() || (try? value.decode(Bool.self)) != nil || (try? value.decode(Double.self)) != nil { return }
+                _ = try value.decode(String.self)
+            }
+        }
+    }
 
     static func command(_ text: String) -> Result<Command, Malformed> {
-        let command: Command
-        do {
-            command = try JSONDecoder().decode(Command.self, from: Data(text.utf8))
-        } catch DecodingError.dataCorrupted(let context) where context.codingPath.isEmpty {
-            return .failure(notAnObject)  // not JSON
-        } catch DecodingError.typeMismatch(_, let context) where context.codingPath.isEmpty {
-            return .failure(notAnObject)  // JSON, but an array, a string or a number
-        } catch {
+        let data = Data(text.utf8)
+        // The whole text is read first: JSONDecoder checks a value only when something decodes it, so a
+        // malformed value under a key the command does not use would otherwise pass as part of an object.
+        guard (try? JSONDecoder().decode([String: AnyJSON].self, from: data)) != nil else {
+            return .failure(Malformed(description: "not a JSON object; send {\"id\": 1, \"command\": \"pause\"} (control-api.md §3)"))
+        }
+        guard let command = try? JSONDecoder().decode(Command.self, from: data) else {
             return .failure(Malformed(description: "a command is {\"id\": NUMBER, \"command\": \"WORDS\"} (control-api.md §3)"))
         }
         guard !command.command.contains(where: \.isNewline) else {
