@@ -495,9 +495,13 @@ public final class QueuePlayer: @unchecked Sendable {
     public func play(progress: @escaping @Sendable (Progress) -> Void = { _ in }) async throws -> Outcome {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { played in
-                let thread = Thread { [self] in played.resume(with: Result { try playOnThisThread(progress: progress) }) }
-                thread.name = "lyre-queue"
-                thread.start()
+                do throws(DedicatedThread.Failure) {
+                    try DedicatedThread.detach("lyre-queue") { [self] in
+                        played.resume(with: Result { try playOnThisThread(progress: progress) })
+                    }
+                } catch {
+                    played.resume(throwing: LyreSenderError.failed(error.description))
+                }
             }
         } onCancel: {
             stop()

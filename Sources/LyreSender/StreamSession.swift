@@ -214,9 +214,14 @@ public final class StreamSession: @unchecked Sendable {
         remoteCommands.onChange = { [weak self] enabled in self?.sendEnabledCommands(enabled) }
         remoteCommands.publish()
         if made.count > 1 { inTurn { [weak self] in await self?.sendRooms() } }
-        let thread = Thread { [self] in pace() }
-        thread.name = "lyre-pacer"
-        thread.start()
+        // A thread of its own: the pacer sleeps until each frame's send time and must wake on it, which a
+        // shared event loop or the cooperative pool, busy with the rooms' requests, would not promise.
+        do {
+            try DedicatedThread.detach("lyre-pacer") { [self] in pace() }
+        } catch {
+            Self.logger.error("the playback ends: \(error)")
+            close()
+        }
     }
 
     /// What each of `futures` came to, in order, waited for here: the blocking edge of the API (never on an

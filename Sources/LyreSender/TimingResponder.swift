@@ -37,9 +37,11 @@ final class TimingResponder: @unchecked Sendable {
     init(host: String) throws(SocketError) {
         socket = try TimingSocket(host: host)
         port = socket.port
-        let thread = Thread { [self] in loop() }
-        thread.name = "lyre-timing"
-        thread.start()
+        do {
+            try DedicatedThread.detach("lyre-timing") { [self] in loop() }
+        } catch {
+            throw SocketError(description: error.description)
+        }
     }
 
     /// Answers `peer` from now on; with `authenticator`, only its requests whose tag verifies, with tagged

@@ -1,6 +1,7 @@
 import CPulse
 import Foundation
 import Logging
+import LyreClock
 import LyreSender
 import Synchronization
 
@@ -63,9 +64,11 @@ public final class MonitorCapture: @unchecked Sendable {
         self.logger = logger
         // A thread of its own: it blocks on the sound server's next block of audio, at the audio's pace. It
         // holds the capture until it ends, which `stop` does not wait for (see there).
-        let thread = Thread { [self] in read() }
-        thread.name = "lyre-sink-capture"
-        thread.start()
+        do {
+            try DedicatedThread.detach("lyre-sink-capture") { [self] in read() }
+        } catch {
+            throw PulseError(description: error.description)
+        }
     }
 
     deinit { pa_simple_free(capture) }
