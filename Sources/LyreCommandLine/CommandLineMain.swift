@@ -101,17 +101,20 @@ public struct Console: Sendable {
     public static let standardError = Console(descriptor: 2)
     public static let standardOutput = Console(descriptor: 1)
 
-    public func write(line: String) {
-        var text = line
-        text.append("\n")
-        text.withCString { pointer in
-            var remaining = strlen(pointer)
-            var cursor = pointer
-            while remaining > 0 {
-                let written = Glibc.write(descriptor, cursor, remaining)
-                if written <= 0 { break }
-                remaining -= written
-                cursor += written
+    /// Writes `line` and a newline.
+    public func write(line: String) { write(line + "\n") }
+
+    /// Writes `text` as it is (a prompt, or a status line that the next write replaces), all of it unless
+    /// the descriptor fails.
+    public func write(_ text: String) {
+        var text = text
+        text.withUTF8 { bytes in
+            var written = 0
+            while written < bytes.count {
+                let count = Glibc.write(descriptor, bytes.baseAddress! + written, bytes.count - written)
+                if count < 0, errno == EINTR { continue }
+                if count <= 0 { break }
+                written += count
             }
         }
     }

@@ -35,7 +35,7 @@ final class GroupServer: Sendable {
             return GroupServer(channel: channel)
         } catch {
             if path == nil, case .inUse = error {
-                FileHandle.standardError.write(Data("lyre: \(error); 'lyre group' controls that playback, not this one\n".utf8))
+                Console.standardError.write(line: "lyre: \(error); 'lyre group' controls that playback, not this one")
                 return nil
             }
             throw CommandFailure("\(error); pass --group-socket PATH, or off")

@@ -75,7 +75,7 @@ struct Pair: AsyncParsableCommand {
         let result: PairingParty
         do {
             result = try PairingClient.pair(with: route, as: sender) {
-                FileHandle.standardError.write(Data("PIN shown by \(route) (its log, or 'lyre remote pairing' there): ".utf8))
+                Console.standardError.write("PIN shown by \(route) (its log, or 'lyre remote pairing' there): ")
                 guard let line = readLine(strippingNewline: true) else { throw CommandFailure("no PIN was typed") }
                 return PathText.trimmed(line)
             }

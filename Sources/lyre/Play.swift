@@ -188,7 +188,7 @@ struct Play: AsyncParsableCommand {
         let terminal = isatty(2) == 1
         // A room lost while others play comes back by itself when its receiver answers again.
         let returns = RoomReturns(session: session, discovery: (mdns.mdns, mdns.interfaces)) {
-            FileHandle.standardError.write(Data("\(terminal ? "\r\u{1B}[K" : "")lyre: no room left to play on or wait for; stopped\n".utf8))
+            Console.standardError.write(line: "\(terminal ? "\r\u{1B}[K" : "")lyre: no room left to play on or wait for; stopped")
             player.stop()
         }
         defer { returns.close() }
@@ -227,12 +227,12 @@ struct Play: AsyncParsableCommand {
             case .left(.takenOver(let by)?): line = "\(by.map { "'\($0)'" } ?? "another sender") took over \(change.route)\(rest)"
             case .left(.categoryChange?): line = "\(change.route) left: the category moved the audio\(rest)"  // an app's, not lyre play's
             }
-            FileHandle.standardError.write(Data("\(terminal ? "\r\u{1B}[K" : "")lyre: \(line)\n".utf8))
+            Console.standardError.write(line: "\(terminal ? "\r\u{1B}[K" : "")lyre: \(line)")
         }
         // A plain session is never silent about it: said once here, and on the status line while it plays.
         let plain = session.plainRoutes
         if !plain.isEmpty {
-            FileHandle.standardError.write(Data("lyre: \(plain.map(\.description).joined(separator: ", ")): \(Self.plainNote)\n".utf8))
+            Console.standardError.write(line: "lyre: \(plain.map(\.description).joined(separator: ", ")): \(Self.plainNote)")
         }
         let resolver = resolver
         let group = try await GroupServer.start(path: groupSocket, session: session, returns: returns, resolve: { spec in
@@ -266,14 +266,13 @@ struct Play: AsyncParsableCommand {
                     let volume = session.volume <= -144 ? "  muted" : session.volume < 0 ? "  \(Int(session.volume.rounded())) dB" : ""
                     let plain = session.plainRoutes
                     let security = plain.isEmpty ? "" : "  unencrypted" + (session.routes.count > 1 ? ": \(plain.map(\.description).joined(separator: ", "))" : "")
-                    FileHandle.standardError.write(Data(
-                        "\r\u{1B}[K\(progress.paused ? "⏸" : "▶") \(progress.title)\(by)  \(NowPlayingInfo.clockText(progress.elapsed))\(total)\(place)\(volume)\(security)\(link)".utf8))
+                    Console.standardError.write("\r\u{1B}[K\(progress.paused ? "⏸" : "▶") \(progress.title)\(by)  \(NowPlayingInfo.clockText(progress.elapsed))\(total)\(place)\(volume)\(security)\(link)")
                 })
         } catch {
             outcome = .failure(error)
         }
         interrupt.cancel()
-        if terminal { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+        if terminal { Console.standardError.write("\r\u{1B}[K") }
         let dropped = session.timingRequestsDropped
         if dropped > 0 { logger.notice("dropped \(dropped) timing requests that did not verify (pairing.md §6.4)") }
         switch outcome {

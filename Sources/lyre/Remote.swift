@@ -56,7 +56,7 @@ struct Remote: ParsableCommand {
             case .name(let name?): print(name)
             default: break
             }
-            FileHandle.standardError.write(Data("lyre: warning: \(answer.dropFirst("error notKept: ".count))\n".utf8))
+            Console.standardError.write(line: "lyre: warning: \(answer.dropFirst("error notKept: ".count))")
             return
         }
         let message = answer.hasPrefix("error ") ? String(answer.dropFirst(6)) : "unexpected answer from lyred: \(answer)"
