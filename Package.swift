@@ -53,7 +53,8 @@ let package = Package(
         // Kernel receive timestamps (SCM_TIMESTAMPNS and the CMSG macros): see Sources/CSocketShim/include/CSocketShim.h.
         .target(name: "CSocketShim"),
 
-        // Wire: pure codecs, no I/O.
+        // Wire: the wire types and pure codecs, and the few small helpers both ends share (RegularFile reads a small
+        // file whole; the rest does no I/O).
         .target(name: "LyreWire"),
 
         // Clock: the host clock, and the sockets of the timing exchange with kernel receive timestamps.
@@ -106,7 +107,9 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-            ]),
+            ],
+            // As LyreReceiver: no member comes into a file from a module it does not import (Foundation's text half).
+            swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]),
 
         // lyre sink: one sound output per receiver on PulseAudio or PipeWire (libpulse), decided by SinkRouter and
         // carried out by SinkController.
@@ -115,7 +118,8 @@ let package = Package(
             dependencies: [
                 "CPulse", "CPulseShim", "LyreAudio", "LyreClock", "LyreDiscovery", "LyreSender", "LyreWire", "LyreMPRIS",
                 .product(name: "Logging", package: "swift-log"),
-            ]),
+            ],
+            swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]),
 
         // MPRIS: the receiver's now-playing state and controls on D-Bus (libdbus-1).
         .target(name: "LyreMPRIS", dependencies: ["CDBus", "LyreClock"]),
@@ -162,7 +166,8 @@ let package = Package(
                 "LyreClock", "LyreDiscovery", "LyreIdentity", "LyreWire", "LyreCommandLine", "LyreSender", "LyreSink", "LyreAudio", "LyreControl", "LyrePairing",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-            ]),
+            ],
+            swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]),
         .executableTarget(
             name: "lyred",
             dependencies: [

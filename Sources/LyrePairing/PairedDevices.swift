@@ -26,6 +26,10 @@ public struct PairedDevices: Sendable {
         }
 
         public var publicKeyBytes: [UInt8] { DeviceID.bytes(hex: publicKey) ?? [] }
+
+        /// When it was paired, in ISO 8601 and UTC (`2026-12-06T12:00:00Z`), as `lyre pair --list` and
+        /// `lyre remote paired` show it.
+        public var pairedText: String { Date(timeIntervalSince1970: Double(paired)).formatted(.iso8601) }
     }
 
     public enum Failure: Error, Equatable, CustomStringConvertible {
@@ -56,15 +60,17 @@ public struct PairedDevices: Sendable {
     }
 
     /// The value kept as JSON at `path` (this module's state files); nil when there is no file. A file larger
-    /// than `maximumBytes` or that does not decode is damaged.
+    /// than `maximumBytes`, one that is not a regular file (a link, a FIFO) or that does not decode is damaged.
     static func readJSON<Value: Decodable>(_ type: Value.Type, from path: String, maximumBytes: Int) throws(Failure) -> Value? {
-        guard FileManager.default.fileExists(atPath: path) else { return nil }
-        var status = stat()
-        guard stat(path, &status) == 0, status.st_size <= maximumBytes,
-            let data = FileManager.default.contents(atPath: path),
-            let value = try? JSONDecoder().decode(Value.self, from: data)
-        else { throw .damaged(path: path) }
-        return value
+        switch RegularFile.read(path, limit: maximumBytes, followingLinks: true) {
+        case .failure(.cannotOpen(errno: ENOENT)):
+            return nil
+        case .failure:
+            throw .damaged(path: path)
+        case .success(let bytes):
+            guard let value = try? JSONDecoder().decode(Value.self, from: Data(bytes)) else { throw .damaged(path: path) }
+            return value
+        }
     }
 
     /// Writes `value` as JSON to `path`, whole and readable by this user alone (`DeviceIdentity.writePrivate`).

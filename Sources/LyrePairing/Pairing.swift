@@ -74,12 +74,24 @@ public struct PairingResponder {
         public init() {}
     }
 
-    /// What the receiver shows while a pairing waits for its PIN.
-    public struct Pending: Equatable, Sendable {
+    /// What the receiver shows while a pairing waits for its PIN: the `pairing` answer of its control socket
+    /// and its web API (control-api.md), which `lyre remote pairing` reads.
+    public struct Pending: Codable, Equatable, Sendable {
         public var pin: String
         public var senderName: String
         /// Seconds until the PIN expires.
         public var secondsLeft: Int
+
+        public init(pin: String, senderName: String, secondsLeft: Int) {
+            self.pin = pin
+            self.senderName = senderName
+            self.secondsLeft = secondsLeft
+        }
+
+        private enum CodingKeys: String, CodingKey {
+            case pin, secondsLeft
+            case senderName = "sender"
+        }
     }
 
     private enum Run {

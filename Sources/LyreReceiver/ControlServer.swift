@@ -57,7 +57,7 @@ enum ControlServer {
             guard let pending = registry.pairing?.pending else {
                 return eventLoop.makeSucceededFuture(.error("none", "no pairing is under way; run 'lyre pair NAME' on the sender"))
             }
-            return eventLoop.makeSucceededFuture(.ok(json(ControlPairing(pin: pending.pin, sender: pending.senderName, secondsLeft: pending.secondsLeft)), json: true))
+            return eventLoop.makeSucceededFuture(.ok(json(pending), json: true))
         case .paired:
             guard let pairing = registry.pairing else { return eventLoop.makeSucceededFuture(.ok("[]", json: true)) }
             do { return eventLoop.makeSucceededFuture(.ok(json(try pairing.paired.load()), json: true)) } catch {
@@ -127,13 +127,6 @@ struct ControlReply: Sendable, Equatable {
     }
 }
 
-/// The `pairing` answer.
-struct ControlPairing: Encodable {
-    var pin: String
-    var sender: String
-    var secondsLeft: Int
-}
-
 /// One line of JSON, keys sorted.
 func json(_ value: some Encodable) -> String {
     let encoder = JSONEncoder()
@@ -141,34 +134,10 @@ func json(_ value: some Encodable) -> String {
     return (try? encoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
 }
 
-/// The `now-playing` answer: the snapshot as JSON, with the position extrapolated to now.
-struct ControlNowPlaying: Encodable {
-    var state: String
-    var sender: String?
-    var title: String?
-    var artist: String?
-    var album: String?
-    var albumArtist: String?
-    var genre: String?
-    var trackNumber: Int?
-    var trackCount: Int?
-    var duration: Double?
-    var position: Double?
-    var rate: Double?
-    var queueIndex: Int?
-    var queueCount: Int?
-    var artwork: String?
-    var artworkType: String?
-    var commands: [String]
-    var skipInterval: Double?
-    var updates: Int
-    var volume: Double
-    /// The local clock when `position` was true, ns.
-    var at: UInt64
-
+/// The `now-playing` answer: the snapshot, with the position extrapolated to now.
+extension ControlNowPlaying {
     init(_ snapshot: NowPlayingSnapshot?, volume: Double) {
-        at = HostClock.now()
-        state = snapshot?.state.rawValue ?? "idle"
+        self.init(state: snapshot?.state.rawValue ?? "idle", volume: volume, at: HostClock.now())
         sender = snapshot?.sender
         let info = snapshot?.info
         title = info?.title
@@ -188,7 +157,6 @@ struct ControlNowPlaying: Encodable {
         commands = RemoteCommand.allCases.filter { snapshot?.enabled.commands.contains($0) ?? false }.map(\.rawValue)
         skipInterval = snapshot?.enabled.skipInterval
         updates = snapshot?.updates ?? 0
-        self.volume = volume
     }
 
     var json: String { LyreReceiver.json(self) }

@@ -107,7 +107,7 @@ enum WebAPI {
     /// What a loopback client sees of pairing: the one under way, and the paired senders.
     private struct PairingEvent: Encodable {
         var type = "pairing"
-        var pending: ControlPairing?
+        var pending: PairingResponder.Pending?
         var paired: [PairedSender]
     }
 
@@ -140,7 +140,7 @@ enum WebAPI {
     /// The pairing event (§4), also sent after the snapshot to a loopback client.
     static func pairingEvent(_ registry: SessionRegistry) -> String? {
         guard let pairing = registry.pairing else { return nil }
-        let pending = pairing.pending.map { ControlPairing(pin: $0.pin, sender: $0.senderName, secondsLeft: $0.secondsLeft) }
+        let pending = pairing.pending
         let paired = ((try? pairing.paired.load()) ?? []).map { PairedSender(id: $0.id, name: $0.name) }
         return json(PairingEvent(pending: pending, paired: paired))
     }

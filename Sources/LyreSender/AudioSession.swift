@@ -1,7 +1,16 @@
-import Foundation
 import LyreAudio
 import LyreClock
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The app's audio session, as `AVAudioSession` on iOS: its category, mode and options say where the app's
 /// audio goes (`AudioRouting`).

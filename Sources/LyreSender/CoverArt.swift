@@ -1,6 +1,15 @@
-import Foundation
 import Logging
 import LyreWire
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A file's cover art: the picture embedded in it (read by FFmpeg's demuxers: a FLAC PICTURE block, an ID3v2
 /// APIC frame, an MP4 `covr` atom), when it really is a JPEG or PNG; else `cover.jpg`, `cover.png`,

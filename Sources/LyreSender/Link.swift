@@ -1,10 +1,19 @@
-import Foundation
 import LyreClock
 import LyreRTSP
 import LyreSRTP
 import LyreWire
 import NIOCore
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A receiver a playback can go to: where it is, what to call it, and which channels it plays.
 public struct OutputRoute: Sendable, Hashable, CustomStringConvertible {

@@ -188,9 +188,9 @@ public struct LinkQuality: Sendable, Equatable, Codable {
     /// `loss 4.8% (22 of 22 recovered), jitter 0.2 ms, rtt 0.3 ms`: for a status line.
     public var summary: String {
         let repaired = recovered + recoveredByFEC
-        let loss = String(format: "loss %.1f%%", lossPercent) + (missed > 0 ? " (\(repaired) of \(missed) recovered)" : "")
-        let rtt = roundTripMilliseconds.map { String(format: ", rtt %.1f ms", $0) } ?? ""
-        return loss + String(format: ", jitter %.1f ms", jitterMilliseconds) + rtt
+        let loss = "loss \(NumberText.fixed(lossPercent))%" + (missed > 0 ? " (\(repaired) of \(missed) recovered)" : "")
+        let rtt = roundTripMilliseconds.map { ", rtt \(NumberText.fixed($0)) ms" } ?? ""
+        return loss + ", jitter \(NumberText.fixed(jitterMilliseconds)) ms" + rtt
     }
 }
 

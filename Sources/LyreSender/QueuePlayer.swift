@@ -1,9 +1,18 @@
-import Foundation
 import Logging
 import LyreAudio
 import LyreClock
 import LyreWire
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Where audio comes from: a file (anything FFmpeg's libraries read) or raw PCM on a file descriptor.
 public enum AudioSource: Sendable, Equatable, CustomStringConvertible {

@@ -1,6 +1,15 @@
 import CSoxr
-import Foundation
 import LyreAudio
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A `soxr_t` (`soxr_create` / `soxr_delete`): interleaved float at any rate in, 48 kHz out.
 public struct Resampler: ~Copyable {

@@ -1,7 +1,16 @@
-import Foundation
 import LyreSRTP
 import LyreWire
 import NIOCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A link's set-up as the sender makes it (streaming.md §3; pairing.md §6): OPTIONS, ANNOUNCE with the room's
 /// channel map, SETUP, and a GET_PARAMETER for the receiver's volume; the requests in order, and what each

@@ -1,4 +1,3 @@
-import Foundation
 import LyreDiscovery
 import LyreIdentity
 import LyrePairing
@@ -6,6 +5,16 @@ import LyreRTSP
 import LyreSRTP
 import LyreWire
 import NIOSSL
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// What a sender proves and pins (Protocol/pairing.md §6): its own key, as a TLS identity, and the keys of
 /// the receivers it paired with, by id. A stream to a paired receiver runs over TLS 1.3 and fails unless the

@@ -1,4 +1,4 @@
-import Foundation
+import Dispatch
 import Logging
 import LyreAudio
 import LyreClock
@@ -11,6 +11,12 @@ import Synchronization
 
 #if canImport(Glibc)
 import Glibc
+#endif
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
 #endif
 
 /// A playback to one or more receivers in sync: one **timeline** (`Timeline`: queue, anchor, what was sent), one

@@ -1,7 +1,16 @@
-import Foundation
 import LyreClock
 import LyreWire
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Answers receivers' timing requests with the sender's clock (streaming.md §5), on its own thread: one
 /// responder per playback and local address, for all of its rooms (each room is admitted by its address

@@ -1,9 +1,18 @@
 import CPulse
-import Foundation
 import Logging
 import LyreClock
 import LyreSender
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Records one Lyre output's monitor for as long as the output exists, and hands what it records to the
 /// receiver's session while one is attached.

@@ -1,6 +1,15 @@
-import Foundation
 import LyreMPRIS
 import LyreWire
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// How `lyre sink` speaks for the app that plays into a Lyre output, without the bus or the network (sans I/O):
 /// which MPRIS player is that app's, what the receiver is told of it (now-playing.md §7), which of the receiver's
@@ -129,6 +138,6 @@ public enum PlayerBridge {
             guard let slash = path.firstIndex(of: "/"), path[..<slash] == "localhost" else { return .elsewhere(scheme: "file") }
             path = String(path[slash...])
         }
-        return .file(path: path.removingPercentEncoding ?? path)
+        return .file(path: PathText.percentDecoded(path) ?? path)
     }
 }

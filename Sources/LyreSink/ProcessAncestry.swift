@@ -1,4 +1,12 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A process and its parents, from `/proc/PID/stat`: an app may play from a child process (a browser's audio
 /// process) while its parent owns the MPRIS name.

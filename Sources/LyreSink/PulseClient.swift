@@ -1,7 +1,16 @@
 import CPulse
-import Foundation
 import CPulseShim
 import LyreWire
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// An error from the sound server, with libpulse's text.
 public struct PulseError: Error, CustomStringConvertible, Sendable {

@@ -1,10 +1,20 @@
-import Foundation
+import Dispatch
 import Logging
 import LyreClock
 import LyreDiscovery
 import LyreMPRIS
 import LyreSender
 import LyreWire
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Carries out SinkRouter's decisions on the sound server (PulseClient, MonitorCapture) and the network
 /// (StreamSession), one event at a time on its own queue.
@@ -276,7 +286,7 @@ public final class SinkController: @unchecked Sendable {
             return nil
         case .file(let path):
             let bytes: [UInt8]
-            switch ArtworkFile.read(path, limit: Artwork.maximumBytes) {
+            switch RegularFile.read(path, limit: Artwork.maximumBytes) {
             case .success(let read): bytes = read
             case .failure(let failure):
                 logger.info("the app's cover \(path) is not sent: \(failure)")

@@ -1,9 +1,18 @@
 import ArgumentParser
-import Foundation
 import Logging
 import LyreCommandLine
 import LyreDiscovery
 import LyreWire
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `lyre devices`: the device picker listing.
 struct Devices: AsyncParsableCommand {
@@ -144,16 +153,7 @@ struct DeviceJSON: Encodable {
 /// The human listing: one row per device, columns padded to fit.
 enum DeviceTable {
     static func render(_ devices: [Device]) -> String {
-        let header = ["NAME", "STATUS", "OUTPUT", "HOST:PORT", "ID"]
-        let rows = devices.map(columns)
-        let widths = header.indices.map { column in
-            ([header] + rows).map { $0[column].count }.max() ?? 0
-        }
-        return ([header] + rows).map { row in
-            row.enumerated().map { index, cell in
-                index == row.count - 1 ? cell : cell.padding(toLength: widths[index], withPad: " ", startingAt: 0)
-            }.joined(separator: "  ")
-        }.joined(separator: "\n")
+        TextTable.render([["NAME", "STATUS", "OUTPUT", "HOST:PORT", "ID"]] + devices.map(columns))
     }
 
     static func watchLine(_ change: RouteChange) -> String {

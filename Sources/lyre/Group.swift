@@ -1,6 +1,17 @@
 import ArgumentParser
-import Foundation
 import LyreCommandLine
+import LyreSender
+import LyreWire
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `lyre group`: the rooms of the user's running `lyre play`, through its group socket.
 struct Group: ParsableCommand {
@@ -44,22 +55,18 @@ struct Group: ParsableCommand {
     /// The listing as a table, one room a line.
     static func table(_ json: String) -> String {
         guard let listing = try? JSONDecoder().decode(GroupListing.self, from: Data(json.utf8)) else { return json }
-        func db(_ value: Double) -> String { value <= -144 ? "muted" : String(format: "%.1f dB", value) }
+        func db(_ value: Double) -> String { value <= -144 ? "muted" : NumberText.fixed(value) + " dB" }
+        func ms(_ value: Double) -> String { NumberText.fixed(value) + " ms" }
         var rows = [["ROOM", "STATE", "CHANNELS", "VOLUME", "LATENCY", "DELAY", "RTT", "LOSS", "RECOVERED", "JITTER", "RESENT", "SECURITY", "ADDRESS"]]
         for room in listing.rooms {
-            let rtt = room.quality?.roundTripMilliseconds.map { String(format: "%.1f ms", $0) } ?? room.link?["rtt-us"].map { "\($0) us" } ?? "-"
+            let rtt = room.quality?.roundTripMilliseconds.map(ms) ?? room.link?["rtt-us"].map { "\($0) us" } ?? "-"
             let quality = room.quality
-            rows.append([room.name, room.state, room.channels, db(room.volume), String(format: "%.1f ms", room.outputLatencyMs),
-                         "\(room.outputDelayMs) ms", rtt, quality.map { String(format: "%.1f%%", $0.lossPercent) } ?? "-",
+            rows.append([room.name, room.state, room.channels, db(room.volume), ms(room.outputLatencyMs),
+                         "\(room.outputDelayMs) ms", rtt, quality.map { NumberText.fixed($0.lossPercent) + "%" } ?? "-",
                          quality.map { "\($0.recovered + $0.recoveredByFEC)/\($0.missed)" } ?? "-",
-                         quality.map { String(format: "%.1f ms", $0.jitterMilliseconds) } ?? "-",
+                         quality.map { ms($0.jitterMilliseconds) } ?? "-",
                          room.retransmission.map { "\($0.resent)" } ?? "-", room.encrypted ? "tls+srtp" : "plain", room.address])
         }
-        let widths = rows[0].indices.map { column in rows.map { $0[column].count }.max()! }
-        let lines = rows.map { row in
-            row.enumerated().map { $1.padding(toLength: widths[$0], withPad: " ", startingAt: 0) }.joined(separator: "  ")
-                .trimmingCharacters(in: .whitespaces)
-        }
-        return (["group volume \(db(listing.volume))"] + lines).joined(separator: "\n")
+        return (["group volume \(db(listing.volume))"] + TextTable.lines(rows)).joined(separator: "\n")
     }
 }

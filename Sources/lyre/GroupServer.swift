@@ -1,10 +1,19 @@
-import Foundation
 import LyreCommandLine
 import LyreControl
 import LyreSender
 import LyreWire
 import NIOCore
 import NIOPosix
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The group socket of a running `lyre play` (streaming.md §9.4): a `LineServer` that `lyre group` talks to.
 /// A request's words are written as `LineWords` says (a room name with spaces or quotes is quoted). Requests

@@ -1,6 +1,15 @@
-import Foundation
 import LyreSender
 import LyreWire
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Each receiver's last address, by id, as discovery found it: `$XDG_STATE_HOME/lyre/receivers.json`. With it
 /// `lyre play --to NAME` connects at once instead of browsing first; the receiver tells its id in OPTIONS
@@ -28,11 +37,8 @@ struct KnownReceivers {
     }
 
     func load() -> [Entry] {
-        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
-            (attributes[.size] as? Int ?? .max) <= Self.maximumBytes,
-            let data = FileManager.default.contents(atPath: path)
-        else { return [] }
-        return (try? JSONDecoder().decode([Entry].self, from: data)) ?? []
+        guard case .success(let bytes) = RegularFile.read(path, limit: Self.maximumBytes, followingLinks: true) else { return [] }
+        return (try? JSONDecoder().decode([Entry].self, from: Data(bytes))) ?? []
     }
 
     /// The receiver `name` names (its id, or its name in any case), if remembered.

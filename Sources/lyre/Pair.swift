@@ -1,11 +1,20 @@
 import ArgumentParser
-import Foundation
 import LyreCommandLine
 import LyreDiscovery
 import LyreIdentity
 import LyrePairing
 import LyreSender
 import LyreWire
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `lyre pair`: pairs this user's sender with a receiver (Protocol/pairing.md), lists and forgets pairings.
 struct Pair: AsyncParsableCommand {
@@ -51,8 +60,7 @@ struct Pair: AsyncParsableCommand {
             guard !entries.isEmpty else { return print("no paired receivers; pair with 'lyre pair NAME'") }
             for entry in entries {
                 let key = DeviceKey.fingerprint(of: entry.publicKeyBytes)
-                let when = Date(timeIntervalSince1970: Double(entry.paired)).formatted(.iso8601)
-                print("\(entry.name)  \(entry.id)  key \(key)  paired \(when)")
+                print("\(entry.name)  \(entry.id)  key \(key)  paired \(entry.pairedText)")
             }
             return
         }

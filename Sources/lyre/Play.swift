@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import Dispatch
 import Logging
 import LyreAudio
 import LyreCommandLine
@@ -9,6 +9,16 @@ import LyrePairing
 import LyreSender
 import LyreWire
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `lyre play`: streams files (or raw PCM from stdin) to a receiver.
 struct Play: AsyncParsableCommand {

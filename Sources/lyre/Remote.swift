@@ -1,11 +1,17 @@
 import ArgumentParser
-import Foundation
 import LyreCommandLine
 import LyreControl
+import LyrePairing
 import LyreWire
 
 #if canImport(Glibc)
 import Glibc
+#endif
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
 #endif
 
 /// `lyre remote`: a remote control at the receiver. Sends one command through lyred's control socket; lyred
@@ -112,35 +118,19 @@ struct Remote: ParsableCommand {
 
     /// The PIN of the pairing under way, and for whom.
     static func describePairing(_ json: String) -> String {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any],
-            let pin = object["pin"] as? String
-        else { return json }
-        return "PIN \(pin) for \(Printable.quoted(object["sender"] as? String ?? "?")) (\(object["secondsLeft"] as? Int ?? 0) s left)"
+        guard let pending = try? JSONDecoder().decode(PairingResponder.Pending.self, from: Data(json.utf8)) else { return json }
+        return "PIN \(pending.pin) for \(Printable.quoted(pending.senderName)) (\(pending.secondsLeft) s left)"
     }
 
     /// One line per paired sender: id, name, when.
     static func describePaired(_ json: String) -> String {
-        guard let entries = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [[String: Any]] else { return json }
+        guard let entries = try? JSONDecoder().decode([PairedDevices.Entry].self, from: Data(json.utf8)) else { return json }
         guard !entries.isEmpty else { return "no paired senders; pair one with 'lyre pair NAME' on it" }
-        return entries.map { entry in
-            let when = Date(timeIntervalSince1970: Double(entry["paired"] as? Int ?? 0)).formatted(.iso8601)
-            return "\(entry["id"] as? String ?? "?")  \(Printable.escaped(entry["name"] as? String ?? "?"))  paired \(when)"
-        }.joined(separator: "\n")
+        return entries.map { "\($0.id)  \(Printable.escaped($0.name))  paired \($0.pairedText)" }.joined(separator: "\n")
     }
 
     /// One readable line from the now-playing JSON.
     static func describe(_ json: String) -> String {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any] else { return json }
-        let state = object["state"] as? String ?? "idle"
-        guard state != "idle" else { return "nothing is playing" }
-        var line = "\(state == "playing" ? "▶" : state == "paused" ? "⏸" : "■") \(object["title"] as? String ?? "untitled")"
-        if let artist = object["artist"] as? String { line += " — \(artist)" }
-        if let album = object["album"] as? String { line += " (\(album))" }
-        if let position = object["position"] as? Double {
-            line += "  \(NowPlayingInfo.clockText(position))"
-            if let duration = object["duration"] as? Double { line += " / \(NowPlayingInfo.clockText(duration))" }
-        }
-        if let sender = object["sender"] as? String { line += "  from \(sender)" }
-        return line
+        (try? JSONDecoder().decode(ControlNowPlaying.self, from: Data(json.utf8)))?.summary ?? json
     }
 }

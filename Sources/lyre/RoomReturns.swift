@@ -1,8 +1,19 @@
-import Foundation
+import Dispatch
 import Logging
 import LyreDiscovery
 import LyreSender
+import LyreWire
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Rooms of a playback that went away by themselves come back by themselves (issue 27): a room whose
 /// receiver was lost (rebooted, lyred restarted, a link down past the limit) is tried again at its known

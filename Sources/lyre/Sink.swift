@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import Dispatch
 import Logging
 import LyreClock
 import LyreCommandLine
@@ -8,6 +8,16 @@ import LyreMPRIS
 import LyreSender
 import LyreSink
 import LyreWire
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `lyre sink`: one sound output per receiver on the user's sound server, so that every app can play to
 /// a receiver.

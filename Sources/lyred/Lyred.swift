@@ -142,14 +142,10 @@ struct Lyred: AsyncParsableCommand {
             Console.standardOutput.write(line: "ALSA lists no outputs (no sound card, and no PCM in its configuration shows itself); --output wav:PATH writes a file")
             return
         }
-        let width = max(6, outputs.map(\.pcm.count).max() ?? 0)
-        func padded(_ text: String, _ width: Int) -> String { text + String(repeating: " ", count: max(0, width - text.count)) }
-        Console.standardOutput.write(line: padded("OUTPUT", width) + "  KIND                      DESCRIPTION")
-        for output in outputs {
-            let kind = output.kind.map { "\($0.rawValue)" } ?? "--output-kind (speaker)"
-            Console.standardOutput.write(
-                line: padded(output.pcm, width) + "  " + padded(kind, 24) + "  " + output.description)
+        let rows = outputs.map { output in
+            [output.pcm, output.kind.map { "\($0.rawValue)" } ?? "--output-kind (speaker)", output.description]
         }
+        for line in TextTable.lines([["OUTPUT", "KIND", "DESCRIPTION"]] + rows) { Console.standardOutput.write(line: line) }
     }
 
     /// The keys a config file may set on several lines.

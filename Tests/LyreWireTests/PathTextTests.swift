@@ -26,4 +26,12 @@ struct PathTextTests {
     func trimmedIsFoundationsTrim(text: String) {
         #expect(PathText.trimmed(text) == text.trimmingCharacters(in: .whitespacesAndNewlines))
     }
+
+    @Test(arguments: [
+        "", "/home/me/Music/cover.png", "/a%20b/K%C3%BCche%2Fx.png", "%41%4a%4A", "100%", "%4", "%zz", "%C3", "%FF",
+        "%C3%28", "%00", "a%2", "%%41", "/plain/ü path",
+    ])
+    func percentDecodedIsFoundations(text: String) {
+        #expect(PathText.percentDecoded(text) == text.removingPercentEncoding)
+    }
 }
