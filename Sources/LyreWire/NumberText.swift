@@ -12,9 +12,9 @@ public enum NumberText {
         let decimals = Int32(min(max(decimals, 0), 17))
         // The longest %f of a double: a sign, 309 digits, the point and 17 decimals, and the terminating NUL.
         var buffer = [CChar](repeating: 0, count: 330)
-        let count = buffer.withUnsafeMutableBufferPointer { bytes in
+        _ = buffer.withUnsafeMutableBufferPointer { bytes in
             withVaList([decimals, value]) { vsnprintf(bytes.baseAddress, bytes.count, "%.*f", $0) }
         }
-        return String(decoding: buffer.prefix(Int(max(0, min(count, Int32(buffer.count - 1))))).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return String(nulTerminated: buffer)
     }
 }
