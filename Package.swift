@@ -44,11 +44,13 @@ let package = Package(
         // Headers: Debian libavformat-dev, libavcodec-dev, libswresample-dev, libavutil-dev, libsndfile1-dev.
         .target(name: "CFFmpegShim", linkerSettings: [.linkedLibrary("dl")]),
         .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
-        .systemLibrary(name: "CPulse", pkgConfig: "libpulse-simple", providers: [.apt(["libpulse-dev"])]),
-        // libpulse's asynchronous control API on its threaded main loop: see Sources/CPulseShim/include/CPulseShim.h.
-        .target(name: "CPulseShim", dependencies: ["CPulse"]),
+        // libpulse's asynchronous control API on its threaded main loop, and its simple API for recording, with
+        // libpulse opened on first use rather than linked: see Sources/CPulseShim/include/CPulseShim.h.
+        // Headers: Debian libpulse-dev.
+        .target(name: "CPulseShim", linkerSettings: [.linkedLibrary("dl")]),
         .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
+        // libsrtp2, for the tests only: the peer LyreSRTP is checked against, packet by packet, both ways.
         .systemLibrary(name: "CSRTP", pkgConfig: "libsrtp2", providers: [.apt(["libsrtp2-dev"])]),
         // Kernel receive timestamps (SCM_TIMESTAMPNS and the CMSG macros): see Sources/CSocketShim/include/CSocketShim.h.
         .target(name: "CSocketShim"),
@@ -64,8 +66,11 @@ let package = Package(
         // LyreSender: lyred resamples nothing with it, and linking it would load libsoxr and its libgomp at every start.
         .target(name: "LyreAudio", dependencies: ["CALSA", "CALSAShim", "CFFmpegShim", "LyreWire", "LyreClock"]),
         .target(name: "LyreCodec", dependencies: ["COpus", "COpusShim"]),
-        // SRTP (libsrtp2): paired sessions' audio, encrypted and authenticated.
-        .target(name: "LyreSRTP", dependencies: ["CSRTP", "LyreWire"]),
+        // SRTP with AEAD_AES_128_GCM (RFC 7714) on swift-crypto: paired sessions' audio, encrypted and
+        // authenticated. See Sources/LyreSRTP/SRTPSession.swift for why not libsrtp2.
+        .target(name: "LyreSRTP", dependencies: [
+            "LyreWire", .product(name: "Crypto", package: "swift-crypto"), .product(name: "CryptoExtras", package: "swift-crypto"),
+        ]),
 
         // A local control socket (lines in, lines out, this user only): lyred's, and lyre play's group socket.
         .target(
@@ -116,7 +121,7 @@ let package = Package(
         .target(
             name: "LyreSink",
             dependencies: [
-                "CPulse", "CPulseShim", "LyreAudio", "LyreClock", "LyreDiscovery", "LyreSender", "LyreWire", "LyreMPRIS",
+                "CPulseShim", "LyreAudio", "LyreClock", "LyreDiscovery", "LyreSender", "LyreWire", "LyreMPRIS",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]),
@@ -192,7 +197,7 @@ let package = Package(
             ]),
         .testTarget(name: "LyreIntegrationTests", dependencies: ["LyreWire"]),
         .testTarget(name: "LyreMPRISTests", dependencies: ["LyreMPRIS"]),
-        .testTarget(name: "LyrePairingTests", dependencies: ["LyrePairing", "LyreWire", "LyreSRTP", "LyreClock"]),
+        .testTarget(name: "LyrePairingTests", dependencies: ["LyrePairing", "LyreWire", "LyreSRTP", "LyreClock", "CSRTP"]),
         .testTarget(
             name: "LyreRTSPTests",
             dependencies: ["LyreRTSP", "LyreWire", "LyreClock", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio")]),

@@ -103,8 +103,8 @@ static int ff_ready(char *error, size_t error_size) {
 
 // WAV files of plain PCM or float samples, and raw PCM, are read by libsndfile instead, opened the same way:
 // FFmpeg's libraries and what they load cost `lyre play` 25 MB of memory (65.7 MB against 40.3 MB, a WAV
-// played, VmRSS of the release build here), and a file of samples needs no codec. libsndfile is mapped in `lyre` anyway (libpulse
-// links it), and lyred, which reads no files, never loads it. Both give the same floats: a 16-bit sample is
+// played, VmRSS of the release build here), and a file of samples needs no codec. lyred, which reads no files,
+// never loads it. Both give the same floats: a 16-bit sample is
 // x / 32768 in each (AudioFileReaderTests reads the same file both ways).
 #define LYRE_SNDFILE_FUNCTIONS(X) \
     X(sf_close) \

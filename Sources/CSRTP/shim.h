@@ -1,2 +1,3 @@
-// libsrtp2 (Debian libsrtp2-dev): SRTP with AEAD_AES_128_GCM for paired sessions' audio (Protocol/pairing.md §6).
+// libsrtp2 (Debian libsrtp2-dev), for the tests only: LyreSRTP (swift-crypto) is checked against it packet by
+// packet, both ways (Tests/LyrePairingTests/SRTPTests.swift). Lyre itself does not link it.
 #include <srtp2/srtp.h>

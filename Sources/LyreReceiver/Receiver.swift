@@ -478,8 +478,6 @@ public final class Receiver: Sendable {
         let registry = self.registry
         let logger = self.logger
         let tls = try configuration.tls?.serverContext()
-        // Paired sessions use SRTP: libsrtp2's one-time set-up (about 25 ms) is paid here, not by the first session.
-        if tls != nil { SRTPSession.prepare() }
         // The kernel's receive timestamps on before the first session's timing exchange, and kept on.
         TimingSocket.keepKernelStampsOn()
         // IPv6 sockets take IPv6 only, so that an IPv4 peer is seen as itself (not ::ffff:a.b.c.d) by every

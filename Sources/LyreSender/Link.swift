@@ -123,9 +123,6 @@ final class Link: Sendable {
             return mediaLoop.makeFailedFuture(error)
         }
         let srtpKey = tls == nil ? nil : SRTPSession.makeKey()
-        // libsrtp2's first use initializes NSS (about 25 ms): started now, off the event loops, so that it
-        // overlaps the connection's round trips; the session itself is made once SETUP is answered.
-        if tls != nil { SRTPSession.prepareInBackground() }
         let connected = RTSPClient.connect(
             host: route.host, port: route.port, connectTimeout: .milliseconds(Int64(configuration.connectTimeoutMilliseconds)), tls: tls,
             onRequest: { request, reply in

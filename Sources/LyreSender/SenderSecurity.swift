@@ -2,7 +2,6 @@ import LyreDiscovery
 import LyreIdentity
 import LyrePairing
 import LyreRTSP
-import LyreSRTP
 import LyreWire
 import NIOSSL
 
@@ -39,9 +38,6 @@ public struct SenderSecurity: Sendable {
 
     /// The sender's id and key from `directory` (made there on first use), its TLS identity, and its pairings.
     public static func load(name: String, directory: String = defaultDirectory) throws(Failure) -> SenderSecurity {
-        // Streams to paired receivers are SRTP: libsrtp2's one-time set-up starts now, while the caller finds
-        // receivers and opens files.
-        SRTPSession.prepareInBackground()
         do {
             let id = try DeviceIdentity.loadOrCreate(in: directory)
             let key = try DeviceKey.loadOrCreate(in: directory)

@@ -1,7 +1,8 @@
-import CPulse
+import CPulseShim
 import Logging
 import LyreClock
 import LyreSender
+import LyreWire
 import Synchronization
 
 #if canImport(FoundationEssentials)
@@ -61,12 +62,10 @@ public final class MonitorCapture: @unchecked Sendable {
 
     /// Opens `monitor` for recording (float, 48 kHz stereo) and starts reading it.
     public init(monitor: String, logger: Logger) throws(PulseError) {
-        var spec = pa_sample_spec(format: PA_SAMPLE_FLOAT32LE, rate: 48000, channels: 2)
-        var attributes = pa_buffer_attr(maxlength: UInt32.max, tlength: UInt32.max, prebuf: UInt32.max, minreq: UInt32.max,
-                                        fragsize: UInt32(Self.blockFrames * 8))
-        var status: Int32 = 0
-        guard let capture = pa_simple_new(nil, "Lyre", PA_STREAM_RECORD, monitor, "Lyre stream", &spec, nil, &attributes, &status) else {
-            throw PulseError(description: "cannot record \(monitor): \(String(cString: pa_strerror(status)))")
+        var error = [CChar](repeating: 0, count: 256)
+        // A fragment is one block: 8 bytes a frame (two float channels).
+        guard let capture = lyre_pulse_record("Lyre", "Lyre stream", monitor, UInt32(Self.blockFrames * 8), &error, error.count) else {
+            throw PulseError(description: "cannot record \(monitor): \(String(nulTerminated: error))")
         }
         self.capture = capture
         self.monitor = monitor
@@ -80,7 +79,7 @@ public final class MonitorCapture: @unchecked Sendable {
         }
     }
 
-    deinit { pa_simple_free(capture) }
+    deinit { lyre_pulse_record_free(capture) }
 
     /// What was recorded just before a session begins is kept for it: the app's first block can be read
     /// before its stream is seen and the session begun (a race SinkTests lost 2 runs in 8, one block off the head).
@@ -169,13 +168,12 @@ public final class MonitorCapture: @unchecked Sendable {
 
     private func read() {
         var block = [Float](repeating: 0, count: Self.blockFrames * 2)
-        var status: Int32 = 0
         while !state.withLock({ $0.stopped }) {
-            let read = block.withUnsafeMutableBytes { pa_simple_read(capture, $0.baseAddress, $0.count, &status) }
-            guard read >= 0 else {
+            let status = block.withUnsafeMutableBytes { lyre_pulse_record_read(capture, $0.baseAddress, $0.count) }
+            guard status == 0 else {
                 // Stopped: the sink went, and its recording with it.
                 if state.withLock({ $0.stopped }) { return }
-                logger.error("recording \(monitor) stopped: \(String(cString: pa_strerror(status)))")
+                logger.error("recording \(monitor) stopped: \(String(cString: lyre_pulse_strerror(status)))")
                 let ended = state.withLock { s in defer { s.session = nil }; return s.onEnded }
                 ended?("the sound server stopped")
                 return

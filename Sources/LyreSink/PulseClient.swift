@@ -1,4 +1,3 @@
-import CPulse
 import CPulseShim
 import LyreWire
 
@@ -45,6 +44,13 @@ public final class PulseClient: @unchecked Sendable {
 
     private let handle: OpaquePointer
     private let handlers: Unmanaged<Handlers>
+
+    /// Opens libpulse, which is not linked (Sources/CPulseShim): throws, saying what to install, when it is
+    /// missing. Connecting and recording open it too; this tells that failure from a sound server's.
+    public static func openLibrary() throws(PulseError) {
+        var error = [CChar](repeating: 0, count: 256)
+        guard lyre_pulse_open_library(&error, error.count) == 0 else { throw PulseError(description: String(nulTerminated: error)) }
+    }
 
     /// `onVolume` gets a sink's index, its volume in dB (-infinity for silence) and whether it is muted, when
     /// it changes.

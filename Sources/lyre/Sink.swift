@@ -72,6 +72,11 @@ struct Sink: AsyncParsableCommand {
         // audio is heard little more than the session latency after it plays.
         configuration.frameMilliseconds = 10
         configuration.liveLeadMilliseconds = 0
+        do {
+            try PulseClient.openLibrary()
+        } catch {
+            throw CommandFailure(error.description)
+        }
         let controller = SinkController(configuration: configuration, announcements: announcements, logger: Logger(label: "lyre.sink"))
         do {
             try controller.connect()

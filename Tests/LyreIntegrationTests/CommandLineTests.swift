@@ -189,6 +189,25 @@ struct CommandLineTests {
         Self.expectOneLineError((sink.status, sink.stdout, sink.stderr), mentioning: "is PulseAudio or PipeWire (pipewire-pulse) running")
     }
 
+    /// libpulse is opened by `lyre sink`, not linked (Sources/CPulseShim): without it, `lyre sink` says what to
+    /// install, and `lyre play`, which never needs it, still starts. Shown in a mount namespace of its own
+    /// where the library is /dev/null.
+    @Test func sinkWithoutLibpulseSaysWhatToInstall() async throws {
+        let network = try TestNetwork()
+        defer { network.close() }
+        let hidden = try await network.shell("""
+            exec unshare -m sh -c 'mount --bind /dev/null "$(readlink -f "$(/sbin/ldconfig -p | sed -n "s/.*libpulse.so.0 .*=> //p" | head -1)")" \
+              && \(TestNetwork.binaries)/lyre sink; echo "sink exit $?"; \(TestNetwork.binaries)/lyre play --help > /dev/null; echo "play exit $?"'
+            """)
+        #expect(hidden.status == 0, "\(hidden.stderr)")
+        // Linked, libpulse would stop both at the loader (status 127, "file too short").
+        #expect(hidden.stdout.contains("sink exit ") && !hidden.stdout.contains("sink exit 0") && !hidden.stdout.contains("sink exit 127"),
+                "\(hidden.stdout) \(hidden.stderr)")
+        #expect(hidden.stdout.contains("play exit 0"), "\(hidden.stdout) \(hidden.stderr)")
+        let lines = hidden.stderr.split(separator: "\n")
+        #expect(lines.count == 1 && lines[0].contains("libpulse.so.0 is missing (install Debian's libpulse0"), "\(hidden.stderr)")
+    }
+
     @Test func busyPortIsAClearError() async throws {
         let network = try TestNetwork()
         defer { network.close() }

@@ -4,7 +4,7 @@ import LyreSRTP
 import LyreWire
 import Testing
 
-/// SRTP as paired sessions use it (AEAD_AES_128_GCM through libsrtp2): what the sender protects, the receiver
+/// SRTP as paired sessions use it (AEAD_AES_128_GCM, LyreSRTP): what the sender protects, the receiver
 /// reads back; a replayed or altered packet, or one under another key, is refused for what it is.
 struct SRTPTests {
     static func packet(sequence: UInt16, payload: [UInt8]) -> [UInt8] {

@@ -6,7 +6,8 @@
 // (sink input) that appears, changes or ends. libpulse's asynchronous API runs on its threaded main loop
 // (libpulse's own thread); the calls here wait on that loop's signal for their answer, so they must not be
 // made from a callback. Kept in C because libpulse is callbacks all the way down; the decisions are
-// LyreSink's SinkRouter, in Swift.
+// LyreSink's SinkRouter, in Swift. libpulse itself is opened on first use, not linked (see shim.c): a
+// machine without it fails here with a message saying so.
 
 #include <stddef.h>
 #include <stdint.h>
@@ -22,6 +23,9 @@ typedef void (*LyrePulseInputCallback)(void *user, uint32_t index, uint32_t sink
 /// A sink's volume changed (or was first seen): the average of its channels in dB (-inf for silence), and
 /// whether it is muted.
 typedef void (*LyrePulseSinkCallback)(void *user, uint32_t sink, double volume_db, int muted);
+
+/// Opens libpulse, once (every call below does it first): 0, else -1 with why in `error`.
+int lyre_pulse_open_library(char *error, size_t error_size);
 
 /// Connects (PULSE_SERVER and the client configuration as every client does) and reports every stream that
 /// exists now and from then on, and every change of a sink. NULL on failure, with a message in `error`.
@@ -41,7 +45,19 @@ int lyre_pulse_sink_index(LyrePulse *pulse, const char *name, uint32_t *index);
 /// The default sink's name, or else the first sink whose name does not start with `avoid_prefix`.
 int lyre_pulse_local_sink(LyrePulse *pulse, const char *avoid_prefix, char *name, size_t size);
 int lyre_pulse_move_input(LyrePulse *pulse, uint32_t input, const char *sink_name);
+/// What a PA_ERR_* code means (or why libpulse could not be opened).
 const char *lyre_pulse_strerror(int code);
 void lyre_pulse_close(LyrePulse *pulse);
+
+/// A recording stream (libpulse's simple API): float, 48 kHz, stereo, interleaved.
+typedef struct LyrePulseRecorder LyrePulseRecorder;
+
+/// Records `source` (a sink's monitor) in fragments of `fragment_bytes`. NULL on failure, with a message in
+/// `error` (libpulse's reason, or the library missing).
+LyrePulseRecorder *lyre_pulse_record(const char *client_name, const char *stream_name, const char *source,
+                                     uint32_t fragment_bytes, char *error, size_t error_size);
+/// Blocks until `bytes` were recorded into `data`. 0, else a PA_ERR_* code (the stream or server gone).
+int lyre_pulse_record_read(LyrePulseRecorder *recorder, void *data, size_t bytes);
+void lyre_pulse_record_free(LyrePulseRecorder *recorder);
 
 #endif
