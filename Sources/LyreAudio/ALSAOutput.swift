@@ -134,8 +134,9 @@ public final class ALSAOutput: PCMSink {
     /// lyred queued. A stream that holds that much before its start threshold (the whole buffer) is started.
     /// (With the whole buffer allowed, as for every session of 65 ms or more on PipeWire's 60 ms, nothing
     /// changes.)
+    /// A plugin that paces itself (`null`, `file`) is written its buffer's time ahead, or `lead` when that is shorter.
     public func waitForRoom(within lead: UInt64) throws(AudioOutputError) -> UInt64 {
-        if selfPaced { return timeline.waitForRoom(lead: outputLatency) }
+        if selfPaced { return timeline.waitForRoom(lead: min(outputLatency, lead)) }
         while true {
             let avail = snd_pcm_avail_update(pcm)
             if avail < 0 {

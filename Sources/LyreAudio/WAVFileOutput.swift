@@ -27,8 +27,9 @@ public final class WAVFileOutput: PCMSink {
         guard Self.header(dataBytes: 0).withUnsafeBytes({ writeAll($0) }) else { throw AudioOutputError("cannot write \(path): \(String(cString: strerror(errno)))") }
     }
 
-    /// A file is written `outputLatency` ahead, whatever `lead` allows: it is not heard.
-    public func waitForRoom(within lead: UInt64) throws(AudioOutputError) -> UInt64 { timeline.waitForRoom(lead: outputLatency) }
+    /// A file is written `outputLatency` ahead, or `lead` when that is shorter (under 15 ms of latency, whose
+    /// lead, the latency less 5 ms, is under 10 ms): it is not heard, so nothing underruns.
+    public func waitForRoom(within lead: UInt64) throws(AudioOutputError) -> UInt64 { timeline.waitForRoom(lead: min(outputLatency, lead)) }
 
     public func write(_ samples: [Int16]) throws(AudioOutputError) {
         // Little-endian hosts only (x86_64, arm64): the samples' memory is the WAV data as it is.

@@ -199,13 +199,15 @@ final class OutputEngine: @unchecked Sendable {
     /// the latency before the frame is presented. A device buffer longer than that (PipeWire's 60 ms) is
     /// kept filled only that far: filled whole, at `lyre play --latency 20` every block was rendered before
     /// its frames came, and a 12 s song to the user unit through PipeWire was concealed from end to end
-    /// (576,480 frames). At 20 ms the lead is 15 ms, what a 20 ms device buffer holds before a block.
+    /// (576,480 frames). At 20 ms the lead is 15 ms, what a 20 ms device buffer holds before a block; at 10 ms,
+    /// the shortest, 5 ms, while each frame comes 15 ms before it plays (5 ms frames, sent 5 ms ahead).
     static func lead(latency: UInt64) -> UInt64 { latency > 5_000_000 ? latency - 5_000_000 : 0 }
 
-    /// Frames to render at once: one 5 ms block per 25 ms of the session's latency, from 1 (at
-    /// `--latency 20`) to 10 (50 ms, from 250 ms, the default), as far as the sink takes them. A block is
-    /// rendered 10 ms before it is due, and Lyre senders send each frame half the latency (at most 100 ms)
-    /// before the schedule, so at 20 ms a block's last frame is there 15 ms before the block is rendered.
+    /// Frames to render at once: one 5 ms block per 25 ms of the session's latency, from 1 (under 50 ms, as
+    /// at `--latency 20` and 10) to 10 (50 ms, from 250 ms, the default), as far as the sink takes them. A block is
+    /// rendered at most `lead` before it is due, and Lyre senders send each frame half the latency (at most
+    /// 100 ms) before the schedule, so at 20 ms a block's last frame is there 15 ms before the block is rendered
+    /// into the WAV sink (10 ms ahead), and at 10 ms (5 ms frames, rendered 5 ms ahead) 5 ms before.
     /// Wake-ups are what the audio thread costs: on the 2-core test machine a thread that only sleeps
     /// and wakes uses 1.2% of a core at 200 Hz and 0.3% at 50 Hz.
     static func blockFrames(for sink: any PCMSink, latency: UInt64) -> Int {

@@ -93,7 +93,7 @@ struct AnnounceTerms: Equatable {
             terms.channels = map
         }
         if let text = headers["Lyre-Latency"] {
-            guard let value = Int(text), (20...2000).contains(value) else { return .failure(SessionRefusal(400)) }
+            guard let value = Int(text), SessionLatency.milliseconds.contains(value) else { return .failure(SessionRefusal(400)) }
             terms.latencyMilliseconds = value
         }
         if let text = headers["Lyre-Mix"] {

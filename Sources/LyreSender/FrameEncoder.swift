@@ -15,10 +15,14 @@ struct FrameEncoder: ~Copyable {
     private(set) var failures = 0
     private(set) var lastFailure: OpusError?
 
+    /// Frames under 10 ms (`--latency` under 20) are encoded with libopus's restricted low delay: their
+    /// look-ahead (120 samples) then fits within one frame, as `Timeline` needs of it (its one frame of silence
+    /// carries the look-ahead out), where the usual 312 samples would not fit in a 5 ms frame (240).
     init(bitrate: Int, frameSamples: Int, ssrc: UInt32) throws(OpusError) {
-        encoder = try OpusEncoder(bitrate: bitrate)
+        encoder = try OpusEncoder(bitrate: bitrate, lowDelay: frameSamples < 480)
         self.frameSamples = frameSamples
         self.ssrc = ssrc
+        precondition(encoder.lookahead <= frameSamples, "the encoder's look-ahead fits within one frame")
     }
 
     /// The encoder's delay, samples (`Timeline.encoderDelay`).

@@ -2,16 +2,22 @@ import LyreWire
 
 /// How a sender streams (streaming.md §3).
 public struct StreamConfiguration: Sendable {
-    /// Target latency, ms: 20…2000.
+    /// Target latency, ms (`SessionLatency.milliseconds`: 10…2000).
     public var latencyMilliseconds = 250
     /// Opus bitrate, bits per second.
     public var bitrate = 128_000
-    /// Opus frame: 10 or 20 ms.
+    /// Opus frame, ms: one of `frameChoices`.
     public var frameMilliseconds = 20
 
+    /// The Opus frames a sender sends, ms. (5 ms frames are encoded with libopus's restricted low delay:
+    /// `FrameEncoder`.)
+    public static let frameChoices = [5, 10, 20]
+
     /// The frame a sender picks when not told (streaming.md §4.3): 10 ms under 50 ms of latency, where an FEC
-    /// row of 20 ms frames completes too late to rebuild a lost packet in time, else 20 ms.
-    public static func defaultFrameMilliseconds(latency: Int) -> Int { latency < 50 ? 10 : 20 }
+    /// row of 20 ms frames completes too late to rebuild a lost packet in time, and 5 ms under 20 ms, where a
+    /// row of two 10 ms frames would: its parity goes 10 ms after the row's first packet, which at 10 ms of
+    /// latency (sent 5 ms ahead) is 5 ms before that packet plays, after the receiver rendered it. Else 20 ms.
+    public static func defaultFrameMilliseconds(latency: Int) -> Int { latency < 20 ? 5 : latency < 50 ? 10 : 20 }
     /// Shown by the receiver while it plays.
     public var senderName = "Lyre"
     public var senderID: String?

@@ -7,7 +7,7 @@ import LyreWire
 /// it is tested without sockets or waiting (TimelineTests). `StreamSession` keeps one under its lock; its
 /// pacer asks `nextSlot` for each frame, encodes what it gets and reports the packet with `sent`.
 struct Timeline {
-    /// Samples of priming after a resume: 20 ms, one or two frames.
+    /// Samples of priming after a resume: 20 ms, one, two or four frames.
     static let primingSamples = 960
 
     /// A frame slot the pacer sends (or lets pass in silence).
@@ -35,8 +35,9 @@ struct Timeline {
     private(set) var anchorRTP: UInt32
     private(set) var framesSinceAnchor: UInt64 = 0
     private(set) var sequence: UInt16
-    /// The Opus encoder's delay, samples (`OpusEncoder.lookahead`; 312 at 48 kHz): a packet decodes to the last
-    /// `encoderDelay` samples of the frame before it, then its own frame less as many. Set by the pacer.
+    /// The Opus encoder's delay, samples (`OpusEncoder.lookahead`; 312 at 48 kHz, 120 for 5 ms frames): a packet
+    /// decodes to the last `encoderDelay` samples of the frame before it, then its own frame less as many; never
+    /// more than a frame (`FrameEncoder`), so one frame of silence carries it out. Set by the pacer.
     var encoderDelay = 0
 
     private var queue = SampleQueue()
@@ -62,7 +63,7 @@ struct Timeline {
     /// What the fresh encoder is fed first after a resume, in frames of its own that no room plays: the 20 ms
     /// of audio before the resume point (taken back with it), or silence where that audio is not the one that
     /// follows (a seek) or a room would play it (a version 1 receiver, which does not echo `Lyre-Start-At`).
-    /// Without it a fresh encoder's first 312 samples are not the audio (OpusTests).
+    /// Without it a fresh encoder's first `encoderDelay` samples are not the audio (OpusTests).
     private var priming: [Float] = []
     /// Frames of `priming` still to send before the queue's audio, and all of it, as sent at the last resume.
     private var primingLeft: [Float] = []
@@ -318,7 +319,7 @@ struct Timeline {
     }
 }
 
-/// The samples waiting to be sent. The pacing thread takes a frame from the front every 10–20 ms; taking
+/// The samples waiting to be sent. The pacing thread takes a frame from the front every 5–20 ms; taking
 /// moves a read index instead of shifting the whole queue, which is compacted now and then.
 private struct SampleQueue {
     private var storage: [Float] = []

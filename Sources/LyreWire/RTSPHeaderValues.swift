@@ -111,6 +111,16 @@ public struct RTPInfo: Sendable, Equatable {
     }
 }
 
+/// `Lyre-Latency: MS`: a session's target latency, from the time a sample is due at the sender to its
+/// presentation at the receiver's output (streaming.md §3).
+public enum SessionLatency {
+    /// The milliseconds a sender may ask for and a receiver takes (`lyre play`, `lyre sink` and `lyred --latency`
+    /// take the same). Under 20 a sender sends 5 ms frames (`StreamConfiguration.defaultFrameMilliseconds`).
+    public static let milliseconds = 10...2000
+    /// What a command line says of a latency outside `milliseconds`.
+    public static let outOfRange = "--latency must be between \(milliseconds.lowerBound) and \(milliseconds.upperBound) ms"
+}
+
 /// `Lyre-Anchor: rtptime=T;clock=C`: the sample with RTP timestamp T is due at sender clock C (ns), before
 /// the session latency is added (streaming.md §3, §6).
 public struct PlaybackAnchor: Sendable, Equatable {

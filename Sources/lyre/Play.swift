@@ -54,13 +54,13 @@ struct Play: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The socket 'lyre group' talks to, this user only; 'off' for none (default: \(GroupSocketPath.default)).", valueName: "PATH"))
     var groupSocket: String?
 
-    @Option(help: ArgumentHelp("Target latency in ms (20 to 2000).", valueName: "MS"))
+    @Option(help: ArgumentHelp("Target latency in ms (10 to 2000).", valueName: "MS"))
     var latency: Int = 250
 
     @Option(help: ArgumentHelp("Opus bitrate in kbit/s (6 to 510).", valueName: "KBPS"))
     var bitrate: Int = 128
 
-    @Option(help: ArgumentHelp("Opus frame length in ms: 10 or 20 (default: 10 under 50 ms of latency, so that a lost packet can be rebuilt in time; else 20).", valueName: "MS"))
+    @Option(help: ArgumentHelp("Opus frame length in ms: 5, 10 or 20 (default: 5 under 20 ms of latency, 10 under 50, so that a lost packet can be rebuilt in time; else 20).", valueName: "MS"))
     var frame: Int?
 
     @Option(help: ArgumentHelp("Packet FEC: off, auto (on under \(StreamConfiguration.fecLatencyThreshold) ms of latency) or N, one parity packet per N packets (2 to 15).", valueName: "off|auto|N"))
@@ -116,9 +116,9 @@ struct Play: AsyncParsableCommand {
 
     func validate() throws {
         guard !files.isEmpty else { throw ValidationError("name at least one file to play, or '-' for stdin") }
-        guard (20...2000).contains(latency) else { throw ValidationError("--latency must be between 20 and 2000 ms") }
+        guard SessionLatency.milliseconds.contains(latency) else { throw ValidationError(SessionLatency.outOfRange) }
         guard (6...510).contains(bitrate) else { throw ValidationError("--bitrate must be between 6 and 510 kbit/s") }
-        guard frame == nil || frame == 10 || frame == 20 else { throw ValidationError("--frame must be 10 or 20 ms") }
+        guard frame.map(StreamConfiguration.frameChoices.contains) ?? true else { throw ValidationError("--frame must be 5, 10 or 20 ms") }
         guard fecMode != nil else { throw ValidationError("--fec must be off, auto or a row of 2 to 15 packets") }
         guard RawPCMFormat(format) != nil else { throw ValidationError("--format must look like s16le:44100:2") }
         for room in to { _ = try RoomSpec(room) }

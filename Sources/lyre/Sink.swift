@@ -38,7 +38,7 @@ struct Sink: AsyncParsableCommand {
             the lyre package installs it as the systemd user unit lyre-sink.service.
             """)
 
-    @Option(help: "Latency of each stream, in ms (20-2000).")
+    @Option(help: "Latency of each stream, in ms (10-2000).")
     var latency = 250
 
     @Option(help: "Opus bitrate, in kbit/s.")
@@ -56,7 +56,7 @@ struct Sink: AsyncParsableCommand {
     var logLevel: Logger.Level = .info
 
     func validate() throws {
-        guard (20...2000).contains(latency) else { throw ValidationError("--latency must be between 20 and 2000 ms") }
+        guard SessionLatency.milliseconds.contains(latency) else { throw ValidationError(SessionLatency.outOfRange) }
         guard (6...510).contains(bitrate) else { throw ValidationError("--bitrate must be between 6 and 510 kbit/s") }
     }
 
@@ -68,9 +68,9 @@ struct Sink: AsyncParsableCommand {
         configuration.senderName = name ?? Play.defaultSenderName()
         configuration.security = try SenderState.security(name: configuration.senderName)
         configuration.senderID = configuration.security?.identity.id
-        // A live source: each 10 ms packet goes as soon as it is recorded (MonitorCapture), so that the app's
-        // audio is heard little more than the session latency after it plays.
-        configuration.frameMilliseconds = 10
+        // A live source: each 10 ms packet (5 ms under 20 ms of latency, as lyre play's) goes as soon as it is
+        // recorded (MonitorCapture), so that the app's audio is heard little more than the session latency after it plays.
+        configuration.frameMilliseconds = min(10, StreamConfiguration.defaultFrameMilliseconds(latency: latency))
         configuration.liveLeadMilliseconds = 0
         do {
             try PulseClient.openLibrary()

@@ -64,7 +64,7 @@ struct Lyred: AsyncParsableCommand {
     @Option(help: ArgumentHelp("ALSA PCM to play through, or wav:PATH for a WAV file paced like a sound card.", valueName: "PCM"))
     var output: String = "default"
 
-    @Option(help: ArgumentHelp("Latency for senders that ask for none, in ms (20 to 2000).", valueName: "MS"))
+    @Option(help: ArgumentHelp("Latency for senders that ask for none, in ms (10 to 2000).", valueName: "MS"))
     var latency: Int = 250
 
     // (.unconditional on the options that take a negative number: the word after the option is its value, so
@@ -174,7 +174,7 @@ struct Lyred: AsyncParsableCommand {
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         if let webPort, !(1...65535).contains(webPort) { throw ValidationError("--web-port must be between 1 and 65535") }
-        guard (20...2000).contains(latency) else { throw ValidationError("--latency must be between 20 and 2000 ms") }
+        guard SessionLatency.milliseconds.contains(latency) else { throw ValidationError(SessionLatency.outOfRange) }
         if let statsInterval, !(statsInterval > 0) { throw ValidationError("--stats-interval must be more than 0 seconds") }
         if output.isEmpty || output == "wav:" { throw ValidationError("--output needs an ALSA PCM name or wav:PATH") }
         guard ControlRequest.outputDelayRange.contains(outputDelay) else { throw ValidationError("--output-delay must be between -500 and 500 ms") }

@@ -77,13 +77,16 @@ struct OpusTests {
         #expect(!OpusDecoder.hasInBandFEC([]) && !OpusDecoder.hasInBandFEC([0xFC, 0xFF, 0xFE]))
     }
 
-    @Test func theDecodedStreamIsTheInputDelayedByTheLookahead() throws {
-        let encoder = try OpusEncoder(bitrate: 192_000)
-        #expect(encoder.lookahead == 312)
+    /// The decoded stream is the input delayed by `lookahead`: 312 samples (6.5 ms), or 120 (2.5 ms) with the
+    /// restricted low delay the sender uses for 5 ms frames (streaming.md §3), measured from the output.
+    @Test(arguments: [(false, 960, 312), (true, 240, 120)])
+    func theDecodedStreamIsTheInputDelayedByTheLookahead(lowDelay: Bool, frame: Int, lookahead: Int) throws {
+        let encoder = try OpusEncoder(bitrate: 192_000, lowDelay: lowDelay)
+        #expect(encoder.lookahead == lookahead)
         let input = Self.material(frames: 48000)
-        let decoded = Self.left(try Self.decode(try Self.encode(input, with: encoder), with: try OpusDecoder()))
+        let decoded = Self.left(try Self.decode(try Self.encode(input, with: encoder, frame: frame), with: try OpusDecoder()))
         let reference = stride(from: 0, to: input.count, by: 2).map { Double(input[$0]) }
-        #expect(Self.lag(of: reference[24000..<26400], in: Array(decoded[24000...]), reach: 600) == 312)
+        #expect(Self.lag(of: reference[24000..<26400], in: Array(decoded[24000...]), reach: 600) == lookahead)
     }
 
     /// After a reset of both ends, a new stream decodes exactly as it would on a fresh decoder; without the

@@ -276,7 +276,7 @@ struct CommandLineTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("lyred.conf").path
         for (text, error) in [
-            ("name = Den\nlatency = 5\n", "lyred: \(path):2: latency: --latency must be between 20 and 2000 ms"),
+            ("name = Den\nlatency = 5\n", "lyred: \(path):2: latency: --latency must be between 10 and 2000 ms"),
             ("name = Den\n\nlatenc = 300\n", "lyred: \(path):3: latenc: unknown key"),
             ("access = everyone\n", "lyred: \(path):1: access: The value 'everyone' is invalid for '--access <paired|open>'"),
             ("output-skew-ppm = 5\n", "lyred: --output-skew-ppm needs --output wav:PATH"),

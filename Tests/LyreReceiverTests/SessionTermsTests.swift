@@ -76,8 +76,16 @@ import Testing
     @Test func eachBadHeaderIsRefusedWithItsReason() {
         #expect(Self.refusal(Self.announce([("Lyre-Channels", "middle")]))
             == SessionRefusal(400, "Lyre-Channels must be one of \(ChannelMap.choices)"))
-        for latency in ["19", "2001", "soon"] {
+        // streaming.md §3: 10…2000 ms.
+        for latency in ["9", "2001", "soon"] {
             #expect(Self.refusal(Self.announce([("Lyre-Latency", latency)])) == SessionRefusal(400), "\(latency)")
+        }
+        for latency in [10, 2000] {
+            guard case .success(let terms) = Self.read(Self.announce([("Lyre-Latency", String(latency))])) else {
+                Issue.record("Lyre-Latency: \(latency) refused")
+                continue
+            }
+            #expect(terms.latencyMilliseconds == latency)
         }
         #expect(Self.refusal(Self.announce([("Lyre-Mix", "loud")])) == SessionRefusal(400, "Lyre-Mix must be one of \(MixRequest.choices)", counted: true))
         #expect(Self.refusal(Self.announce([("Lyre-Mix", "mix"), ("Lyre-Duck-DB", "-20")]))

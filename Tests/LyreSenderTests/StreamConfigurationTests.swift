@@ -57,8 +57,12 @@ struct StreamConfigurationTests {
 }
 
 extension StreamConfigurationTests {
-    /// streaming.md §4.3: under 50 ms of latency `lyre play` sends 10 ms frames unless told, else 20 ms.
+    /// streaming.md §4.3: under 50 ms of latency `lyre play` sends 10 ms frames unless told, under 20 ms 5 ms
+    /// frames, else 20 ms; at 10 ms an FEC row is two 5 ms frames.
     @Test func underFiftyMillisecondsTheFrameIs10Milliseconds() {
+        #expect(StreamConfiguration.defaultFrameMilliseconds(latency: 10) == 5)
+        #expect(StreamConfiguration.defaultFrameMilliseconds(latency: 19) == 5)
+        #expect(configuration(latency: 10, frame: 5).fecRow == 2)
         #expect(StreamConfiguration.defaultFrameMilliseconds(latency: 20) == 10)
         #expect(StreamConfiguration.defaultFrameMilliseconds(latency: 49) == 10)
         #expect(StreamConfiguration.defaultFrameMilliseconds(latency: 50) == 20)

@@ -122,12 +122,12 @@ def main():
     work = tempfile.mkdtemp(prefix="lyre-bench-loss-")
     sweep = os.path.join(work, "sweep.wav")
     subprocess.run([sys.executable, AUDIO, "sweep", sweep, "--seconds", str(a.seconds)], check=True)
-    print(f"lyre play -> lyred over loopback, {a.seconds:g} s full-band sweep, lyre play's default frames (10 ms under 50 ms "
-          f"of latency, else 20 ms); loss made by nftables")
+    print(f"lyre play -> lyred over loopback, {a.seconds:g} s full-band sweep, lyre play's default frames (5 ms under 20 ms "
+          f"of latency, 10 ms under 50 ms, else 20 ms); loss made by nftables")
     print(f"{'latency':>7} {'loss':>6} {'sender':>12} {'dropped':>7} {'lost':>6} {'concealed/min':>13} {'per 1000':>8} "
           f"{'recovered':>9} {'overhead':>8} {'SNR dB':>7} {'worst':>6}")
     for latency in latencies:
-        frame_ms = 10 if latency < 50 else 20
+        frame_ms = 5 if latency < 20 else 10 if latency < 50 else 20
         baseline = run(work, sweep, latency, "0", False, f"base-{latency}")
         for loss in losses:
             for recovery in (True, False):

@@ -478,8 +478,8 @@ def main():
     time.sleep(0.5)  # the receiver sees the overlay's connection close before this script ends
     for s in (taker, podcast):
         s.close()
-    # §3 ANNOUNCE: Lyre-Latency 20…2000, out of range 400 (each on a connection of its own).
-    for latency in (19, 20, 2000, 2001):
+    # §3 ANNOUNCE: Lyre-Latency 10…2000, out of range 400 (each on a connection of its own).
+    for latency in (9, 10, 2000, 2001):
         s = session(target)
         out[f"announce_latency_{latency}"] = announce(s, [("Lyre-Latency", str(latency))]).status
         s.close()
@@ -540,7 +540,7 @@ def main():
     time.sleep(0.3)  # loopback delivers at once; the receiver counts them before the TEARDOWN below
     # §7: a refused ANNOUNCE from another connection changes nothing: this session is not taken over.
     refused = session(target)
-    out["refused_announce"] = announce(refused, [("Lyre-Latency", "19")]).status
+    out["refused_announce"] = announce(refused, [("Lyre-Latency", "9")]).status
     refused.close()
     out["keep_alive"] = s.req("GET_PARAMETER", target.url, expect=None).status
     out["taken_over_by_refused"] = s.taken_over
