@@ -24,6 +24,8 @@ are read from the same build before stripping ($LYRE_SYMBOLS), whose code is the
 import argparse
 import bisect
 import collections
+import glob
+import json
 import os
 import re
 import subprocess
@@ -133,41 +135,92 @@ def faults(perf_data, maps, exe, symbols):
     return pages, windows
 
 
-def recorded(command, perf_data):
-    """command under `perf record` of every page fault with its address, when perf_data names a file."""
-    if not perf_data:
-        return command
-    return ["perf", "record", "-q", "-e", "page-faults", "-c", "1", "-d", "-o", perf_data, "--"] + command
+class Faults:
+    """Records every page fault of a program with its address (`perf record -e page-faults -d`) into `path`."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def command(self, command):
+        return ["perf", "record", "-q", "-e", "page-faults", "-c", "1", "-d", "-o", self.path, "--"] + command
+
+    def pid(self, proc):
+        """The program's pid: perf's child."""
+        with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
+            return int(f.read().split()[0])
+
+    def idle(self, pid):
+        pass
 
 
-def child(proc, perf_data):
-    """The pid of the program itself: perf's child when it runs under perf."""
-    if not perf_data:
-        return proc.pid
-    with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
-        return int(f.read().split()[0])
+class Calls:
+    """Records every function a program runs (valgrind's callgrind, which runs it on a simulated CPU, some 50
+    times slower) into `path`, with a dump where lyred's idle time ends (`callgrind_control --dump`), so that what
+    it runs idle can go before what it runs playing. Page faults name the first function run in each page only;
+    this names them all at once."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def command(self, command):
+        return ["valgrind", "--tool=callgrind", f"--callgrind-out-file={self.path}", "--dump-instr=no",
+                "--compress-strings=no", "--compress-pos=no", "--demangle=no"] + command
+
+    def pid(self, proc):
+        return proc.pid  # valgrind runs the program in its own process
+
+    def idle(self, pid):
+        subprocess.run(["callgrind_control", "--dump=idle", str(pid)], check=True, capture_output=True)
+
+    def functions(self, program):
+        """The functions of `program` (an executable's file name) run, dump by dump, each in the order of its
+        first cost line in its dump, each once."""
+        dumps = []
+        directory, name = os.path.split(self.path)
+        for file in os.listdir(directory):
+            if file.startswith(name):
+                text = open(os.path.join(directory, file), errors="replace").read()
+                part = re.search(r"^part: (\d+)", text, re.M)
+                dumps.append((int(part.group(1)) if part else 0, text))
+        if not dumps:
+            sys.exit(f"bench: callgrind wrote no profile at {self.path}")
+        seen, names = set(), []
+        for _, text in sorted(dumps):
+            obj = None
+            for line in text.splitlines():
+                if line.startswith("ob="):
+                    obj = os.path.basename(line[3:].strip())
+                elif line.startswith("fn=") and obj == program:
+                    fn = line[3:].strip()
+                    if fn not in seen and not fn.startswith("0x"):
+                        seen.add(fn)
+                        names.append(fn)
+        return names
 
 
-def session(bin_dir, work, music, sender_state, tag, seconds, perf_data=None, sender_perf_data=None):
-    """lyred from bin_dir, idle then playing from the paired sender (the shipped lyre play): (idle, playing,
-    lyre play, mappings, lyred's maps, lyre play's maps)."""
+def session(bin_dir, work, music, sender_state, tag, seconds, recorder=None, sender_recorder=None, sender_bin=BIN):
+    """lyred from bin_dir, idle then playing from the paired sender (lyre play from sender_bin), each run by its
+    recorder when it has one: (idle, playing, lyre play, mappings, lyred's maps, lyre play's maps)."""
     log = os.path.join(work, f"lyred-{tag}.log")
     command = [os.path.join(bin_dir, "lyred"), "--access", "open", "--name", "Bench", "--port", "7790",
                "--state-dir", os.path.join(work, "state"), "--output", "wav:" + os.path.join(work, "out.wav"), "--mpris", "off",
                "--control-socket", os.path.join(work, f"{tag}.sock")]
-    proc = subprocess.Popen(recorded(command, perf_data), stdout=subprocess.DEVNULL, stderr=open(log, "w"))
+    proc = subprocess.Popen(recorder.command(command) if recorder else command, stdout=subprocess.DEVNULL, stderr=open(log, "w"))
     pid = proc.pid
     try:
-        if not wait_for(log, "advertised as"):
+        if not wait_for(log, "advertised as", timeout=10 if recorder is None else 120):
             sys.exit(f"bench: lyred did not start; see {log}")
-        pid = child(proc, perf_data)
+        pid = recorder.pid(proc) if recorder else proc.pid
         time.sleep(2)
         idle = memory(pid)
+        if recorder:
+            recorder.idle(pid)
         env = dict(os.environ, XDG_STATE_HOME=sender_state, XDG_CONFIG_HOME=sender_state)
-        play = subprocess.Popen(recorded([os.path.join(BIN, "lyre"), "play", music, "--host", "127.0.0.1:7790"], sender_perf_data),
+        play_command = [os.path.join(sender_bin, "lyre"), "play", music, "--host", "127.0.0.1:7790"]
+        play = subprocess.Popen(sender_recorder.command(play_command) if sender_recorder else play_command,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
         time.sleep(min(6, seconds - 1))
-        play_pid = child(play, sender_perf_data)
+        play_pid = sender_recorder.pid(play) if sender_recorder else play.pid
         playing, sender, per_mapping = memory(pid), memory(play_pid), mappings(pid)
         with open(f"/proc/{pid}/maps") as f:
             maps = f.readlines()
@@ -181,7 +234,7 @@ def session(bin_dir, work, music, sender_state, tag, seconds, perf_data=None, se
         return idle, playing, sender, per_mapping, maps, sender_maps
     finally:
         os.kill(pid, 15)  # lyred (under perf, perf ends with it)
-        proc.wait(20)
+        proc.wait(60)
 
 
 class ReadaheadOff:
@@ -217,6 +270,23 @@ def evict(path):
         os.close(fd)
 
 
+def whole_section_functions():
+    """The functions of the link's inputs (the build's objects, the toolchain's static archives) that lie in an
+    object's one plain .text section rather than a section of their own: an order file that names one moves that
+    whole section, which the linker cannot split (libswiftCore's Swift.o keeps 1.6 MB so), into the code that runs,
+    and spreads it over megabytes that never run. The order file leaves them out; they stay where they are."""
+    info = json.loads(subprocess.run(["swift", "-print-target-info"], capture_output=True, text=True, check=True).stdout)
+    static = os.path.join(os.path.dirname(info["paths"]["runtimeResourcePath"]), "swift_static", "linux")
+    inputs = glob.glob(os.path.join(SYMBOLS, "*.build", "*.o")) + glob.glob(os.path.join(static, "*.a"))
+    names = set()
+    for path in inputs:
+        for line in subprocess.run(["objdump", "-t", path], capture_output=True, text=True).stdout.splitlines():
+            left, tab, right = line.partition("\t")  # ADDRESS FLAGS SECTION<tab>SIZE NAME
+            if tab and left.split()[-1] == ".text" and " F " in left and len(right.split(None, 1)) == 2:
+                names.add(right.split(None, 1)[1].strip())
+    return names
+
+
 LYRE_PLAY_ALONE = "# lyre play alone"  # the order file's marker line; lld reads no line that starts with #
 
 
@@ -234,7 +304,8 @@ def write_order(path, work, music, sender_state, seconds):
     for program in ("lyred", "lyre"):
         evict(os.path.join(BIN, program))
     with ReadaheadOff(os.path.join(BIN, "lyred")):
-        _, playing, sender, _, maps, sender_maps = session(BIN, work, music, sender_state, "order", seconds, lyred_data, lyre_data)
+        _, playing, sender, _, maps, sender_maps = session(BIN, work, music, sender_state, "order", seconds,
+                                                           Faults(lyred_data), Faults(lyre_data))
     added = {"lyred": 0, "lyre": 0}
     moved = set()
     lyred_set, lyre_set = set(parts["lyred"]), set(parts["lyre"])
@@ -257,11 +328,40 @@ def write_order(path, work, music, sender_state, seconds):
                 lyre_set.add(name)
                 parts["lyre"].append(name)
     parts["lyre"] = [name for name in parts["lyre"] if name not in moved]
+    whole = whole_section_functions()
+    dropped = sum(name in whole for name in parts["lyred"] + parts["lyre"])
+    parts = {program: [name for name in names if name not in whole] for program, names in parts.items()}
     with open(path, "w") as f:
         f.writelines(name + "\n" for name in parts["lyred"] + [LYRE_PLAY_ALONE] + parts["lyre"])
     print(f"{path}: {len(lines) - (cut < len(lines))} functions kept, {added['lyred']} added for lyred and "
           f"{added['lyre']} for lyre play alone, {len(moved)} moved up to lyred's (lyred playing: RSS {playing['Rss']} KiB, "
-          f"lyre play: {sender['Rss']} KiB, with each page of code faulting on its own)")
+          f"lyre play: {sender['Rss']} KiB, with each page of code faulting on its own); {dropped} left out that lie in "
+          f"a whole section")
+
+
+def write_order_from_calls(path, work, music, sender_state, seconds):
+    """Writes the order file at `path` anew from every function lyred runs (idle, then playing a paired
+    session) and lyre play runs, as callgrind counts them (`Calls`): lyred's, idle first, above the marker line,
+    those only lyre play runs below it. Each program runs under valgrind in a session of its own, from the build
+    before stripping (the same code, with its symbols), the other natively."""
+    lyred_calls, lyre_calls = Calls(os.path.join(work, "calls-lyred", "out")), Calls(os.path.join(work, "calls-lyre", "out"))
+    for calls in (lyred_calls, lyre_calls):
+        os.makedirs(os.path.dirname(calls.path))
+    # The programs with their symbols and without their DWARF, which valgrind 3.19 cannot read (DWARF 5 forms).
+    symbols = os.path.join(work, "symbols")
+    os.makedirs(symbols)
+    for program in ("lyred", "lyre"):
+        subprocess.run(["objcopy", "--strip-debug", os.path.join(SYMBOLS, program), os.path.join(symbols, program)], check=True)
+    session(symbols, work, music, sender_state, "calls-lyred", seconds, recorder=lyred_calls)
+    session(BIN, work, music, sender_state, "calls-lyre", seconds, sender_recorder=lyre_calls, sender_bin=symbols)
+    whole = whole_section_functions()
+    lyred = [name for name in lyred_calls.functions("lyred") if name not in whole]
+    known = set(lyred)
+    lyre = [name for name in lyre_calls.functions("lyre") if name not in known and name not in whole]
+    with open(path, "w") as f:
+        f.writelines(name + "\n" for name in lyred + [LYRE_PLAY_ALONE] + lyre)
+    print(f"{path}: written anew from callgrind: {len(lyred)} functions lyred runs, {len(lyre)} more that lyre play runs "
+          f"(those in a whole section left out)")
 
 
 def main():
@@ -271,6 +371,8 @@ def main():
     ap.add_argument("--order", metavar="FILE", help="instead, record the functions that lyred and lyre play first touch, "
                     "each page of code faulting on its own, and add those FILE lacks to its end (the link's "
                     "--symbol-ordering-file, Tools/lib/shipped.order)")
+    ap.add_argument("--calls", action="store_true", help="with --order: write the file anew from every function each "
+                    "program runs, as valgrind's callgrind counts them, instead of adding the first function of each page")
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="lyre-bench-footprint-")
     music = os.path.join(work, "music.wav")
@@ -278,11 +380,13 @@ def main():
                     "--seconds", str(a.seconds)], check=True)
     sender_state = tempfile.mkdtemp(prefix="sender-", dir=work)
     pair(work, sender_state)
+    if a.order and a.calls:
+        return write_order_from_calls(a.order, work, music, sender_state, a.seconds)
     if a.order:
         return write_order(a.order, work, music, sender_state, a.seconds)
     idle, playing, sender, per_mapping, _, _ = session(BIN, work, music, sender_state, "shipped", a.seconds)
     perf_data = os.path.join(work, "faults.data")
-    _, _, _, _, maps, _ = session(SYMBOLS, work, music, sender_state, "symbols", a.seconds, perf_data)
+    _, _, _, _, maps, _ = session(SYMBOLS, work, music, sender_state, "symbols", a.seconds, Faults(perf_data))
     exe = os.path.join(SYMBOLS, "lyred")
     pages, windows = faults(perf_data, maps, exe, Symbols(exe))
 

@@ -9,7 +9,8 @@ LYRE_PEER_PACKAGES=(ffmpeg nftables gstreamer1.0-tools gstreamer1.0-plugins-base
   curl chromium
   gdb)  # gdb: a test that times out waiting for a process prints that process's threads' stacks
 # The benchmark's reference, Snapcast from Debian; perf, for the share of the sender's CPU that is the kernel's delivery into receivers.
-LYRE_BENCH_PACKAGES=(snapserver snapclient linux-perf)
+# valgrind: the functions each program runs, for the link order (Tools/bench footprint --order FILE --calls).
+LYRE_BENCH_PACKAGES=(snapserver snapclient linux-perf valgrind)
 
 as_root() {
   if [[ $(id -u) -eq 0 ]]; then "$@"
