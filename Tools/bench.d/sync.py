@@ -87,7 +87,10 @@ def run(work, sweep, seconds, skews, tag, busy, loopback, profile=None):
                 prefix, mdns, address = [], [], "127.0.0.1"
             else:
                 name, address = host(2 + i)
-                prefix, mdns = ["ip", "netns", "exec", name], ["--mdns", "embedded", "--interface", "eth0"]
+                # Each host its own name too (a UTS namespace), as machines have: with one name for all, 33
+                # responders renamed themselves in step (vm-2, vm-3, ...) and some were not advertised in 15 s.
+                prefix = ["ip", "netns", "exec", name, "unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', name]
+                mdns = ["--mdns", "embedded", "--interface", "eth0"]
             addresses.append(f"{address}:{7800 + i}")
             process = subprocess.Popen(
                 prefix + [os.path.join(BIN, "lyred"), *mdns, "--access", "open", "--name", f"Room{i}", "--port", str(7800 + i), "--state-dir", base + ".state",
