@@ -1,5 +1,6 @@
 import Crypto
 import CryptoExtras
+import LyreWire
 import Synchronization
 
 #if canImport(FoundationEssentials)
@@ -117,7 +118,7 @@ public final class SRTPSession: Sendable {
     /// `packet` (an RTP packet) protected: the header as it is, the payload encrypted, then the tag. nil for
     /// something that is not an RTP packet, or for an index older than the window (a resend that late).
     public func protect(_ packet: [UInt8]) -> [UInt8]? {
-        guard let header = Self.headerLength(packet) else { return nil }
+        guard let header = RTPPacket.headerLength(of: packet) else { return nil }
         let ssrc = Self.word(packet, at: 8)
         let sequence = UInt16(packet[2]) << 8 | UInt16(packet[3])
         // A resend is the same packet again: a sending session may protect an index twice (libsrtp2's
@@ -138,7 +139,7 @@ public final class SRTPSession: Sendable {
 
     /// The RTP packet inside `packet`, or why it was refused.
     public func unprotect(_ packet: [UInt8]) -> Result<[UInt8], Failure> {
-        guard let header = Self.headerLength(packet), packet.count >= header + Self.overhead else { return .failure(.malformed) }
+        guard let header = RTPPacket.headerLength(of: packet), packet.count >= header + Self.overhead else { return .failure(.malformed) }
         let ssrc = Self.word(packet, at: 8)
         let sequence = UInt16(packet[2]) << 8 | UInt16(packet[3])
         return openOnce(\.rtp, ssrc: ssrc, length: Self.replayWindow, index: { $0.estimate(sequence).index }) { index in
@@ -174,18 +175,6 @@ public final class SRTPSession: Sendable {
         iv[11] = UInt8(truncatingIfNeeded: index)
         for i in 0..<12 { iv[i] ^= salt[i] }
         return iv
-    }
-
-    /// The RTP header's length: 12 bytes, the CSRCs, and the header extension when there is one. nil when the
-    /// packet is shorter than its header says, or not RTP version 2.
-    static func headerLength(_ packet: [UInt8]) -> Int? {
-        guard packet.count >= 12, packet[0] >> 6 == 2 else { return nil }
-        var length = 12 + 4 * Int(packet[0] & 0x0F)
-        if packet[0] & 0x10 != 0 {
-            guard packet.count >= length + 4 else { return nil }
-            length += 4 + 4 * (Int(packet[length + 2]) << 8 | Int(packet[length + 3]))
-        }
-        return packet.count >= length ? length : nil
     }
 
     // MARK: RTCP

@@ -34,20 +34,12 @@ public struct RTPPacket: Sendable, Equatable {
         guard b.count >= 12 else { throw .truncated }
         guard b[0] >> 6 == 2 else { throw .badVersion }
         let hasPadding = b[0] & 0x20 != 0
-        let hasExtension = b[0] & 0x10 != 0
-        let csrcCount = Int(b[0] & 0x0F)
         marker = b[1] & 0x80 != 0
         payloadType = b[1] & 0x7F
         sequenceNumber = UInt16(b[2]) << 8 | UInt16(b[3])
         timestamp = b.readUInt32(at: 4)
         ssrc = b.readUInt32(at: 8)
-        var start = 12 + 4 * csrcCount
-        guard b.count >= start else { throw .truncated }
-        if hasExtension {
-            guard b.count >= start + 4 else { throw .truncated }
-            start += 4 + 4 * (Int(b[start + 2]) << 8 | Int(b[start + 3]))
-            guard b.count >= start else { throw .truncated }
-        }
+        guard let start = Self.headerLength(of: b) else { throw .truncated }
         var end = b.count
         if hasPadding {
             let padding = Int(b[b.count - 1])
@@ -55,6 +47,18 @@ public struct RTPPacket: Sendable, Equatable {
             end -= padding
         }
         payload = Array(b[start..<end])
+    }
+
+    /// The header's length: 12 bytes, the CSRCs, and the header extension when there is one (what SRTP leaves
+    /// unencrypted). nil when the packet is not RTP version 2 or shorter than its header says.
+    public static func headerLength(of b: [UInt8]) -> Int? {
+        guard b.count >= 12, b[0] >> 6 == 2 else { return nil }
+        var length = 12 + 4 * Int(b[0] & 0x0F)
+        if b[0] & 0x10 != 0 {
+            guard b.count >= length + 4 else { return nil }
+            length += 4 + 4 * (Int(b[length + 2]) << 8 | Int(b[length + 3]))
+        }
+        return b.count >= length ? length : nil
     }
 
     /// The wire form: 12-byte header (no CSRC, no extension, no padding) and payload.
