@@ -272,7 +272,8 @@ struct Lyred: AsyncParsableCommand {
 
         let backend: any MDNSBackend
         do {
-            backend = try openMDNSBackend(mode: mdns.mdns, interfaces: mdns.interfaces, publishing: true)
+            backend = try openMDNSBackend(
+                mode: mdns.mdns, interfaces: mdns.interfaces, publishing: true, hostNameSuffix: HostName.suffix(of: id))
         } catch { throw CommandFailure("\(error)") }
 
         let target = OutputTarget(output)
