@@ -1432,10 +1432,7 @@ struct StreamingTests {
         let network = try TestNetwork()
         defer { network.close() }
         let env = try await Self.startPulseAudio(network)
-        let lyred = try network.spawn(
-            env + [TestNetwork.binaries + "/lyred", "--name", "Speaker", "--port", "7720", "--state-dir", "/run/lyred",
-                   "--output", "pulse", "--log-level", "info", "--control-socket", "/run/lyred.sock", "--mpris", "off"],
-            name: "lyred")
+        let lyred = try Self.spawnPulseSpeaker(network, env: env, ["--log-level", "info", "--control-socket", "/run/lyred.sock"])
         #expect(await eventually { lyred.stderr.contains("volume on mixer control 'Master'") }, "\(lyred.stderr)")
         // PulseAudio's PCM keeps a device's 20 ms buffer; PipeWire's gets 60 (ALSAOutput.pipeWireBufferMicroseconds).
         #expect(lyred.stderr.contains("output ALSA pulse open, latency 20.0 ms"), "\(lyred.stderr)")
@@ -1466,10 +1463,7 @@ struct StreamingTests {
         let network = try TestNetwork()
         defer { network.close() }
         let env = try await Self.startPulseAudio(network)
-        let lyred = try network.spawn(
-            env + [TestNetwork.binaries + "/lyred", "--name", "Speaker", "--port", "7720", "--state-dir", "/run/lyred",
-                   "--output", "pulse", "--log-level", "info", "--control-socket", "off", "--mpris", "off"],
-            name: "lyred")
+        let lyred = try Self.spawnPulseSpeaker(network, env: env, ["--log-level", "info", "--control-socket", "off"])
         #expect(await eventually { lyred.stderr.contains("advertised as") }, "\(lyred.stderr)")
         let sweep = try await Self.sweep(network, rate: 48000, seconds: 3)
         let first = try await network.run(["lyre", "play", sweep, "--to", "Speaker"])
@@ -1486,11 +1480,10 @@ struct StreamingTests {
         let concealed = sessions.map { $0.firstMatch(of: /concealed=(\d+)/).flatMap { Int($0.1) } ?? .max }
         // Both start as a first session does: about one 20 ms buffer concealed while the stream starts.
         #expect(concealed.count == 2 && concealed.allSatisfy { $0 < 4800 }, "frames concealed per session: \(concealed)\n\(lyred.stderr)")
-        let level = try await network.run(["python3", Self.audioTool, "level", raw, "--format", "raw:s16le:48000:2"])
-        let json = try JSONSerialization.jsonObject(with: Data(level.stdout.utf8)) as? [String: Any]
-        let sound = json?["sound_seconds"] as? Double ?? 0
+        let json = try await Self.level(network, raw: raw)
+        let sound = json["sound_seconds"] as? Double ?? 0
         print("aSessionThatFollowsAnotherPlaysWholeThroughPulseAudio: concealed \(concealed), the second sweep sounded \(sound) s")
-        #expect(sound > 2.9, "the sink played \(sound) s of the second 3 s sweep: \(level.stdout) \(level.stderr)")
+        #expect(sound > 2.9, "the sink played \(sound) s of the second 3 s sweep: \(json)")
     }
 
     /// A PulseAudio server with one null sink `lyre` in the test network (Tools/peers/pulse-null.sh), up and
@@ -1514,11 +1507,26 @@ struct StreamingTests {
         let record = try await network.run(env + ["ffmpeg", "-nostdin", "-y", "-loglevel", "error", "-f", "pulse", "-i", "lyre.monitor",
                                                   "-t", "3", "-f", "s16le", "-ar", "48000", "-ac", "2", raw])
         #expect(record.status == 0, "ffmpeg recording the sink's monitor: \(record.stderr)")
-        let level = try await network.run(["python3", Self.audioTool, "level", raw, "--format", "raw:s16le:48000:2"])
+        let json = try await level(network, raw: raw)
+        let sound = json["sound_seconds"] as? Double ?? 0
+        #expect(sound > 1.5, "the sink played \(sound) s of the 3 recorded: \(json)")
+        return json["sound_dbfs"] as? Double ?? 0
+    }
+
+    /// Tools/peers/audio.py's `level` of a recording of the sink's monitor (raw, 48 kHz stereo S16_LE).
+    static func level(_ network: TestNetwork, raw: String) async throws -> [String: Any] {
+        let level = try await network.run(["python3", audioTool, "level", raw, "--format", "raw:s16le:48000:2"])
         let json = try JSONSerialization.jsonObject(with: Data(level.stdout.utf8)) as? [String: Any]
-        let sound = json?["sound_seconds"] as? Double ?? 0
-        #expect(sound > 1.5, "the sink played \(sound) s of the 3 recorded: \(level.stdout) \(level.stderr)")
-        return json?["sound_dbfs"] as? Double ?? 0
+        #expect(json != nil, "audio.py level: \(level.stdout) \(level.stderr)")
+        return json ?? [:]
+    }
+
+    /// lyred `Speaker` on port 7720, playing to ALSA's `pulse` PCM of the server `env` reaches, MPRIS off.
+    static func spawnPulseSpeaker(_ network: TestNetwork, env: [String], _ options: [String]) throws -> Spawned {
+        try network.spawn(
+            env + [TestNetwork.binaries + "/lyred", "--name", "Speaker", "--port", "7720", "--state-dir", "/run/lyred",
+                   "--output", "pulse", "--mpris", "off"] + options,
+            name: "lyred")
     }
 
     /// Volume policy: a receiver starts at --initial-volume-db, which the picker shows and senders adopt, and
@@ -1599,10 +1607,7 @@ struct StreamingTests {
         wrong.signal(SIGTERM)
         try await wrong.waitForExit(timeout: 10)
 
-        let lyred = try network.spawn(
-            env + [TestNetwork.binaries + "/lyred", "--name", "Speaker", "--port", "7720", "--state-dir", "/run/lyred", "--output", "pulse",
-                   "--volume-control", "software", "--initial-volume-db", "-10", "--control-socket", "off", "--mpris", "off"],
-            name: "lyred")
+        let lyred = try Self.spawnPulseSpeaker(network, env: env, ["--volume-control", "software", "--initial-volume-db", "-10", "--control-socket", "off"])
         #expect(await eventually { lyred.stderr.contains("volume as software gain") }, "\(lyred.stderr)")
         let sweep = try await Self.sweep(network, rate: 48000, seconds: 30)
         let sender = try network.spawn(["lyre", "play", sweep, "--to", "Speaker"])
