@@ -12,8 +12,7 @@ import Glibc
 /// An mDNS responder inside this process, on avahi-core: for hosts where no avahi-daemon runs.
 ///
 /// It shares UDP port 5353 with any other stack on the host (avahi sets SO_REUSEADDR), so it also works
-/// beside a running daemon. Its host name may be another host's (boards flashed from one image): it then takes
-/// ``HostName/alternative(to:conflicts:suffix:)``, a name of its own from the device id.
+/// beside a running daemon. Its host name may collide with the daemon's; it then takes avahi's alternative.
 final class EmbeddedBackend: MDNSBackend, @unchecked Sendable {
     // Safe to share: every mutable property below is touched only on the avahi poll thread (callbacks) or
     // while holding the poll lock (`poll.withLock`), which serialises the two.
@@ -25,10 +24,6 @@ final class EmbeddedBackend: MDNSBackend, @unchecked Sendable {
     private var server: OpaquePointer?  // AvahiServer*
     private lazy var publication = makePublication()
     private var browser: OpaquePointer?  // AvahiSServiceBrowser*
-    /// The host's own name, read at the first conflict, and how many conflicts there have been since.
-    private var ownHostName: String?
-    private var hostNameConflicts = 0
-    private let hostNameSuffix: String?
     private lazy var resolution = makeResolution()
 
     var publicationEvents: AsyncStream<PublicationEvent> { events.publication }
@@ -36,9 +31,7 @@ final class EmbeddedBackend: MDNSBackend, @unchecked Sendable {
     /// - Parameters:
     ///   - interfaces: interface names to use (avahi's `allow-interfaces`); empty for all.
     ///   - publishing: `false` for a browse-only stack, which then announces nothing, not even its host.
-    ///   - hostNameSuffix: what makes this host's name its own when another host holds it (``HostName``).
-    init(interfaces: [String], publishing: Bool, hostNameSuffix: String? = nil) throws(AvahiError) {
-        self.hostNameSuffix = hostNameSuffix
+    init(interfaces: [String], publishing: Bool) throws(AvahiError) {
         var loadError: UnsafePointer<CChar>?
         guard lyre_avahi_core_load(&loadError) == 0 else {
             throw AvahiError(message: "cannot use the embedded mDNS responder: " + String(cString: loadError!))
@@ -86,15 +79,13 @@ final class EmbeddedBackend: MDNSBackend, @unchecked Sendable {
         case AVAHI_SERVER_RUNNING:
             publication.registerIfNeeded()
         case AVAHI_SERVER_COLLISION:
-            // Another host owns our host name. Hosts of one name that all took avahi's alternative would
-            // collide again in step: take a name of this host's own.
+            // Another host (often the local avahi-daemon) owns our host name: take avahi's alternative.
             let current = lyre_avahi_server_get_host_name(s).map { String(cString: $0) } ?? ""
-            let own = ownHostName ?? current
-            ownHostName = own
-            hostNameConflicts += 1
-            let next = HostName.alternative(to: own, conflicts: hostNameConflicts, suffix: hostNameSuffix)
-            logger.notice("host name '\(current)' is taken; using '\(next)'")
-            lyre_avahi_server_set_host_name(s, next)
+            if let next = avahi_alternative_host_name(current) {
+                logger.notice("host name '\(current)' is taken; using '\(String(cString: next))'")
+                lyre_avahi_server_set_host_name(s, next)
+                avahi_free(next)
+            }
             publication.withdraw()
         case AVAHI_SERVER_REGISTERING:
             publication.withdraw()

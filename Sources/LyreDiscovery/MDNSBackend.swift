@@ -108,22 +108,20 @@ public protocol MDNSBackend: AnyObject, Sendable {
 }
 
 /// Opens the backend `mode` asks for; `auto` picks avahi-daemon when it answers, else embedded.
-/// `interfaces` restricts publishing and browsing to those interface names (empty: all). `hostNameSuffix` is
-/// what an embedded responder adds to its host name when another host holds it (``HostName``; avahi-daemon
-/// keeps its own rule).
+/// `interfaces` restricts publishing and browsing to those interface names (empty: all).
 public func openMDNSBackend(
-    mode: MDNSMode, interfaces: [String], publishing: Bool, hostNameSuffix: String? = nil
+    mode: MDNSMode, interfaces: [String], publishing: Bool
 ) throws(AvahiError) -> any MDNSBackend {
     let indexes = try InterfaceIndex.resolve(interfaces)
     switch mode {
     case .avahi:
         return try AvahiClientBackend(interfaces: indexes)
     case .embedded:
-        return try EmbeddedBackend(interfaces: interfaces, publishing: publishing, hostNameSuffix: hostNameSuffix)
+        return try EmbeddedBackend(interfaces: interfaces, publishing: publishing)
     case .auto:
         if AvahiClientBackend.daemonIsReachable() {
             return try AvahiClientBackend(interfaces: indexes)
         }
-        return try EmbeddedBackend(interfaces: interfaces, publishing: publishing, hostNameSuffix: hostNameSuffix)
+        return try EmbeddedBackend(interfaces: interfaces, publishing: publishing)
     }
 }

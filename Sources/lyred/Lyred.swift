@@ -272,8 +272,7 @@ struct Lyred: AsyncParsableCommand {
 
         let backend: any MDNSBackend
         do {
-            backend = try openMDNSBackend(
-                mode: mdns.mdns, interfaces: mdns.interfaces, publishing: true, hostNameSuffix: HostName.suffix(of: id))
+            backend = try openMDNSBackend(mode: mdns.mdns, interfaces: mdns.interfaces, publishing: true)
         } catch { throw CommandFailure("\(error)") }
 
         let target = OutputTarget(output)
