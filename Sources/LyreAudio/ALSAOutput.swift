@@ -232,12 +232,13 @@ public final class ALSAOutput: PCMSink {
     /// paused (corked), not dropped: `snd_pcm_prepare` there makes a new stream, and a null sink left without
     /// one renders 2 s ahead at once, so that the next session, when it came within 2 s, was not read for
     /// up to 2 s (measured: sink latency 1,992 ms after drop and prepare, 3.8 ms after a pause; a session
-    /// that followed another had 82,000 of its first frames concealed). A corked stream keeps the sink's
+    /// that followed another had 81,415 of its first frames concealed). A corked stream keeps the sink's
     /// latency, at no cost measured (the null sink's PulseAudio used 3 ticks of CPU in 5 s of idling after
     /// a pause, 4 after drop and prepare). Elsewhere, or when that fails, the stream is dropped.
     public func stop() {
         defer { timeline.reset() }
         let state = snd_pcm_state(pcm)
+        if pausesBetweenSessions, state == SND_PCM_STATE_PAUSED { return }
         if pausesBetweenSessions, !selfPaced, state == SND_PCM_STATE_RUNNING || state == SND_PCM_STATE_PREPARED {
             do {
                 // A buffer of silence behind what is queued: the session's last frames play, nothing after them.

@@ -1456,8 +1456,8 @@ struct StreamingTests {
 
     /// A session that follows another through PulseAudio's PCM plays from its first frame. Ending a session
     /// with drop and prepare made the PCM a new stream; the null sink, left without one, rendered 2 s ahead,
-    /// and the next session, started within those 2 s, was not read for up to 1.9 s: 82,000 of its first
-    /// frames concealed, and the sink played about 1 s of a 3 s sweep. Now the stream is paused between
+    /// and the next session, started within those 2 s, was not read for up to 1.9 s: 81,415 of its first
+    /// frames concealed, and the sink played 1.3 s of a 3 s sweep. Now the stream is paused between
     /// sessions (ALSAOutput.stop). What the sink plays of the second session is recorded from its monitor.
     @Test func aSessionThatFollowsAnotherPlaysWholeThroughPulseAudio() async throws {
         let network = try TestNetwork()
@@ -1470,8 +1470,9 @@ struct StreamingTests {
         #expect(first.status == 0, "lyre play: \(first.stderr)")
         let raw = network.scratch.appendingPathComponent("second.raw").path
         let record = try network.spawn(env + ["ffmpeg", "-nostdin", "-y", "-loglevel", "error", "-f", "pulse", "-i", "lyre.monitor",
-                                              "-t", "6", "-f", "s16le", "-ar", "48000", "-ac", "2", raw], name: "ffmpeg")
-        // (At once: the stall was for a session that came within 2 s of the last one's end.)
+                                              "-t", "10", "-f", "s16le", "-ar", "48000", "-ac", "2", raw], name: "ffmpeg")
+        // (At once: the stall was for a session that came within 2 s of the last one's end.) The 10 s recorded
+        // leave the sender 6.75 s to find the receiver and start.
         let second = try await network.run(["lyre", "play", sweep, "--to", "Speaker"])
         #expect(second.status == 0, "lyre play: \(second.stderr)")
         try await record.waitForExit(timeout: 20)
