@@ -231,7 +231,7 @@ public final class ALSAOutput: PCMSink {
     /// Ends the session's stream. Through PulseAudio's PCM, the queue is played out with silence and the stream
     /// paused (corked), not dropped: `snd_pcm_prepare` there makes a new stream, and a null sink left without
     /// one renders 2 s ahead at once, so that the next session, when it came within 2 s, was not read for
-    /// up to 2 s (measured: sink latency 1,992 ms after drop and prepare, 3.8 ms after a pause; a session
+    /// up to 2 s (measured: sink latency 1,992 ms after drop and prepare, 3.4 ms after a pause; a session
     /// that followed another had 81,415 of its first frames concealed). A corked stream keeps the sink's
     /// latency, at no cost measured (the null sink's PulseAudio used 3 ticks of CPU in 5 s of idling after
     /// a pause, 4 after drop and prepare). Elsewhere, or when that fails, the stream is dropped.
