@@ -23,6 +23,10 @@ public protocol PCMSink: AnyObject {
     var recoveries: Int { get }
     /// Where the presentation times `waitForRoom` returned came from, for the log.
     var presentationSource: String { get }
+    /// True when presentation times are a sound server's estimate of its own latency (ALSA's `pulse` and
+    /// `pipewire` PCMs), which steps by milliseconds with nothing heard moving: the playout steers those out
+    /// rather than jumping (`Playout.render`, streaming.md §6.1).
+    var estimatesPresentation: Bool { get }
     /// Blocks until a block fits and the next frame written would be presented at most `lead` ns from now;
     /// returns that presentation time (`HostClock` ns). A sink whose buffer holds more than `lead` keeps it
     /// filled only that far, so that a session with a short latency is not rendered before its audio comes.
@@ -37,6 +41,7 @@ public protocol PCMSink: AnyObject {
 
 extension PCMSink {
     public var presentationSource: String { "the host clock (the sink paces itself)" }
+    public var estimatesPresentation: Bool { false }
     /// Blocks until a block fits, with the whole buffer filled.
     public func waitForRoom() throws(AudioOutputError) -> UInt64 { try waitForRoom(within: .max) }
 }

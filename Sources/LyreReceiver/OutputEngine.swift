@@ -292,11 +292,11 @@ final class OutputEngine: @unchecked Sendable {
                 let presentation = try out.waitForRoom(within: Self.lead(latency: latency))
                 let frames = Self.blockFrames(for: out, latency: latency)
                 var (samples, record) = controller?.withPlayout {
-                    $0.render(frames: frames, presentation: presentation, outputDelay: outputDelay)
+                    $0.render(frames: frames, presentation: presentation, outputDelay: outputDelay, estimated: out.estimatesPresentation)
                 } ?? ([Int16](repeating: 0, count: frames * 2), nil)
                 if mixing {
                     samples = renderOverlays(over: controller == nil ? nil : samples, rendered: controller, frames: frames, presentation: presentation,
-                                             outputDelay: outputDelay)
+                                             outputDelay: outputDelay, estimated: out.estimatesPresentation)
                 }
                 if gain != 1 {
                     for i in samples.indices { samples[i] = Int16(clamping: Int((Double(samples[i]) * gain).rounded())) }
@@ -328,7 +328,7 @@ final class OutputEngine: @unchecked Sendable {
     /// them (on the audio thread). Overlays whose release is over leave the list. `rendered`: the main session
     /// this block was rendered from, which, demoted to an overlay since (`demote`), is not rendered twice.
     private func renderOverlays(over main: [Int16]?, rendered mainController: PlayoutController?, frames: Int, presentation: UInt64,
-                                outputDelay: Int64) -> [Int16] {
+                                outputDelay: Int64, estimated: Bool) -> [Int16] {
         var playing = lock.withLock { _ in overlays.filter { $0.controller !== mainController } }
         var mainGains = [Float](repeating: 1, count: frames)
         var rendered: [(samples: [Int16], gain: Float)] = []
@@ -337,7 +337,7 @@ final class OutputEngine: @unchecked Sendable {
         for index in playing.indices {
             var overlay = playing[index]
             let (samples, record, first, audioEnd) = overlay.controller.withPlayout { playout in
-                let (samples, record) = playout.render(frames: frames, presentation: presentation, outputDelay: outputDelay)
+                let (samples, record) = playout.render(frames: frames, presentation: presentation, outputDelay: outputDelay, estimated: estimated)
                 return (samples, record, playout.firstPosition, playout.audioEnd)
             }
             // Its position: from the playout's schedule while it has one, else carried on.

@@ -124,6 +124,12 @@ public struct Playout: ~Copyable {
     /// Drift correction (streaming.md §6.1): band-limited interpolation of the decoded stream at a rate
     /// steered by a PI controller from the schedule error; never a dropped or repeated sample.
     private static let interpolator = SincInterpolator()
+    /// How far off the schedule (frames) the output jumps back onto it rather than steering: 5 ms, past any
+    /// error a device's own timestamps make (a stall, a clock step). A sound server's estimate of its latency
+    /// (`PCMSink.estimatesPresentation`) stepped by 18 to 20 ms with nothing heard moving, and each jump
+    /// then cut that much out of the song; for those only 50 ms is a stall, and less is steered out.
+    static let jumpFrames = 240.0
+    static let estimatedJumpFrames = 2400.0
     /// The largest rate change the correction makes: ±1000 ppm, beyond any real crystal's error.
     static let maximumDeviation = 0.001
     /// The largest skew the integral learns (±500 ppm), and the largest error it learns from (0.5 ms).
@@ -343,8 +349,11 @@ public struct Playout: ~Copyable {
     /// `outputDelay` (ns, may be negative) is how long what is plugged into the output (an AV receiver, a
     /// soundbar) holds the sound after it leaves: the block presented at `presentation` is heard
     /// `outputDelay` later, so it carries the samples due then (`lyred --output-delay`, streaming.md §6.3).
-    public mutating func render(frames: Int, presentation: UInt64, outputDelay: Int64 = 0) -> ([Int16], PresentationRecord?) {
-        let (samples, record) = renderBlock(frames: frames, presentation: presentation, outputDelay: outputDelay)
+    /// `estimated`: `presentation` is a sound server's estimate (`PCMSink.estimatesPresentation`), and only
+    /// `estimatedJumpFrames` off the schedule is a jump.
+    public mutating func render(frames: Int, presentation: UInt64, outputDelay: Int64 = 0, estimated: Bool = false) -> ([Int16], PresentationRecord?) {
+        let (samples, record) = renderBlock(frames: frames, presentation: presentation, outputDelay: outputDelay,
+                                            jumpFrames: estimated ? Self.estimatedJumpFrames : Self.jumpFrames)
         let audio = record?.audioFrames ?? 0
         if audio == frames || (audio > 0 && audioEnd != nil) {
             // Audio plays, or came again in this block (what ran out is not what this block holds: that block
@@ -358,7 +367,7 @@ public struct Playout: ~Copyable {
         return (samples, record)
     }
 
-    private mutating func renderBlock(frames: Int, presentation: UInt64, outputDelay: Int64) -> ([Int16], PresentationRecord?) {
+    private mutating func renderBlock(frames: Int, presentation: UInt64, outputDelay: Int64, jumpFrames: Double) -> ([Int16], PresentationRecord?) {
         var out = [Int16](repeating: 0, count: frames * 2)
         guard recording, let anchor, let offset = timed ? clock.offset(at: presentation) : 0 else { return (out, nil) }
         let anchorExtended = extended(anchor.rtp)
@@ -366,7 +375,7 @@ public struct Playout: ~Copyable {
         let sinceAnchor = heard &+ offset &- Int64(bitPattern: anchor.senderClock &+ latency)
         // The input position due at this block's first frame: ns × 48000 / 1e9, fractional.
         let due = Double(anchorExtended) + Double(sinceAnchor) * 48e-6
-        if audible, abs(due - position) > 240 {
+        if audible, abs(due - position) > jumpFrames {
             // Far off (a stall, a clock step): start again on the schedule.
             statistics.corrections += 1
             audible = false

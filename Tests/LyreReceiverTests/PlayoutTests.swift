@@ -57,7 +57,7 @@ struct PlayoutTests {
     static func play(_ pcm: [Int16], skewPPM: Double = 0, senderDriftPPM: Double = 0, block: Int = 240,
                      latency: UInt64 = 100_000_000, extraSeconds: Double = 0.5, fecRow: Int? = nil,
                      withheld: [Int: Double] = [:], presentationStep: (seconds: Double, nanoseconds: Double)? = nil,
-                     pause: (packet: Int, frames: Int)? = nil) throws -> Run {
+                     pause: (packet: Int, frames: Int)? = nil, estimated: Bool = false) throws -> Run {
         var playout = try Playout(format: format, latency: latency, timed: true)
         playout.repairsFromFEC = fecRow != nil  // as SETUP does when the sender sends FEC
         let start: UInt64 = 5_000_000_000
@@ -117,7 +117,7 @@ struct PlayoutTests {
                 presented += step.nanoseconds
                 stepped = true
             }
-            let (out, _) = playout.render(frames: block, presentation: UInt64(presented.rounded()))
+            let (out, _) = playout.render(frames: block, presentation: UInt64(presented.rounded()), estimated: estimated)
             run.records.append((run.left.count, presented))
             run.audioEnds.append(playout.audioEnd)
             run.left += stride(from: 0, to: out.count, by: 2).map { Double(out[$0]) }
@@ -580,6 +580,32 @@ extension PlayoutTests {
                 longest = max(longest, zeros)
             }
             #expect(longest < 8, "\(longest) silent samples in a row")
+        }
+    }
+
+    /// streaming.md §6.1: through a sound server, whose latency estimate stepped by 18 to 20 ms with nothing
+    /// heard moving (`PCMSink.estimatesPresentation`), a step under 50 ms is steered out at the rate's bound,
+    /// with nothing cut; a stall of 50 ms and more is jumped, as on a device.
+    @Test(arguments: [20_000_000.0, -20_000_000.0, 60_000_000.0]) func throughASoundServerOnlyAStallIsJumped(step: Double) throws {
+        let pcm = Self.sweep(seconds: 4)
+        let run = try Self.play(pcm, block: 480, presentationStep: (seconds: 1.5, nanoseconds: step), estimated: true)
+        if abs(step) < 50_000_000 {
+            #expect(run.statistics.corrections == 0, "\(run.statistics)")
+            let rate = try #require(run.statistics.ratePPM)
+            #expect(abs(rate - 1000 * (step > 0 ? 1 : -1)) < 0.01, "rate \(rate) ppm")
+            // Nothing cut or left out: the output is the whole sweep, every sample of it found where the rate
+            // put it (the input's length, 1000 ppm at most shorter or longer), with no run of silence inside.
+            let first = try #require(run.left.firstIndex { $0 != 0 }), last = try #require(run.left.lastIndex { $0 != 0 })
+            let inputFrames = Double(pcm.count / 2)
+            #expect(abs(Double(last - first + 1) - inputFrames) <= inputFrames * 0.001 + 2, "\(last - first + 1) frames out")
+            var zeros = 0, longest = 0
+            for sample in run.left[first...last] {
+                zeros = sample == 0 ? zeros + 1 : 0
+                longest = max(longest, zeros)
+            }
+            #expect(longest < 8, "\(longest) silent samples in a row")
+        } else {
+            #expect(run.statistics.corrections == 1, "\(run.statistics)")
         }
     }
 
