@@ -127,6 +127,16 @@ struct PlayoutTests {
         return run
     }
 
+    /// The longest run of zero samples in `samples`: a jump or a cut inside a sound shows as one.
+    static func longestSilence(_ samples: ArraySlice<Double>) -> Int {
+        var zeros = 0, longest = 0
+        for sample in samples {
+            zeros = sample == 0 ? zeros + 1 : 0
+            longest = max(longest, zeros)
+        }
+        return longest
+    }
+
     /// Where input frame `inputFrame` should leave the output, local ns: due at `start + latency + i/rate`
     /// on the sender's clock, which runs `senderDriftPPM` off the local one from `start` on.
     static func due(_ inputFrame: Double, latency: UInt64 = 100_000_000, senderDriftPPM: Double = 0) -> Double {
@@ -574,11 +584,7 @@ extension PlayoutTests {
             #expect(abs(rate - 1000) < 0.01, "rate \(rate) ppm")
             // And nothing was skipped or left out: no run of silence inside the sweep.
             let first = try #require(run.left.firstIndex { $0 != 0 }), last = try #require(run.left.lastIndex { $0 != 0 })
-            var zeros = 0, longest = 0
-            for sample in run.left[first...last] {
-                zeros = sample == 0 ? zeros + 1 : 0
-                longest = max(longest, zeros)
-            }
+            let longest = Self.longestSilence(run.left[first...last])
             #expect(longest < 8, "\(longest) silent samples in a row")
         }
     }
@@ -598,11 +604,7 @@ extension PlayoutTests {
             let first = try #require(run.left.firstIndex { $0 != 0 }), last = try #require(run.left.lastIndex { $0 != 0 })
             let inputFrames = Double(pcm.count / 2)
             #expect(abs(Double(last - first + 1) - inputFrames) <= inputFrames * 0.001 + 2, "\(last - first + 1) frames out")
-            var zeros = 0, longest = 0
-            for sample in run.left[first...last] {
-                zeros = sample == 0 ? zeros + 1 : 0
-                longest = max(longest, zeros)
-            }
+            let longest = Self.longestSilence(run.left[first...last])
             #expect(longest < 8, "\(longest) silent samples in a row")
         } else {
             #expect(run.statistics.corrections == 1, "\(run.statistics)")
