@@ -240,19 +240,29 @@ public final class ALSAOutput: PCMSink {
     /// up to 2 s (measured: sink latency 1,992 ms after drop and prepare, 3.4 ms after a pause; a session
     /// that followed another had 81,415 of its first frames concealed). A corked stream keeps the sink's
     /// latency, at no cost measured (the null sink's PulseAudio used 3 ticks of CPU in 5 s of idling after
-    /// a pause, 4 after drop and prepare). Elsewhere, or when that fails, the stream is dropped.
-    public func stop() {
+    /// a pause, 4 after drop and prepare). Elsewhere the stream is dropped; and through PulseAudio when the
+    /// silence or the pause fails, in which case it says why, for the log (the next session may then start late).
+    @discardableResult
+    public func stop() -> AudioOutputError? {
         defer { timeline.reset() }
         let state = snd_pcm_state(pcm)
-        if pausesBetweenSessions, state == SND_PCM_STATE_PAUSED { return }
+        if pausesBetweenSessions, state == SND_PCM_STATE_PAUSED { return nil }
+        var failure: AudioOutputError?
         if pausesBetweenSessions, !selfPaced, state == SND_PCM_STATE_RUNNING || state == SND_PCM_STATE_PREPARED {
             do {
                 // A buffer of silence behind what is queued: the session's last frames play, nothing after them.
                 try write([Int16](repeating: 0, count: bufferFrames * 2))
-                if snd_pcm_pause(pcm, 1) == 0 { return }
-            } catch {}  // Dropped below, as on any other PCM.
+                let rc = snd_pcm_pause(pcm, 1)
+                if rc == 0 { return nil }
+                failure = Self.error("cannot pause ALSA PCM \(name)", rc)
+            } catch {
+                failure = error
+            }
         }
         restart()
+        return failure.map {
+            AudioOutputError("\($0); its stream was dropped instead, so a session that follows within 2 s may start up to 2 s late")
+        }
     }
 
     /// Drops what is queued and prepares the stream for the next write.

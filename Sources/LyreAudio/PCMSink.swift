@@ -33,8 +33,10 @@ public protocol PCMSink: AnyObject {
     func waitForRoom(within lead: UInt64) throws(AudioOutputError) -> UInt64
     /// Writes interleaved stereo frames: `blockFrames`, or a multiple of it up to `longestBlockFrames`.
     func write(_ samples: [Int16]) throws(AudioOutputError)
-    /// Stops the timeline (a session ended); the next `waitForRoom` starts a new one.
-    func stop()
+    /// Stops the timeline (a session ended); the next `waitForRoom` starts a new one. Stopped either way; what
+    /// went wrong on the way, if anything, is returned for the log.
+    @discardableResult
+    func stop() -> AudioOutputError?
     /// Releases the device.
     func close()
 }

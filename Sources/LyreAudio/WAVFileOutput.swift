@@ -42,9 +42,11 @@ public final class WAVFileOutput: PCMSink {
         if framesSinceHeader >= 12000 { updateHeader() }
     }
 
-    public func stop() {
+    @discardableResult
+    public func stop() -> AudioOutputError? {
         timeline.reset()
         updateHeader()
+        return nil
     }
 
     public func close() {

@@ -276,7 +276,7 @@ final class OutputEngine: @unchecked Sendable {
             guard controller != nil || mixing else {
                 if wasPlaying {
                     logger.info("output \(target): presentation times from \(out.presentationSource)")
-                    out.stop()
+                    if let failure = out.stop() { logger.warning("output \(target): \(failure)") }
                     wasPlaying = false
                     if let presentationLog { fflush(presentationLog) }
                 }
