@@ -12,6 +12,8 @@ public struct StreamConfiguration: Sendable {
     /// The Opus frames a sender sends, ms. (5 ms frames are encoded with libopus's restricted low delay:
     /// `FrameEncoder`.)
     public static let frameChoices = [5, 10, 20]
+    /// `frameChoices` as help and errors list them: "5, 10, 20".
+    public static var frameChoicesListed: String { frameChoices.map(String.init).joined(separator: ", ") }
 
     /// The frame a sender picks when not told (streaming.md §4.3): 10 ms under 50 ms of latency, where an FEC
     /// row of 20 ms frames completes too late to rebuild a lost packet in time, and 5 ms under 20 ms, where a

@@ -170,7 +170,7 @@ public final class StreamSession: @unchecked Sendable {
 
     /// The playback's state, with no room yet.
     private init(configuration: StreamConfiguration, routes: Int, onRouteChange: (@Sendable (OutputRouteChangeReason) -> Void)?) {
-        precondition(StreamConfiguration.frameChoices.contains(configuration.frameMilliseconds), "frames are 5, 10 or 20 ms")
+        precondition(StreamConfiguration.frameChoices.contains(configuration.frameMilliseconds), "frames are one of \(StreamConfiguration.frameChoicesListed) ms")
         precondition(routes > 0, "a playback needs at least one route")
         self.configuration = configuration
         frameSamples = 48 * configuration.frameMilliseconds

@@ -60,7 +60,7 @@ struct Play: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Opus bitrate in kbit/s (6 to 510).", valueName: "KBPS"))
     var bitrate: Int = 128
 
-    @Option(help: ArgumentHelp("Opus frame length in ms: 5, 10 or 20 (default: 5 under 20 ms of latency, 10 under 50, so that a lost packet can be rebuilt in time; else 20).", valueName: "MS"))
+    @Option(help: ArgumentHelp("Opus frame length in ms, one of \(StreamConfiguration.frameChoicesListed) (default: 5 under 20 ms of latency, 10 under 50, so that a lost packet can be rebuilt in time; else 20).", valueName: "MS"))
     var frame: Int?
 
     @Option(help: ArgumentHelp("Packet FEC: off, auto (on under \(StreamConfiguration.fecLatencyThreshold) ms of latency) or N, one parity packet per N packets (2 to 15).", valueName: "off|auto|N"))
@@ -118,7 +118,7 @@ struct Play: AsyncParsableCommand {
         guard !files.isEmpty else { throw ValidationError("name at least one file to play, or '-' for stdin") }
         guard SessionLatency.milliseconds.contains(latency) else { throw ValidationError(SessionLatency.outOfRange) }
         guard (6...510).contains(bitrate) else { throw ValidationError("--bitrate must be between 6 and 510 kbit/s") }
-        guard frame.map(StreamConfiguration.frameChoices.contains) ?? true else { throw ValidationError("--frame must be 5, 10 or 20 ms") }
+        guard frame.map(StreamConfiguration.frameChoices.contains) ?? true else { throw ValidationError("--frame must be one of \(StreamConfiguration.frameChoicesListed) ms") }
         guard fecMode != nil else { throw ValidationError("--fec must be off, auto or a row of 2 to 15 packets") }
         guard RawPCMFormat(format) != nil else { throw ValidationError("--format must look like s16le:44100:2") }
         for room in to { _ = try RoomSpec(room) }

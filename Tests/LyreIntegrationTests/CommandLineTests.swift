@@ -169,6 +169,8 @@ struct CommandLineTests {
         // streaming.md §7: an announcement's own duck depth is -40…-3 dB, and it ducks, so it does not mix.
         Self.expectOneLineError(try Self.run(["lyre", "play", "/dev/null", "--to", "Kitchen", "--duck-db", "-41"]), mentioning: "--duck-db must be between -40 and -3")
         Self.expectOneLineError(try Self.run(["lyre", "play", "/dev/null", "--to", "Kitchen", "--mix", "--duck-db", "-20"]), mentioning: "--mix and --duck go one at a time")
+        // `lyre play --help`: Opus frames of 5, 10 or 20 ms (StreamConfiguration.frameChoices).
+        Self.expectOneLineError(try Self.run(["lyre", "play", "/dev/null", "--to", "Kitchen", "--frame", "7"]), mentioning: "--frame must be one of 5, 10, 20 ms")
     }
 
     @Test func unwritableStateDirectoryIsAClearError() async throws {
