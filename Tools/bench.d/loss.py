@@ -122,13 +122,14 @@ def main():
     work = tempfile.mkdtemp(prefix="lyre-bench-loss-")
     sweep = os.path.join(work, "sweep.wav")
     subprocess.run([sys.executable, AUDIO, "sweep", sweep, "--seconds", str(a.seconds)], check=True)
-    print(f"lyre play -> lyred over loopback, {a.seconds:g} s full-band sweep, lyre play's default frames (5 ms under 20 ms "
-          f"of latency, 10 ms under 50 ms, else 20 ms); loss made by nftables")
+    print(f"lyre play -> lyred over loopback, {a.seconds:g} s full-band sweep, lyre play's default frames; loss made by nftables")
     print(f"{'latency':>7} {'loss':>6} {'sender':>12} {'dropped':>7} {'lost':>6} {'concealed/min':>13} {'per 1000':>8} "
           f"{'recovered':>9} {'overhead':>8} {'SNR dB':>7} {'worst':>6}")
     for latency in latencies:
-        frame_ms = 5 if latency < 20 else 10 if latency < 50 else 20
         baseline = run(work, sweep, latency, "0", False, f"base-{latency}")
+        # The frame lyre play chose, from what the receiver got without loss: one packet a frame.
+        frame_ms = 1000 * a.seconds / max(1, baseline["stats"].get("received", 0))
+        print(f"at {latency} ms: {frame_ms:.1f} ms frames ({baseline['stats'].get('received', 0)} packets in {a.seconds:g} s)")
         for loss in losses:
             for recovery in (True, False):
                 if loss == "0" and not recovery:
