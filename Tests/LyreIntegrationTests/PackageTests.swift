@@ -371,7 +371,7 @@ struct PackageTests {
         // at unity gain. Until 2026-12-07 that was a known issue: at 60 ms whole in 8 runs of 10, a fresh clone's
         // run had 5 corrections and the lag moved by 1536 frames, a run beside another suite's 30 corrections (at
         // 20 ms: whole in 0 runs of 5). Since lyred steers a sound server's steps under 50 ms rather than jumping
-        // (Playout.estimatedJumpFrames), whole in 12 runs of 12: two fresh clones' suites, 7 runs of this test
+        // (Playout.estimatedJumpFrames), whole in 15 runs of 15: four fresh clones' suites, 8 runs of this test
         // alone and 3 beside two busy loops, each at the reference's SNR with no lag moved.
         // Heard, with under 5 % of its 10 ms windows silent where the song is not (the runs that were not whole
         // had 2 to 36): the windows compared are the song's, so a silent monitor still matched its 12 s.
