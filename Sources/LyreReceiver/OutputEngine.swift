@@ -250,7 +250,7 @@ final class OutputEngine: @unchecked Sendable {
                 }
             }
             guard let out = sink else { continue }
-            let (controller, newVolume, outputDelay, overlayLatency) = lock.withLock { _ in
+            let (controller, newVolume, overlayLatency) = lock.withLock { _ in
                 if let deadline = drainDeadline, let playing = current,
                     HostClock.now() > deadline || playing.withPlayout({ $0.isDrained })
                 {
@@ -261,7 +261,7 @@ final class OutputEngine: @unchecked Sendable {
                 defer { volumeChanged = false }
                 // The policy with the volume, and only when either changed: nothing is copied per block.
                 // The overlays' lowest latency, nil when none plays: nothing is built per block for one session.
-                return (current, volumeChanged ? (volume, policy) : nil, delay, overlays.lazy.map(\.controller.latency).min())
+                return (current, volumeChanged ? (volume, policy) : nil, overlays.lazy.map(\.controller.latency).min())
             }
             let mixing = overlayLatency != nil
             if let (newVolume, volumePolicy) = newVolume {
@@ -290,6 +290,9 @@ final class OutputEngine: @unchecked Sendable {
                 // One of the two is there (the guard above).
                 let latency = min(controller?.latency ?? .max, overlayLatency ?? .max)
                 let presentation = try out.waitForRoom(within: Self.lead(latency: latency))
+                // Read after the wait, which lasts up to a block (50 ms on a WAV file): a delay set during it is
+                // this block's, as streaming.md §6.3 says, not the next one's.
+                let outputDelay = self.outputDelay
                 let frames = Self.blockFrames(for: out, latency: latency)
                 var (samples, record) = controller?.withPlayout {
                     $0.render(frames: frames, presentation: presentation, outputDelay: outputDelay, estimated: out.estimatesPresentation)

@@ -852,10 +852,11 @@ struct MultiRoomTests {
             return (presented, scheduled - Int64(presented))
         }
         let ms: Int64 = 1_000_000
-        // The block that leaves just after the answer was already made (seen: 21 ms after it, still at 0; the
-        // WAV sink's blocks are 50 ms), so the bound is one block after the answer.
-        let period = blocks.count > 1 ? blocks[1].0 - blocks[0].0 : 0
-        let before = blocks.filter { $0.0 < asked }, after = blocks.filter { $0.0 > answered + period + UInt64(ms) }
+        // The WAV sink makes each block 10 ms before it leaves (WAVFileOutput.outputLatency), and lyred reads the
+        // delay as it makes the block: a block that leaves over 10 ms after the answer was made after the change.
+        // (Until 2026-12-07 lyred read it before waiting for room, a 50 ms block earlier: in a fresh clone's run
+        // the block 52 ms after the answer still carried the old delay.)
+        let before = blocks.filter { $0.0 < asked }, after = blocks.filter { $0.0 > answered + 11 * UInt64(ms) }
         #expect(before.count > 10 && before.allSatisfy { abs($0.1) < ms }, "before: \(before.map(\.1).max() ?? 0) ns at most")
         #expect(after.count > 10 && after.allSatisfy { abs($0.1 - 40 * ms) < ms }, "after: \(after.map { "\(($0.0 - answered) / UInt64(ms)):\($0.1 / 1000)" })")
         #expect(blocks.allSatisfy { abs($0.1) < ms || abs($0.1 - 40 * ms) < ms }, "a block between the two: \(blocks.map(\.1).filter { $0 >= ms && $0 <= 39 * ms })")
