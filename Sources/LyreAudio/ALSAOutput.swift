@@ -28,6 +28,8 @@ public final class ALSAOutput: PCMSink {
     private var unpacedWrites = 0
     private var selfPaced = false
     private var timeline = ClockPacedTimeline()
+    /// A sound server's estimate, made steady (`SteadyEstimate`); unused on a device.
+    private var steady = SteadyEstimate()
 
     /// The buffer PipeWire's PCM gets at least (`pipewire`, and `default` where pipewire-alsa makes it so), its
     /// period a quarter of it. At 20 ms (5 ms periods) PipeWire, without real-time scheduling, ran its graph in
@@ -167,14 +169,19 @@ public final class ALSAOutput: PCMSink {
             let (presentation, now) = presentationTime()
             // Never below two blocks of lyred's own: a server whose graph alone is later than `lead` gets
             // what it can play, rather than nothing.
-            guard lead < outputLatency, presentation > now + lead, bufferFrames - avail > 2 * blockFrames else { return presentation }
+            guard lead < outputLatency, presentation > now + lead, bufferFrames - avail > 2 * blockFrames else { return steadied(presentation) }
             if snd_pcm_state(pcm) == SND_PCM_STATE_PREPARED {
-                if snd_pcm_start(pcm) != 0 { return presentation }
+                if snd_pcm_start(pcm) != 0 { return steadied(presentation) }
                 continue
             }
             // At most a buffer's time, in case what the device said was stale.
             HostClock.sleep(until: min(presentation - lead, now + outputLatency))
         }
+    }
+
+    /// A sound server's estimate made steady; a device's timestamps as they are.
+    private func steadied(_ presentation: UInt64) -> UInt64 {
+        estimatesPresentation ? steady.presentation(estimate: presentation) : presentation
     }
 
     /// When the next frame written is presented (`HostClock` ns), and the time it was read.
@@ -215,6 +222,7 @@ public final class ALSAOutput: PCMSink {
             }
             offset += n
         }
+        steady.advance(frames: frames)
         if selfPaced {
             timeline.advance(frames: frames)
         } else if unpacedWrites >= 0 {
@@ -229,6 +237,7 @@ public final class ALSAOutput: PCMSink {
         if rc == -EPIPE || rc == -ESTRPIPE || rc == -EINTR {
             if snd_pcm_recover(pcm, rc, 1) == 0 {
                 recoveries += 1
+                steady.reset()
                 return
             }
         }
@@ -245,7 +254,10 @@ public final class ALSAOutput: PCMSink {
     /// silence or the pause fails, in which case it says why, for the log (the next session may then start late).
     @discardableResult
     public func stop() -> AudioOutputError? {
-        defer { timeline.reset() }
+        defer {
+            timeline.reset()
+            steady.reset()
+        }
         let state = snd_pcm_state(pcm)
         if pausesBetweenSessions, state == SND_PCM_STATE_PAUSED { return nil }
         var failure: AudioOutputError?
@@ -268,6 +280,7 @@ public final class ALSAOutput: PCMSink {
 
     /// Drops what is queued and prepares the stream for the next write.
     private func restart() {
+        steady.reset()
         snd_pcm_drop(pcm)
         snd_pcm_prepare(pcm)
     }
