@@ -21,7 +21,10 @@ struct SteadyEstimate {
     /// The first estimate since the timeline began, and the frames written since.
     private var origin: UInt64?
     private var written: UInt64 = 0
-    private var differences: [Int64] = []
+    private var differences: [Int64] = { var window: [Int64] = []; window.reserveCapacity(SteadyEstimate.window); return window }()
+    /// The window sorted, kept to sort into: nothing is allocated per block on the audio thread.
+    private var sorted: [Int64] = { var window: [Int64] = []; window.reserveCapacity(SteadyEstimate.window); return window }()
+    /// Where the oldest difference is, once the window is full.
     private var next = 0
     private var median: Int64 = 0
 
@@ -30,23 +33,28 @@ struct SteadyEstimate {
         guard let origin else {
             origin = estimate
             written = 0
-            differences = [0]
-            next = 1
+            differences.removeAll(keepingCapacity: true)
+            differences.append(0)
+            next = 0
             median = 0
             return estimate
         }
         let timeline = origin &+ UInt64((Double(written) * Self.frameNanoseconds).rounded())
         let difference = Int64(bitPattern: estimate &- timeline)
         if abs(difference - median) > Self.stepNanoseconds {
-            differences = [difference]
-            next = 1
+            differences.removeAll(keepingCapacity: true)
+            differences.append(difference)
+            next = 0
         } else if differences.count < Self.window {
             differences.append(difference)
         } else {
-            differences[next % Self.window] = difference
-            next += 1
+            differences[next] = difference
+            next = (next + 1) % Self.window
         }
-        median = differences.sorted()[(differences.count - 1) / 2]
+        sorted.removeAll(keepingCapacity: true)
+        sorted.append(contentsOf: differences)
+        sorted.sort()
+        median = sorted[(sorted.count - 1) / 2]
         return UInt64(bitPattern: Int64(bitPattern: timeline) &+ median)
     }
 

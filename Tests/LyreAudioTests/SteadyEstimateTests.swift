@@ -64,6 +64,21 @@ struct SteadyEstimateTests {
         #expect(moved.first == 40 + blocks - 1 || (blocks == 1 && moved.first == 40), "moved from block \(String(describing: moved.first))")
     }
 
+    /// The window keeps the last 63 blocks, no older: an estimate 20 ms late for 100 blocks, then on time again,
+    /// is followed back from the 32nd block on time, as it was followed there.
+    @Test func theWindowForgetsTheOldest() {
+        var steady = SteadyEstimate()
+        var late: [Int] = []
+        for k in 0..<300 {
+            let truth = Self.start + UInt64(k) * Self.blockNanoseconds
+            let presented = steady.presentation(estimate: truth + (k >= 100 && k < 200 ? 20_000_000 : 0))
+            if presented != truth { late.append(k) }
+            steady.advance(frames: Self.block)
+        }
+        #expect(late.first == 100 + SteadyEstimate.window / 2 && late.last == 200 + SteadyEstimate.window / 2 - 1, "late from \(String(describing: late.first)) to \(String(describing: late.last))")
+        #expect(late.count == 100, "\(late.count) blocks late")
+    }
+
     /// After a reset (the stream stopped, paused or recovered) the next estimate is the new timeline's start.
     @Test func aResetStartsANewTimeline() {
         var steady = SteadyEstimate()
