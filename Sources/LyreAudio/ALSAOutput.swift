@@ -37,8 +37,9 @@ public final class ALSAOutput: PCMSink {
     /// once, then lyred steered back at its 1000 ppm limit for 2.7 s. At 60 ms it came out whole, at one lag,
     /// in 8 runs of 10 (PackageTests.theUserUnitPlaysThroughTheSessionsSoundServer); in a fresh clone's suite
     /// it still had 5 corrections, and beside another suite's run 30. Those were lyred's jumps at the server's
-    /// estimate (`estimatesPresentation`): steered instead, whole in 16 runs of 16 (in one the lag moved by a sample, following the estimate). PulseAudio's `pulse` PCM keeps 20 ms: at
-    /// 60 ms lyred concealed 1.2 s of an 8 s song there, chasing the latency PulseAudio reports.
+    /// estimate (`estimatesPresentation`): steered instead, whole in 16 runs of 16 (in one the lag moved by a
+    /// sample, following the estimate's noise, which `SteadyEstimate` now takes out). PulseAudio's `pulse` PCM
+    /// keeps 20 ms: at 60 ms lyred concealed 1.2 s of an 8 s song there, chasing the latency PulseAudio reports.
     public static let pipeWireBufferMicroseconds: UInt32 = 60_000
 
     /// The `type` of the I/O plugin `pcm` is, opened as `name` (`pipewire`, `pulse`), from its definition in
