@@ -367,7 +367,8 @@ struct PackageTests {
         // lyred's stream is PipeWire's: the sink input pipewire-alsa makes for it.
         let inputs = (try? String(contentsOfFile: root + "/var/tmp/sink-inputs.txt", encoding: .utf8)) ?? ""
         #expect(inputs.contains("application.name = \"PipeWire ALSA [lyred]\""), "PipeWire's sink inputs: \(inputs)")
-        // The song came out of PipeWire's speakers whole (below), at ffmpeg's libopus SNR, at unity gain. Until 2026-12-07 that was a known issue: at 60 ms whole in 8 runs of 10, a fresh clone's
+        // The song came out of PipeWire's speakers whole (below), at ffmpeg's libopus SNR, at unity gain. Until
+        // 2026-12-07 that was a known issue: at 60 ms whole in 8 runs of 10, a fresh clone's
         // run had 5 corrections and the lag moved by 1536 frames, a run beside another suite's 30 corrections (at
         // 20 ms: whole in 0 runs of 5). Since lyred steers a sound server's steps under 50 ms rather than jumping
         // (Playout.estimatedJumpFrames), whole in 16 runs of 16: five fresh clones' suites, 8 runs of this test

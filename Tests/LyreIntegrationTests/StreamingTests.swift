@@ -121,8 +121,8 @@ struct StreamingTests {
     /// sender's resampling is then part of what is checked) with a length that is not a whole number of
     /// packets: the last part packet and the Opus encoder's look-ahead (6.5 ms, 2.5 ms for 5 ms frames) after it
     /// must go out, and the output hold the input to its last sample. At `--latency 10`, the shortest (issue 30:
-    /// 5 ms frames), no packet is lost or late and no sample concealed either (below: a known issue under load). (`Tools/bench streaming
-    /// --latency 10` shows its end-to-end latency.)
+    /// 5 ms frames), no packet is lost or late and no sample concealed either (below: a known issue under
+    /// load). (`Tools/bench streaming --latency 10` shows its end-to-end latency.)
     /// (The 48 kHz signal at 250 ms is rawPCMOnStandardInputPlaysWhole's, from a pipe rather than a file.)
     @Test(arguments: [(10, 48000, 3.0), (20, 48000, 3.0), (250, 44100, 3.0117)])
     func lyrePlayArrivesIntact(latency: Int, rate: Int, seconds: Double) async throws {
