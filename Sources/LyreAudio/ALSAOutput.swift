@@ -238,7 +238,8 @@ public final class ALSAOutput: PCMSink {
         if rc == -EPIPE || rc == -ESTRPIPE || rc == -EINTR {
             if snd_pcm_recover(pcm, rc, 1) == 0 {
                 recoveries += 1
-                steady.reset()
+                // An interrupted write left the stream as it was; an xrun or a suspend restarted it.
+                if rc != -EINTR { steady.reset() }
                 return
             }
         }

@@ -11,8 +11,9 @@
 /// So a block's presentation is the timeline the writes make (the first estimate, then each block's length
 /// after the last), moved by the median of the last `window` estimates' differences from it: one block's
 /// error does not move it, a step in the estimate moves it once it is in half of them. A difference more
-/// than `stepNanoseconds` from that median (the server's stream ran dry or was restarted) is taken at once:
-/// the window starts again from it.
+/// than `stepNanoseconds` from that median (the server's stream ran dry or was restarted) is taken at the
+/// next block that agrees with it, and the window starts again from the two; a single block that far off is
+/// passed over, so that it does not make two jumps, there and back.
 struct SteadyEstimate {
     static let window = 63
     static let stepNanoseconds: Int64 = 50_000_000
@@ -27,6 +28,8 @@ struct SteadyEstimate {
     /// Where the oldest difference is, once the window is full.
     private var next = 0
     private var median: Int64 = 0
+    /// A difference more than `stepNanoseconds` from the median, waiting for the next block to agree.
+    private var pendingStep: Int64?
 
     /// The steady presentation time of the next frame written, given the server's `estimate` of it.
     mutating func presentation(estimate: UInt64) -> UInt64 {
@@ -37,15 +40,22 @@ struct SteadyEstimate {
             differences.append(0)
             next = 0
             median = 0
+            pendingStep = nil
             return estimate
         }
         let timeline = origin &+ UInt64((Double(written) * Self.frameNanoseconds).rounded())
         let difference = Int64(bitPattern: estimate &- timeline)
         if abs(difference - median) > Self.stepNanoseconds {
+            guard let pending = pendingStep, abs(difference - pending) <= Self.stepNanoseconds else {
+                pendingStep = difference
+                return UInt64(bitPattern: Int64(bitPattern: timeline) &+ median)
+            }
             differences.removeAll(keepingCapacity: true)
-            differences.append(difference)
+            differences.append(pending)
             next = 0
-        } else if differences.count < Self.window {
+        }
+        pendingStep = nil
+        if differences.count < Self.window {
             differences.append(difference)
         } else {
             differences[next] = difference
