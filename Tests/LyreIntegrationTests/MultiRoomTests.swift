@@ -75,12 +75,7 @@ struct MultiRoomTests {
         /// When `room`'s output first put audio out (CLOCK_MONOTONIC ns), after `after`, from its presentation log.
         func firstAudio(_ room: String, after: UInt64 = 0) throws -> UInt64? {
             let log = try String(contentsOfFile: path(room, "csv"), encoding: .utf8)
-            for line in log.split(separator: "\n").dropFirst() {
-                let fields = line.split(separator: ",")
-                guard fields.count == 5, let frames = Int(fields[3]), frames > 0, let presented = UInt64(fields[2]), presented > after else { continue }
-                return presented
-            }
-            return nil
+            return PresentedBlock.parse(log).first { $0.audioFrames > 0 && $0.presented > after }?.presented
         }
 
         /// Stops every lyred so the outputs are complete.
@@ -846,11 +841,8 @@ struct MultiRoomTests {
         #expect(set.status == 0, "lyre remote output-delay: \(set.stdout) \(set.stderr)")
         try await play.waitForExit(timeout: 30)
         try await rooms.stop()
-        let blocks = try String(contentsOfFile: rooms.path("Lounge", "csv"), encoding: .utf8).split(separator: "\n").dropFirst().compactMap { line -> (UInt64, Int64)? in
-            let fields = line.split(separator: ",")
-            guard fields.count == 5, let frames = Int(fields[3]), frames > 0, let scheduled = Int64(fields[1]), let presented = UInt64(fields[2]) else { return nil }
-            return (presented, scheduled - Int64(presented))
-        }
+        let blocks = PresentedBlock.parse(try String(contentsOfFile: rooms.path("Lounge", "csv"), encoding: .utf8))
+            .filter { $0.audioFrames > 0 }.map { ($0.presented, $0.scheduled - Int64($0.presented)) }
         let ms: Int64 = 1_000_000
         // The WAV sink makes each block 10 ms before it leaves (WAVFileOutput.outputLatency), and lyred reads the
         // delay as it makes the block: a block that leaves over 10 ms after the answer was made after the change.

@@ -1517,12 +1517,7 @@ struct StreamingTests {
         // The presentation lyred plays to, steady: block to block it moves by the block's length, give or take
         // a sample at the 95th percentile (steps of the estimate, 5 ms and more, aside; the first blocks of a
         // session, whose median is of a few, wander more). Measured 1.7 and 4.0 µs; taken as it came, 56.8 µs.
-        let log = try await network.shell("cat /run/lyred/presented.csv").stdout
-        var blocks: [(presented: UInt64, frames: Int)] = []
-        for line in log.split(separator: "\n").dropFirst() {
-            let fields = line.split(separator: ",")
-            if fields.count == 5, let presented = UInt64(fields[2]), let frames = Int(fields[4]) { blocks.append((presented, frames)) }
-        }
+        let blocks = PresentedBlock.parse(try await network.shell("cat /run/lyred/presented.csv").stdout)
         var wander: [Double] = []
         for (a, b) in zip(blocks, blocks.dropFirst()) {
             let moved = abs(Double(Int64(bitPattern: b.presented &- a.presented)) - Double(a.frames) * 1e9 / 48000)
@@ -1893,9 +1888,9 @@ struct StreamingTests {
         let sent = try #require(sender.jsonLines.last?["first_sent_ns"] as? Int64, "\(sender.stdout) \(sender.stderr)")
         try await rig.stop()
         let log = try await rig.network.shell("cat /run/lyred/presented.csv").stdout
-        let first = try #require(log.split(separator: "\n").dropFirst().lazy.map { $0.split(separator: ",") }.first { Int($0[3]) ?? 0 > 0 }, "\(log.prefix(500))")
+        let first = try #require(PresentedBlock.parse(log).first { $0.audioFrames > 0 }, "\(log.prefix(500))")
         // scheduled_ns is when the block's first frame is heard; its audio begins after its silent frames.
-        let heard = Int64(first[1])! + (Int64(first[4])! - Int64(first[3])!) * 1_000_000_000 / 48_000
+        let heard = first.scheduled + Int64(first.frames - first.audioFrames) * 1_000_000_000 / 48_000
         let after = Double(heard - sent) / 1e6
         print("a plain publisher's first packet heard \(after) ms after it was sent")
         #expect(abs(after - 250) < 5, "heard \(after) ms after it was sent: \(first)")

@@ -295,3 +295,20 @@ func eventually(timeout: Double = 10, _ condition: () async throws -> Bool) asyn
     }
     return try await condition()
 }
+
+/// A block from lyred's presentation log (`--presentation-log`: `rtp_time,scheduled_ns,presented_ns,audio_frames,frames`,
+/// written by OutputEngine): when the block's first frame was due and when the output said it would be heard
+/// (CLOCK_MONOTONIC ns), and how many of its frames were audio rather than silence.
+struct PresentedBlock {
+    var rtpTime: UInt64, scheduled: Int64, presented: UInt64, audioFrames: Int, frames: Int
+
+    /// The blocks of a log, without its header or a last line cut short.
+    static func parse(_ log: String) -> [PresentedBlock] {
+        log.split(separator: "\n").dropFirst().compactMap { line in
+            let fields = line.split(separator: ",")
+            guard fields.count == 5, let rtpTime = UInt64(fields[0]), let scheduled = Int64(fields[1]), let presented = UInt64(fields[2]),
+                  let audioFrames = Int(fields[3]), let frames = Int(fields[4]) else { return nil }
+            return PresentedBlock(rtpTime: rtpTime, scheduled: scheduled, presented: presented, audioFrames: audioFrames, frames: frames)
+        }
+    }
+}
