@@ -44,7 +44,7 @@ let package = Package(
         // Headers: Debian libavformat-dev, libavcodec-dev, libswresample-dev, libavutil-dev, libsndfile1-dev.
         .target(name: "CFFmpegShim", linkerSettings: [.linkedLibrary("dl")]),
         .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
-        // libpulse's asynchronous control API on its threaded main loop, and its simple API for recording, with
+        // libpulse's asynchronous control API on its threaded main loop (lyre sink's control, lyred's PulseAudio output), and its simple API for recording, with
         // libpulse opened on first use rather than linked: see Sources/CPulseShim/include/CPulseShim.h.
         // Headers: Debian libpulse-dev.
         .target(name: "CPulseShim", linkerSettings: [.linkedLibrary("dl")]),
@@ -64,7 +64,7 @@ let package = Package(
 
         // Media: ALSA and WAV output, decoding (FFmpeg's libraries); Opus. Resampling (libsoxr) is the sender's, in
         // LyreSender: lyred resamples nothing with it, and linking it would load libsoxr and its libgomp at every start.
-        .target(name: "LyreAudio", dependencies: ["CALSA", "CALSAShim", "CFFmpegShim", "LyreWire", "LyreClock"]),
+        .target(name: "LyreAudio", dependencies: ["CALSA", "CALSAShim", "CFFmpegShim", "CPulseShim", "LyreWire", "LyreClock"]),
         .target(name: "LyreCodec", dependencies: ["COpus", "COpusShim"]),
         // SRTP with AEAD_AES_128_GCM (RFC 7714) on swift-crypto: paired sessions' audio, encrypted and
         // authenticated. See Sources/LyreSRTP/SRTPSession.swift for why not libsrtp2.

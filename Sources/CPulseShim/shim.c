@@ -3,6 +3,8 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <sys/time.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,6 +53,21 @@
     X(pa_threaded_mainloop_stop) \
     X(pa_threaded_mainloop_unlock) \
     X(pa_threaded_mainloop_wait) \
+    X(pa_stream_connect_playback) \
+    X(pa_stream_cork) \
+    X(pa_stream_disconnect) \
+    X(pa_stream_get_device_index) \
+    X(pa_stream_get_state) \
+    X(pa_stream_get_timing_info) \
+    X(pa_stream_new) \
+    X(pa_stream_set_started_callback) \
+    X(pa_stream_set_state_callback) \
+    X(pa_stream_set_underflow_callback) \
+    X(pa_stream_set_write_callback) \
+    X(pa_stream_unref) \
+    X(pa_stream_update_timing_info) \
+    X(pa_stream_writable_size) \
+    X(pa_stream_write) \
     X(pa_simple_free) \
     X(pa_simple_new) \
     X(pa_simple_read)
@@ -68,7 +85,7 @@ static void lp_load(void) {
     for (int i = 0; i < 2; i++) {
         handles[i] = dlopen(sonames[i], RTLD_NOW | RTLD_LOCAL);
         if (!handles[i]) {
-            snprintf(lp_error, sizeof lp_error, "%s is missing (install Debian's libpulse0: lyre sink needs it)", sonames[i]);
+            snprintf(lp_error, sizeof lp_error, "%s is missing (install Debian's libpulse0: lyre sink and lyred's PulseAudio output need it)", sonames[i]);
             return;
         }
     }
@@ -191,8 +208,8 @@ LyrePulse *lyre_pulse_connect(const char *client_name, LyrePulseInputCallback ca
         if (!PA_CONTEXT_IS_GOOD(state)) { status = lp.pa_context_errno(p->context); break; }
         lp.pa_threaded_mainloop_wait(p->loop);
     }
-    if (status == 0) {
-        p->ready = 1;
+    if (status == 0) p->ready = 1;
+    if (status == 0 && callback) {
         lp.pa_context_set_subscribe_callback(p->context, subscription, p);
         pa_operation *o = lp.pa_context_subscribe(p->context, PA_SUBSCRIPTION_MASK_SINK_INPUT | PA_SUBSCRIPTION_MASK_SINK, NULL, NULL);
         if (o) lp.pa_operation_unref(o);
@@ -362,6 +379,186 @@ void lyre_pulse_record_free(LyrePulseRecorder *r) {
     if (!r) return;
     lp.pa_simple_free(r->simple);
     free(r);
+}
+
+struct LyrePulsePlayer {
+    LyrePulse *pulse;
+    pa_stream *stream;
+    uint32_t underflows;
+    int timing_pending;  // a timing update asked for and not yet answered (libpulse takes a few at once at most)
+};
+
+static void player_signal(pa_stream *s, void *user) {
+    (void)s;
+    LyrePulsePlayer *player = user;
+    signal_loop(player->pulse);
+}
+
+static void player_request(pa_stream *s, size_t bytes, void *user) {
+    (void)bytes;
+    player_signal(s, user);
+}
+
+static void player_underflow(pa_stream *s, void *user) {
+    LyrePulsePlayer *player = user;
+    player->underflows++;
+    player_signal(s, user);
+}
+
+static void player_timing(pa_stream *s, int success, void *user) {
+    (void)success;
+    LyrePulsePlayer *player = user;
+    player->timing_pending = 0;
+    player_signal(s, user);
+}
+
+static void player_success(pa_stream *s, int success, void *user) {
+    (void)s;
+    Answer *a = user;
+    a->success = success;
+    a->done = 1;
+    signal_loop(a->pulse);
+}
+
+LyrePulsePlayer *lyre_pulse_player_new(const char *client_name, const char *stream_name, const char *sink, uint32_t buffer_bytes,
+                                       uint32_t block_bytes, char *error, size_t error_size) {
+    LyrePulse *pulse = lyre_pulse_connect(client_name, NULL, NULL, NULL, error, error_size);
+    if (!pulse) return NULL;
+    LyrePulsePlayer *player = calloc(1, sizeof *player);
+    if (!player) { snprintf(error, error_size, "out of memory"); lyre_pulse_close(pulse); return NULL; }
+    player->pulse = pulse;
+    pa_sample_spec spec = {.format = PA_SAMPLE_S16LE, .rate = 48000, .channels = 2};
+    pa_buffer_attr attributes = {.maxlength = UINT32_MAX, .tlength = buffer_bytes, .prebuf = block_bytes,
+                                 .minreq = block_bytes, .fragsize = UINT32_MAX};
+    lp.pa_threaded_mainloop_lock(pulse->loop);
+    int status = 0;
+    player->stream = lp.pa_stream_new(pulse->context, stream_name, &spec, NULL);
+    if (!player->stream) status = lp.pa_context_errno(pulse->context);
+    if (status == 0) {
+        lp.pa_stream_set_state_callback(player->stream, player_signal, player);
+        lp.pa_stream_set_write_callback(player->stream, player_request, player);
+        lp.pa_stream_set_underflow_callback(player->stream, player_underflow, player);
+        lp.pa_stream_set_started_callback(player->stream, player_signal, player);
+        if (lp.pa_stream_connect_playback(player->stream, sink, &attributes, PA_STREAM_ADJUST_LATENCY, NULL, NULL) < 0)
+            status = lp.pa_context_errno(pulse->context);
+    }
+    while (status == 0) {
+        pa_stream_state_t state = lp.pa_stream_get_state(player->stream);
+        if (state == PA_STREAM_READY) break;
+        if (!PA_STREAM_IS_GOOD(state)) { status = lp.pa_context_errno(pulse->context); break; }
+        lp.pa_threaded_mainloop_wait(pulse->loop);
+    }
+    lp.pa_threaded_mainloop_unlock(pulse->loop);
+    if (status != 0) {
+        snprintf(error, error_size, "cannot play to %s: %s", sink ? sink : "the default sink", lp.pa_strerror(status));
+        lyre_pulse_player_free(player);
+        return NULL;
+    }
+    return player;
+}
+
+LyrePulse *lyre_pulse_player_connection(LyrePulsePlayer *player) { return player->pulse; }
+
+// 0 while the stream plays on, else why not (the loop locked).
+static int player_status(LyrePulsePlayer *player) {
+    if (!PA_CONTEXT_IS_GOOD(lp.pa_context_get_state(player->pulse->context))) return PA_ERR_CONNECTIONTERMINATED;
+    if (lp.pa_stream_get_state(player->stream) != PA_STREAM_READY) return PA_ERR_KILLED;
+    return 0;
+}
+
+int lyre_pulse_player_wait_writable(LyrePulsePlayer *player, size_t bytes, size_t *writable, uint32_t *underflows) {
+    lp.pa_threaded_mainloop_lock(player->pulse->loop);
+    int status;
+    while ((status = player_status(player)) == 0 && (*writable = lp.pa_stream_writable_size(player->stream)) < bytes)
+        lp.pa_threaded_mainloop_wait(player->pulse->loop);
+    *underflows = player->underflows;
+    lp.pa_threaded_mainloop_unlock(player->pulse->loop);
+    return status;
+}
+
+int lyre_pulse_player_write(LyrePulsePlayer *player, const void *data, size_t bytes) {
+    lp.pa_threaded_mainloop_lock(player->pulse->loop);
+    int status = player_status(player);
+    if (status == 0 && lp.pa_stream_write(player->stream, data, bytes, NULL, 0, PA_SEEK_RELATIVE) < 0)
+        status = lp.pa_context_errno(player->pulse->context);
+    lp.pa_threaded_mainloop_unlock(player->pulse->loop);
+    return status;
+}
+
+// The time on `CLOCK_MONOTONIC` of a time of day (libpulse's timestamps are `gettimeofday`'s), ns.
+static int64_t monotonic_ns(const struct timeval *t) {
+    struct timespec mono;
+    struct timeval now;
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    gettimeofday(&now, NULL);
+    int64_t ago = ((int64_t)now.tv_sec - t->tv_sec) * 1000000000 + ((int64_t)now.tv_usec - t->tv_usec) * 1000;
+    return (int64_t)mono.tv_sec * 1000000000 + mono.tv_nsec - ago;
+}
+
+int lyre_pulse_player_timing(LyrePulsePlayer *player, LyrePulseTimingRequest request, LyrePulseTiming *timing) {
+    lp.pa_threaded_mainloop_lock(player->pulse->loop);
+    int status = player_status(player);
+    // An answer awaited was asked for before what the caller waits for now, perhaps: a new one is asked after it.
+    while (status == 0 && request == LYRE_PULSE_TIMING_WAIT && player->timing_pending && (status = player_status(player)) == 0)
+        lp.pa_threaded_mainloop_wait(player->pulse->loop);
+    if (status == 0 && request != LYRE_PULSE_TIMING_LATEST && !player->timing_pending) {
+        pa_operation *o = lp.pa_stream_update_timing_info(player->stream, player_timing, player);
+        if (o) {
+            player->timing_pending = 1;
+            lp.pa_operation_unref(o);
+        } else {
+            status = lp.pa_context_errno(player->pulse->context);
+        }
+    }
+    while (status == 0 && request == LYRE_PULSE_TIMING_WAIT && player->timing_pending && (status = player_status(player)) == 0)
+        lp.pa_threaded_mainloop_wait(player->pulse->loop);
+    const pa_timing_info *info = status == 0 ? lp.pa_stream_get_timing_info(player->stream) : NULL;
+    timing->usable = 0;
+    if (info) {
+        // The server's time of day when it measured (its clock is ours: the same machine, or libpulse's
+        // estimate of the time the answer took otherwise); the frame it was to read next is heard a sink's
+        // latency after.
+        timing->taken_ns = monotonic_ns(&info->timestamp);
+        timing->heard_ns = timing->taken_ns + (int64_t)info->sink_usec * 1000;
+        timing->read_index = info->read_index;
+        timing->usable = info->playing && !info->read_index_corrupt;
+    }
+    timing->underflows = player->underflows;
+    lp.pa_threaded_mainloop_unlock(player->pulse->loop);
+    return status;
+}
+
+int lyre_pulse_player_cork(LyrePulsePlayer *player, int cork) {
+    Answer a = {.pulse = player->pulse};
+    lp.pa_threaded_mainloop_lock(player->pulse->loop);
+    int status = player_status(player);
+    pa_operation *o = status == 0 ? lp.pa_stream_cork(player->stream, cork, player_success, &a) : NULL;
+    if (status == 0) status = wait_for(player->pulse, o, &a);
+    lp.pa_threaded_mainloop_unlock(player->pulse->loop);
+    return status;
+}
+
+uint32_t lyre_pulse_player_sink(LyrePulsePlayer *player) {
+    lp.pa_threaded_mainloop_lock(player->pulse->loop);
+    uint32_t sink = lp.pa_stream_get_device_index(player->stream);
+    lp.pa_threaded_mainloop_unlock(player->pulse->loop);
+    return sink;
+}
+
+void lyre_pulse_player_free(LyrePulsePlayer *player) {
+    if (!player) return;
+    if (player->stream) {
+        lp.pa_threaded_mainloop_lock(player->pulse->loop);
+        lp.pa_stream_set_state_callback(player->stream, NULL, NULL);
+        lp.pa_stream_set_write_callback(player->stream, NULL, NULL);
+        lp.pa_stream_set_underflow_callback(player->stream, NULL, NULL);
+        lp.pa_stream_set_started_callback(player->stream, NULL, NULL);
+        lp.pa_stream_disconnect(player->stream);
+        lp.pa_stream_unref(player->stream);
+        lp.pa_threaded_mainloop_unlock(player->pulse->loop);
+    }
+    lyre_pulse_close(player->pulse);
+    free(player);
 }
 
 void lyre_pulse_close(LyrePulse *p) {

@@ -42,12 +42,17 @@ public final class ALSAOutput: PCMSink {
     /// keeps 20 ms: at 60 ms lyred concealed 1.2 s of an 8 s song there, chasing the latency PulseAudio reports.
     public static let pipeWireBufferMicroseconds: UInt32 = 60_000
 
-    /// The `type` of the I/O plugin `pcm` is, opened as `name` (`pipewire`, `pulse`), from its definition in
-    /// ALSA's configuration (`default` included, where pipewire-alsa or pulseaudio redefines it); nil for any
-    /// other PCM. (By the name it was opened as: the plugin names itself after its stream, "ALSA Playback".)
+    /// The `type` of the I/O plugin `pcm` is, opened as `name` (`pipewire`, `pulse`); nil for any other PCM.
     static func ioPlugType(_ pcm: OpaquePointer, name: String) -> String? {
+        snd_pcm_type(pcm) == SND_PCM_TYPE_IOPLUG ? definedType(name) : nil
+    }
+
+    /// The `type` of the PCM `name` in ALSA's configuration (`default` included, where pipewire-alsa or
+    /// pulseaudio redefines it): `pulse`, `pipewire`, `hw`, …; nil where it has no definition of its own.
+    /// (By the name it was opened as: an I/O plugin names itself after its stream, "ALSA Playback".)
+    public static func definedType(_ name: String) -> String? {
         var top: OpaquePointer?
-        guard snd_pcm_type(pcm) == SND_PCM_TYPE_IOPLUG, snd_config_update_ref(&top) >= 0, let top else { return nil }
+        guard snd_config_update_ref(&top) >= 0, let top else { return nil }
         defer { snd_config_unref(top) }
         // (It answers 1, not 0, for a definition it expanded: anything not negative is one.)
         var definition: OpaquePointer?
@@ -59,12 +64,10 @@ public final class ALSAOutput: PCMSink {
         return String(cString: type)
     }
 
-    /// Whether a session ends with the stream paused rather than dropped (PulseAudio's `pulse` PCM; see `stop`).
-    private let pausesBetweenSessions: Bool
-
-    /// An I/O plugin's (`pulse`, `pipewire`): its timestamp is the time `snd_pcm_status` was called and its
-    /// delay the sound server's estimate of its latency. Through PulseAudio's null sink that estimate moved
-    /// by up to 5 ms for a block and stepped by 18 to 20 ms at once, with nothing heard moving.
+    /// An I/O plugin's (`pipewire`; `pulse` was, and is now played through `PulseOutput`): its timestamp is
+    /// the time `snd_pcm_status` was called and its delay the sound server's estimate of its latency. Through
+    /// PulseAudio's null sink that estimate moved by up to 5 ms for a block and stepped by 18 to 20 ms at once,
+    /// with nothing heard moving.
     public let estimatesPresentation: Bool
 
     /// `bufferMicroseconds` is the device buffer asked for; ALSA may round it, and PipeWire's PCM gets at
@@ -103,7 +106,6 @@ public final class ALSAOutput: PCMSink {
         }
         pcm = handle
         self.name = name
-        pausesBetweenSessions = plugin == "pulse"
         estimatesPresentation = snd_pcm_type(handle) == SND_PCM_TYPE_IOPLUG
         // Timestamps on the host's clock (HostClock), taken by the driver when it updates its pointer.
         var sw: OpaquePointer?
@@ -152,10 +154,6 @@ public final class ALSAOutput: PCMSink {
     /// A plugin that paces itself (`null`, `file`) is written its buffer's time ahead, or `lead` when that is shorter.
     public func waitForRoom(within lead: UInt64) throws(AudioOutputError) -> UInt64 {
         if selfPaced { return timeline.waitForRoom(lead: min(outputLatency, lead)) }
-        if snd_pcm_state(pcm) == SND_PCM_STATE_PAUSED {
-            // The last session ended paused (`stop`): what it left queued is silence, and plays first.
-            if snd_pcm_pause(pcm, 0) != 0 { restart() }
-        }
         while true {
             let avail = snd_pcm_avail_update(pcm)
             if avail < 0 {
@@ -246,38 +244,13 @@ public final class ALSAOutput: PCMSink {
         throw Self.error("ALSA PCM \(name) failed", rc)
     }
 
-    /// Ends the session's stream. Through PulseAudio's PCM, the queue is played out with silence and the stream
-    /// paused (corked), not dropped: `snd_pcm_prepare` there makes a new stream, and a null sink left without
-    /// one renders 2 s ahead at once, so that the next session, when it came within 2 s, was not read for
-    /// up to 2 s (measured: sink latency 1,992 ms after drop and prepare, 3.4 ms after a pause; a session
-    /// that followed another had 81,415 of its first frames concealed). A corked stream keeps the sink's
-    /// latency, at no cost measured (the null sink's PulseAudio used 3 ticks of CPU in 5 s of idling after
-    /// a pause, 4 after drop and prepare). Elsewhere the stream is dropped; and through PulseAudio when the
-    /// silence or the pause fails, in which case it says why, for the log (the next session may then start late).
+    /// Ends the session's stream: what is queued is dropped, and the stream prepared for the next. (PulseAudio's
+    /// `pulse` PCM, which a null sink made start up to 2 s late after a drop, is played through `PulseOutput`.)
     @discardableResult
     public func stop() -> AudioOutputError? {
-        defer {
-            timeline.reset()
-            steady.reset()
-        }
-        let state = snd_pcm_state(pcm)
-        if pausesBetweenSessions, state == SND_PCM_STATE_PAUSED { return nil }
-        var failure: AudioOutputError?
-        if pausesBetweenSessions, !selfPaced, state == SND_PCM_STATE_RUNNING || state == SND_PCM_STATE_PREPARED {
-            do {
-                // A buffer of silence behind what is queued: the session's last frames play, nothing after them.
-                try write([Int16](repeating: 0, count: bufferFrames * 2))
-                let rc = snd_pcm_pause(pcm, 1)
-                if rc == 0 { return nil }
-                failure = Self.error("cannot pause ALSA PCM \(name)", rc)
-            } catch {
-                failure = error
-            }
-        }
+        timeline.reset()
         restart()
-        return failure.map {
-            AudioOutputError("\($0); its stream was dropped instead, so a session that follows within 2 s may start up to 2 s late")
-        }
+        return nil
     }
 
     /// Drops what is queued and prepares the stream for the next write.

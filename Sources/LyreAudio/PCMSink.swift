@@ -23,9 +23,9 @@ public protocol PCMSink: AnyObject {
     var recoveries: Int { get }
     /// Where the presentation times `waitForRoom` returned came from, for the log.
     var presentationSource: String { get }
-    /// True when presentation times are a sound server's estimate of its own latency (ALSA's `pulse` and
-    /// `pipewire` PCMs), which steps by milliseconds with nothing heard moving: the playout steers those out
-    /// rather than jumping (`Playout.render`, streaming.md §6.1).
+    /// True when presentation times are a sound server's estimate of its own latency (ALSA's `pipewire` PCM;
+    /// PulseAudio's timing of a stream, `PulseOutput`), which can step by milliseconds with nothing heard
+    /// moving: the playout steers those out rather than jumping (`Playout.render`, streaming.md §6.1).
     var estimatesPresentation: Bool { get }
     /// Blocks until a block fits and the next frame written would be presented at most `lead` ns from now;
     /// returns that presentation time (`HostClock` ns). A sink whose buffer holds more than `lead` keeps it
@@ -104,9 +104,13 @@ public enum OutputTarget: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    /// Opens the sink, with the mixer control `volumeControl` names (a WAV file has none).
+    /// Opens the sink, with the mixer control `volumeControl` names (a WAV file has none). An ALSA PCM that is
+    /// PulseAudio's `pulse` plugin is played to through libpulse instead (`PulseOutput`), on the sink the plugin
+    /// would play to: the plugin's presentation times were late by its first buffer for seconds.
     public func open(volumeControl: VolumeControl = .auto) throws(AudioOutputError) -> any PCMSink {
         switch self {
+        case .alsa(let pcm) where ALSAOutput.definedType(pcm) == "pulse":
+            try PulseOutput(sink: nil, name: "ALSA PCM \(pcm) (PulseAudio)", volumeControl: volumeControl)
         case .alsa(let pcm): try ALSAOutput(pcm: pcm, volumeControl: volumeControl)
         case .wav(let path, let skew): try WAVFileOutput(path: path, skewPPM: skew)
         }

@@ -60,4 +60,47 @@ LyrePulseRecorder *lyre_pulse_record(const char *client_name, const char *stream
 int lyre_pulse_record_read(LyrePulseRecorder *recorder, void *data, size_t bytes);
 void lyre_pulse_record_free(LyrePulseRecorder *recorder);
 
+/// A playback stream to a sink, for lyred's output: S16_LE, 48 kHz, stereo, interleaved, on a connection of
+/// its own. The server holds `buffer_bytes` of it at most and starts (or, after running dry, starts again)
+/// once it has `block_bytes`. Its timing is the server's own (`pa_timing_info`), not libpulse's estimate
+/// interpolated from it: the latter, on a stream that sat idle, left out the first 20 ms written for 2 to
+/// 3 s (README, "Through a sound server").
+typedef struct LyrePulsePlayer LyrePulsePlayer;
+
+/// When the server last said where the stream was: the frame at `read_index` (bytes since the stream was
+/// made) is heard at `heard_ns` (`CLOCK_MONOTONIC`), as of `taken_ns`. `usable` is 0 while the stream is not
+/// playing (not started, corked, run dry). `underflows`: how many times the stream ran dry since it was made.
+typedef struct {
+    int64_t heard_ns;
+    int64_t taken_ns;
+    int64_t read_index;
+    int usable;
+    uint32_t underflows;
+} LyrePulseTiming;
+
+/// Connects and makes the stream on `sink` (NULL: the server's default). NULL on failure, with why in `error`.
+LyrePulsePlayer *lyre_pulse_player_new(const char *client_name, const char *stream_name, const char *sink, uint32_t buffer_bytes,
+                                       uint32_t block_bytes, char *error, size_t error_size);
+/// Blocks until `bytes` can be written; how many can, in `writable`. 0, else a PA_ERR_* code; `underflows` as in
+/// `LyrePulseTiming`.
+int lyre_pulse_player_wait_writable(LyrePulsePlayer *player, size_t bytes, size_t *writable, uint32_t *underflows);
+int lyre_pulse_player_write(LyrePulsePlayer *player, const void *data, size_t bytes);
+typedef enum {
+    /// What the server said last.
+    LYRE_PULSE_TIMING_LATEST,
+    /// What it said last, and it is asked again (unless an answer is awaited).
+    LYRE_PULSE_TIMING_ASK,
+    /// It is asked, and its answer waited for.
+    LYRE_PULSE_TIMING_WAIT,
+} LyrePulseTimingRequest;
+
+/// The stream's timing (`LyrePulseTiming`) as `request` says. 0, else a PA_ERR_* code.
+int lyre_pulse_player_timing(LyrePulsePlayer *player, LyrePulseTimingRequest request, LyrePulseTiming *timing);
+/// Pauses (1) or resumes (0) the stream, and waits for the server to say it did.
+int lyre_pulse_player_cork(LyrePulsePlayer *player, int cork);
+/// The index of the sink the stream plays to (for its volume: `lyre_pulse_set_sink_volume`).
+uint32_t lyre_pulse_player_sink(LyrePulsePlayer *player);
+LyrePulse *lyre_pulse_player_connection(LyrePulsePlayer *player);
+void lyre_pulse_player_free(LyrePulsePlayer *player);
+
 #endif
