@@ -23,9 +23,9 @@ public protocol PCMSink: AnyObject {
     var recoveries: Int { get }
     /// Where the presentation times `waitForRoom` returned came from, for the log.
     var presentationSource: String { get }
-    /// True when presentation times are a sound server's estimate of its own latency (ALSA's `pipewire` PCM;
-    /// PulseAudio's timing of a stream, `PulseOutput`), which can step by milliseconds with nothing heard
-    /// moving: the playout steers those out rather than jumping (`Playout.render`, streaming.md §6.1).
+    /// True when presentation times are a sound server's estimate of its own latency (ALSA's `pipewire` PCM),
+    /// which can step by milliseconds with nothing heard moving: the playout steers those out rather than
+    /// jumping (`Playout.render`, streaming.md §6.1).
     var estimatesPresentation: Bool { get }
     /// Blocks until a block fits and the next frame written would be presented at most `lead` ns from now;
     /// returns that presentation time (`HostClock` ns). A sink whose buffer holds more than `lead` keeps it

@@ -10,7 +10,8 @@ import LyreWire
 /// 3 s, so that a room was heard 20 ms late and then steered back at 1000 ppm for 20 s. Here they are the
 /// server's own timing of the stream (`pa_timing_info`): the frame it reads next is heard its sink's latency
 /// after it measured, and the next frame written `(written − read)` frames after that. That was right from the
-/// first block and steady within 0.1 ms on the test network's null sink.
+/// first block and steady within 0.1 ms on the test network's null sink, so it is taken as a device's
+/// timestamps are: a step in it is the output moving, and is jumped (`estimatesPresentation` is false).
 ///
 /// Like the `pulse` PCM it holds 20 ms, starts once a block is written, and is corked between sessions (a null
 /// sink left with no stream renders 2 s ahead). The volume is the sink's, as the plugin's `Master` control
@@ -20,8 +21,9 @@ public final class PulseOutput: PCMSink {
     public var longestBlockFrames: Int { blockFrames }
     public let outputLatency = UInt64(PulseOutput.bufferFrames) * 1_000_000_000 / 48000
     public private(set) var recoveries = 0
-    /// The server's timing of its own stream, which can still step (its sink rewound or moved): steered.
-    public let estimatesPresentation = true
+    /// The server's timing of its own stream is what a device's timestamps are: a step in it is the output
+    /// moving (the stream ran dry and started again later), and is jumped, not steered over seconds.
+    public let estimatesPresentation = false
     public var presentationSource: String { "PulseAudio's timing of the stream (\(answers) answers)" }
     public let volumeControl: String?
 
@@ -73,7 +75,8 @@ public final class PulseOutput: PCMSink {
 
     /// Waits for a block's room; then, when the next frame would be presented more than `lead` from now, until
     /// the stream has played down to `lead` (as `ALSAOutput` does). A stream that is not playing (new, corked
-    /// after a session, or run dry) is started on a block of silence, and the server asked where it is.
+    /// after a session, or run dry) is started on silence, and the server asked where it is until it plays.
+    /// The next frame written is heard `(written − read index)` frames after the frame the server reads next.
     public func waitForRoom(within lead: UInt64) throws(AudioOutputError) -> UInt64 {
         if corked {
             try check(lyre_pulse_player_cork(player, 0), "cannot resume the stream")
@@ -90,14 +93,23 @@ public final class PulseOutput: PCMSink {
                 current = false
             }
             let now = HostClock.now()
-            if !current {
-                try write(Array(silence.prefix(blockFrames * 2)))
+            // An answer older than two refreshes: lyred was held up (stopped, starved of CPU), and the stream
+            // may have run dry with the news of it not read yet. The server is asked before anything is written.
+            if current, Int64(now) - timing.taken_ns > 2 * Self.refreshNanoseconds {
+                current = false
                 try ask(.init(LYRE_PULSE_TIMING_WAIT.rawValue))
-            } else if Int64(now) - timing.taken_ns > Self.refreshNanoseconds {
-                try ask(.init(LYRE_PULSE_TIMING_ASK.rawValue))
+                continue
             }
+            if !current {
+                // Silence before the session's first frame, until the server says the stream plays: what is
+                // returned is then its timing, never a guess that would have to be steered out later.
+                try write(Array(silence.prefix(writable / Self.bytesPerFrame / blockFrames * blockFrames * 2)))
+                try ask(.init(LYRE_PULSE_TIMING_WAIT.rawValue))
+                continue
+            }
+            if Int64(now) - timing.taken_ns > Self.refreshNanoseconds { try ask(.init(LYRE_PULSE_TIMING_ASK.rawValue)) }
+            let presentation = UInt64(max(timing.heard_ns + (written - timing.read_index) / Int64(Self.bytesPerFrame) * 1_000_000_000 / 48000, 0))
             let buffered = Self.bufferFrames - writable / Self.bytesPerFrame
-            let presentation = presentationTime(now: now, buffered: buffered)
             guard lead < outputLatency, presentation > now + lead, buffered > 2 * blockFrames else { return steady.presentation(estimate: presentation) }
             HostClock.sleep(until: min(presentation - lead, now + outputLatency))
         }
@@ -112,15 +124,6 @@ public final class PulseOutput: PCMSink {
         timing = answer
         current = true
     }
-
-    /// When the next frame written is heard: from the server's timing while it plays; before it does, what is
-    /// `buffered` and the sink's latency as it said last, from now.
-    private func presentationTime(now: UInt64, buffered: Int) -> UInt64 {
-        if current { return UInt64(max(timing.heard_ns + Self.nanoseconds(frames: (written - timing.read_index) / Int64(Self.bytesPerFrame)), 0)) }
-        return now + UInt64(max(timing.heard_ns - timing.taken_ns, 0) + Self.nanoseconds(frames: Int64(max(buffered, 0))))
-    }
-
-    private static func nanoseconds(frames: Int64) -> Int64 { frames * 1_000_000_000 / 48000 }
 
     public func write(_ samples: [Int16]) throws(AudioOutputError) {
         let bytes = samples.count * 2
