@@ -60,7 +60,6 @@
     X(pa_stream_get_state) \
     X(pa_stream_get_timing_info) \
     X(pa_stream_new) \
-    X(pa_stream_set_started_callback) \
     X(pa_stream_set_state_callback) \
     X(pa_stream_set_underflow_callback) \
     X(pa_stream_set_write_callback) \
@@ -438,7 +437,6 @@ LyrePulsePlayer *lyre_pulse_player_new(const char *client_name, const char *stre
         lp.pa_stream_set_state_callback(player->stream, player_signal, player);
         lp.pa_stream_set_write_callback(player->stream, player_request, player);
         lp.pa_stream_set_underflow_callback(player->stream, player_underflow, player);
-        lp.pa_stream_set_started_callback(player->stream, player_signal, player);
         if (lp.pa_stream_connect_playback(player->stream, sink, &attributes, PA_STREAM_ADJUST_LATENCY, NULL, NULL) < 0)
             status = lp.pa_context_errno(pulse->context);
     }
@@ -501,7 +499,7 @@ int lyre_pulse_player_timing(LyrePulsePlayer *player, LyrePulseTimingRequest req
     // An answer awaited was asked for before what the caller waits for now, perhaps: a new one is asked after it.
     while (status == 0 && request == LYRE_PULSE_TIMING_WAIT && player->timing_pending && (status = player_status(player)) == 0)
         lp.pa_threaded_mainloop_wait(player->pulse->loop);
-    if (status == 0 && request != LYRE_PULSE_TIMING_LATEST && !player->timing_pending) {
+    if (status == 0 && !player->timing_pending) {
         pa_operation *o = lp.pa_stream_update_timing_info(player->stream, player_timing, player);
         if (o) {
             player->timing_pending = 1;
@@ -552,7 +550,6 @@ void lyre_pulse_player_free(LyrePulsePlayer *player) {
         lp.pa_stream_set_state_callback(player->stream, NULL, NULL);
         lp.pa_stream_set_write_callback(player->stream, NULL, NULL);
         lp.pa_stream_set_underflow_callback(player->stream, NULL, NULL);
-        lp.pa_stream_set_started_callback(player->stream, NULL, NULL);
         lp.pa_stream_disconnect(player->stream);
         lp.pa_stream_unref(player->stream);
         lp.pa_threaded_mainloop_unlock(player->pulse->loop);

@@ -86,8 +86,6 @@ LyrePulsePlayer *lyre_pulse_player_new(const char *client_name, const char *stre
 int lyre_pulse_player_wait_writable(LyrePulsePlayer *player, size_t bytes, size_t *writable, uint32_t *underflows);
 int lyre_pulse_player_write(LyrePulsePlayer *player, const void *data, size_t bytes);
 typedef enum {
-    /// What the server said last.
-    LYRE_PULSE_TIMING_LATEST,
     /// What it said last, and it is asked again (unless an answer is awaited).
     LYRE_PULSE_TIMING_ASK,
     /// It is asked, and its answer waited for.
