@@ -71,6 +71,8 @@ enum ControlServer {
                 }
                 registry.logger.notice("unpaired '\(entry.name)' (\(entry.id))")
                 registry.changed(.pairing)
+                // What it plays ends now: an unpaired sender is no longer let play (pairing.md §6.5).
+                registry.endSessions(ofKey: entry.publicKeyBytes, .unpaired)
                 return eventLoop.makeSucceededFuture(.ok(json(entry.id), json: true))
             } catch {
                 return eventLoop.makeSucceededFuture(.error("damaged", "\(error)"))

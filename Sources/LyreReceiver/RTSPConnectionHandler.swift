@@ -9,11 +9,13 @@ import LyreWire
 import NIOCore
 import NIOPosix
 
-/// Why a session ended; the first three are told to the sender (streaming.md §7).
+/// Why a session ended; the first four are told to the sender (streaming.md §7).
 enum SessionEnd: Equatable {
     case takenOver(by: String)
     case shutdown
     case timeout
+    /// The sender was unpaired on the receiver (pairing.md §6.5).
+    case unpaired
     case teardown
     case connectionClosed
 
@@ -22,6 +24,7 @@ enum SessionEnd: Equatable {
         case .takenOver: .takenOver
         case .shutdown: .shutdown
         case .timeout: .timeout
+        case .unpaired: .unpaired
         case .teardown, .connectionClosed: nil
         }
     }
@@ -85,6 +88,8 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     /// The Ed25519 key the peer proved in the TLS handshake (nil on plain RTSP): read at its first request,
     /// which comes after the handshake.
     private lazy var peerKey: [UInt8]? = context.flatMap { RTSPPeerKey.of($0.channel) }
+    /// The key this connection's sender proved over TLS, nil on plain RTSP.
+    var senderKey: [UInt8]? { peerKey }
 
     init(registry: SessionRegistry, logger: Logger) {
         self.registry = registry

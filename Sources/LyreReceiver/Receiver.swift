@@ -336,6 +336,14 @@ final class SessionRegistry: @unchecked Sendable {
         return sessions.compactMap { $0.end(reason) }
     }
 
+    /// Ends the sessions of the sender that proved `key` over TLS, main or over it, each told `reason`.
+    func endSessions(ofKey key: [UInt8], _ reason: SessionEnd) {
+        eventLoop.assertInEventLoop()
+        for session in [stage.active].compactMap({ $0 }) + stage.overlays where session.senderKey == key {
+            session.end(reason)
+        }
+    }
+
     /// The active session's sender told its rooms.
     func roomsChanged(_ handler: RTSPConnectionHandler) {
         eventLoop.assertInEventLoop()

@@ -6,9 +6,24 @@ public enum OutputRouteChangeReason: Sendable, Equatable {
     case oldDeviceUnavailable
     /// Another sender took the receiver over (its name when the receiver said).
     case takenOver(by: String?)
+    /// The receiver's owner unpaired this sender (`lyre remote unpair`, the receiver's page): the receiver
+    /// ends its sessions and refuses it until it is paired again.
+    case unpaired
     /// The app's category changed, and with it where its audio goes (`AudioSession.setCategory`): told by
     /// `AudioSession.observeRouteChange` and in `QueuePlayer.Outcome`, never by a StreamSession's rooms.
     case categoryChange
+}
+
+extension OutputRouteChangeReason {
+    /// The route change a receiver's `session-end` notice is (streaming.md §7): a reason this sender does not
+    /// know reads as the receiver gone.
+    init(_ end: ReceiverNotice.SessionEnd) {
+        switch end.known {
+        case .takenOver: self = .takenOver(by: end.takenOverBy)
+        case .unpaired: self = .unpaired
+        case .shutdown, .timeout, nil: self = .oldDeviceUnavailable
+        }
+    }
 }
 
 /// A change to one room of a playback (the seed's route change, per output).

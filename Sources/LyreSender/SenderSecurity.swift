@@ -72,8 +72,13 @@ public struct SenderSecurity: Sendable {
         // and `--host` (a name that is an address names no pairing and no device).
         let byAddress = route.name == route.address
         let forget = byAddress ? (route.id ?? "ID (see lyre pair --list)") : "'\(route.name)'"
-        let pair = byAddress ? "--host \(route.address)" : "'\(route.name)'"
         return .keyChanged("its key is not the one paired with (another device may have taken its name and id); "
-            + "nothing was sent. If it was reinstalled: lyre pair --forget \(forget), then lyre pair \(pair)")
+            + "nothing was sent. If it was reinstalled: lyre pair --forget \(forget), then \(route.pairCommand)")
     }
+}
+
+extension OutputRoute {
+    /// The command that pairs with this receiver the way it was reached: by name, or, for a receiver reached
+    /// at HOST:PORT, with `--host` (a name that is an address names no device).
+    public var pairCommand: String { name == address ? "lyre pair --host \(address)" : "lyre pair '\(name)'" }
 }

@@ -1140,7 +1140,7 @@ public final class StreamSession: @unchecked Sendable {
             reply(refusal.status, [("Lyre-Error", refusal.reason)])
         case .success(.sessionEnd(let end)):
             reply(200, [])
-            linkLost(link, reason: end.known == .takenOver ? .takenOver(by: end.takenOverBy) : .oldDeviceUnavailable, stoppedAt: end.stoppedAt)
+            linkLost(link, reason: OutputRouteChangeReason(end), stoppedAt: end.stoppedAt)
         case .success(.command(let event)):
             let answered = mediaLoop.makePromise(of: Void.self)
             inTurn(command: (link, answered.futureResult)) { [self] in

@@ -9,7 +9,7 @@ public enum ReceiverNotice: Sendable, Equatable {
 
     /// Why a receiver ended a session, as it tells the sender.
     public struct SessionEnd: Sendable, Equatable {
-        public enum Reason: String, Sendable, CaseIterable { case takenOver = "taken-over", shutdown, timeout }
+        public enum Reason: String, Sendable, CaseIterable { case takenOver = "taken-over", shutdown, timeout, unpaired }
         /// The reason as sent; a value this sender does not know is kept, and read as the receiver gone.
         public var reason: String
         /// `Lyre-Taken-Over-By`: the name of the sender that took over.

@@ -235,6 +235,7 @@ struct Play: AsyncParsableCommand {
                     + " (Ctrl-C to stop)"
             case .left(.oldDeviceUnavailable?): line = "\(change.route) is no longer available\(rest)"
             case .left(.takenOver(let by)?): line = "\(by.map { "'\($0)'" } ?? "another sender") took over \(change.route)\(rest)"
+            case .left(.unpaired?): line = "\(change.route) unpaired this sender\(rest); \(change.route.pairCommand) to play there again"
             case .left(.categoryChange?): line = "\(change.route) left: the category moved the audio\(rest)"  // an app's, not lyre play's
             }
             Console.standardError.write(line: "\(terminal ? "\r\u{1B}[K" : "")lyre: \(line)")
@@ -293,6 +294,9 @@ struct Play: AsyncParsableCommand {
         case .success(.interrupted(.takenOver(let by))):
             let which = routes.count > 1 ? "the last room" : label
             throw CommandFailure("paused: \(by.map { "'\($0)'" } ?? "another sender") took over \(which)")
+        case .success(.interrupted(.unpaired)):
+            let which = routes.count > 1 ? "the last room" : label
+            throw CommandFailure("stopped: \(which) unpaired this sender" + (routes.count == 1 ? "; \(routes[0].pairCommand) to play there again" : ""))
         case .success(.interrupted(.categoryChange)):
             throw CommandFailure("stopped: the audio session's category moved the audio off \(label)")  // an app's, not lyre play's
         case .failure(let error):

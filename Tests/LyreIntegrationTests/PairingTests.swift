@@ -196,7 +196,7 @@ struct PairingTests {
 
     /// pairing.md §3 and §5: `lyre pair --host HOST:PORT` pairs without mDNS, taking the key as it comes, and
     /// `lyre pair --list` prints its fingerprint (the one the receiver advertises) for the user to compare.
-    /// §6.5: a sender unpaired at the receiver while it plays keeps its session until it ends.
+    /// §6.5: a sender unpaired at the receiver while it plays has its session ended, is told why, and is refused after.
     @Test func pairingByAddressAndUnpairingMidSong() async throws {
         let network = try TestNetwork()
         defer { network.close() }
@@ -212,18 +212,23 @@ struct PairingTests {
         let listed = try await network.run(["lyre", "pair", "--list"])
         #expect(listed.stdout.contains("Kitchen  \(id)  key \(fingerprint)"), "\(listed.stdout)")
 
-        // Paired, so encrypted; unpaired at the receiver 2 s in, the session plays on to its end.
-        let song = try await StreamingTests.sweep(network, rate: 48000, seconds: 6)
+        // Paired, so encrypted; unpaired at the receiver 2 s into a 20 s song, the session ends there and then
+        // (pairing.md §6.5): the sender is told why, and stops saying how to play there again.
+        let song = try await StreamingTests.sweep(network, rate: 48000, seconds: 20)
         let play = try network.spawn(["lyre", "play", song, "--to", "Kitchen", "--group-socket", "off"])
         #expect(await eventually { receiver.process.stderr.contains("TLS and SRTP") }, "\(receiver.process.stderr)")
         try await Task.sleep(for: .seconds(2))
         let unpaired = try await receiver.remote(["unpair", Self.senderName])
         #expect(unpaired.status == 0, "\(unpaired.stdout) \(unpaired.stderr)")
-        try await play.waitForExit(timeout: 30)
-        #expect(play.status == 0, "lyre play: \(play.stderr)")
-        #expect(receiver.process.stderr.components(separatedBy: " ended: ").count == 2 && receiver.process.stderr.contains("ended: teardown"),
+        try await play.waitForExit(timeout: 15)
+        #expect(play.status == 1 && play.stderr.contains("lyre: stopped: 'Kitchen' unpaired this sender; lyre pair 'Kitchen' to play there again"),
+                "lyre play: \(play.status) \(play.stderr)")
+        #expect(receiver.process.stderr.components(separatedBy: " ended: ").count == 2 && receiver.process.stderr.contains("ended: unpaired"),
                 "\(receiver.process.stderr)")
         #expect(try await receiver.remote(["paired"]).stdout.contains("no paired senders"))
+        // And it is refused until it pairs again.
+        let again = try await network.run(["lyre", "play", song, "--to", "Kitchen", "--group-socket", "off"], timeout: 30)
+        #expect(again.status != 0 && again.stderr.contains("not paired: this receiver plays only paired senders"), "\(again.stderr)")
     }
 
     /// A sender's name is the sender's to choose, and is printed escaped: a newline in it cannot forge a log

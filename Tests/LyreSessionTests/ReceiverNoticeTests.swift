@@ -95,20 +95,30 @@ import Testing
         #expect(request.headers["Session"] == nil)
         #expect(request.bodyText == "session-end: taken-over\r\n")
         #expect(ReceiverNotice.read(request, session: Self.session) == .success(.sessionEnd(over)))
-        for reason in [ReceiverNotice.SessionEnd.Reason.shutdown, .timeout] {
-            guard case .success(.sessionEnd(let end)) = ReceiverNotice.read(Self.sent(.sessionEnd(.init(reason))), session: nil) else {
+        #expect(OutputRouteChangeReason(over) == .takenOver(by: "Bob"))
+        // The route change each reason is: a receiver that stopped or gave up on the sender is gone (the sender
+        // may wait for it); one that unpaired the sender refuses it until it pairs again.
+        let reported: [ReceiverNotice.SessionEnd.Reason: OutputRouteChangeReason] = [
+            .shutdown: .oldDeviceUnavailable, .timeout: .oldDeviceUnavailable, .unpaired: .unpaired]
+        for reason in [ReceiverNotice.SessionEnd.Reason.shutdown, .timeout, .unpaired] {
+            let request = Self.sent(.sessionEnd(.init(reason)))
+            #expect(request.bodyText == "session-end: \(reason.rawValue)\r\n")
+            guard case .success(.sessionEnd(let end)) = ReceiverNotice.read(request, session: nil) else {
                 Issue.record("\(reason)"); continue
             }
             #expect(end.known == reason && end.takenOverBy == nil && end.stoppedAt == nil)
+            #expect(OutputRouteChangeReason(end) == reported[reason], "\(reason)")
         }
         // The receiver's own reasons, each sent as the protocol names it.
         #expect(SessionEnd.takenOver(by: "Bob").notice == .takenOver)
         #expect(SessionEnd.shutdown.notice == .shutdown && SessionEnd.timeout.notice == .timeout)
+        #expect(SessionEnd.unpaired.notice == .unpaired)
         #expect(SessionEnd.teardown.notice == nil && SessionEnd.connectionClosed.notice == nil)
         // A reason this sender does not know is kept: it reads as the receiver gone.
         let future = RTSPMessage.request("SET_PARAMETER", uri: "/", cseq: 1, headers: [], body: Array("session-end: asleep\r\n".utf8))
         guard case .success(.sessionEnd(let end)) = ReceiverNotice.read(future, session: Self.session) else { Issue.record("unknown reason"); return }
         #expect(end.reason == "asleep" && end.known == nil)
+        #expect(OutputRouteChangeReason(end) == .oldDeviceUnavailable)
     }
 
     @Test func anAnswerWithoutCommandStatusIsReadFromItsRTSPStatus() {
