@@ -14,7 +14,17 @@ public enum OutputRouteChangeReason: Sendable, Equatable {
     case categoryChange
 }
 
-extension OutputRouteChangeReason {
+extension OutputRouteChangeReason: CustomStringConvertible {
+    /// What happened, as a log line says it (`lyre sink`: "stream to 'Kitchen' ended: …").
+    public var description: String {
+        switch self {
+        case .oldDeviceUnavailable: "the receiver is no longer available"
+        case .takenOver(let by): "\(by.map { "'\($0)'" } ?? "another sender") took the receiver over"
+        case .unpaired: "the receiver unpaired this sender"
+        case .categoryChange: "the audio session's category moved the audio"
+        }
+    }
+
     /// The route change a receiver's `session-end` notice is (streaming.md §7): a reason this sender does not
     /// know reads as the receiver gone.
     init(_ end: ReceiverNotice.SessionEnd) {

@@ -119,6 +119,11 @@ import Testing
         guard case .success(.sessionEnd(let end)) = ReceiverNotice.read(future, session: Self.session) else { Issue.record("unknown reason"); return }
         #expect(end.reason == "asleep" && end.known == nil)
         #expect(OutputRouteChangeReason(end) == .oldDeviceUnavailable)
+        // As a log line says them (`lyre sink`'s "stream to … ended: …"), not as Swift prints an enum.
+        #expect(["\(OutputRouteChangeReason.takenOver(by: "Bob"))", "\(OutputRouteChangeReason.takenOver(by: nil))",
+                 "\(OutputRouteChangeReason.unpaired)", "\(OutputRouteChangeReason.oldDeviceUnavailable)"]
+                == ["'Bob' took the receiver over", "another sender took the receiver over", "the receiver unpaired this sender",
+                    "the receiver is no longer available"])
     }
 
     @Test func anAnswerWithoutCommandStatusIsReadFromItsRTSPStatus() {
